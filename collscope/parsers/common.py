@@ -30,3 +30,41 @@ def to_float(text: str) -> float | None:
         return float(text.strip())
     except (ValueError, AttributeError):
         return None
+
+
+# Link types used in topology matrices, from closest to farthest.
+LINK_TYPES = ("self", "xgmi", "nvlink", "pcie", "pix", "pxb", "phb", "node", "sys", "unknown")
+
+
+@dataclass
+class GpuInfo:
+    """One GPU as a vendor tool reports it; fields the tool does not show stay None."""
+
+    index: int
+    name: str | None = None
+    memory_bytes: int | None = None
+    memory_used_bytes: int | None = None
+    pci_bus_id: str | None = None
+    serial: str | None = None
+    uuid: str | None = None
+    driver_version: str | None = None
+    vbios: str | None = None
+    numa_node: int | None = None
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Topology:
+    """GPU x GPU matrices, indexed by GPU index; ``link_type`` entries come from LINK_TYPES.
+
+    ``weight`` and ``hops`` are None where the tool does not report them; ``numa_node`` is per
+    GPU. rocm-smi reports hops 1 for every xGMI pair even when not directly linked, so rules
+    should look at link type and weight, not hops.
+    """
+
+    gpus: int = 0
+    link_type: list[list[str]] = field(default_factory=list)
+    weight: list[list[int | None]] = field(default_factory=list)
+    hops: list[list[int | None]] = field(default_factory=list)
+    numa_node: list[int | None] = field(default_factory=list)
+    extra: dict[str, list[list[str]]] = field(default_factory=dict)
