@@ -88,10 +88,10 @@ class BenchResult:
     world_size: int
     iters: int
     time_us: float
-    time_us_p50: float
-    time_us_p95: float
-    time_us_min: float
-    time_us_max: float
+    time_us_p50: float | None    # None where unknown (imported nccl-tests logs)
+    time_us_p95: float | None
+    time_us_min: float | None
+    time_us_max: float | None
     algbw_gbs: float
     busbw_gbs: float
     wrong: int | None

@@ -1,0 +1,78 @@
+"""The nccl-tests text table: same header lines, columns, widths and footer (pure)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from collscope.results import BenchResult
+
+# nccl-tests prints a missing placement as blanks of the placement's width.
+_PLACEMENT_WIDTH = 33
+
+
+def fixed_width(value: float, width: int) -> str:
+    """A number in ``width`` characters with as many decimals (2, 1, 0) as fit, as nccl-tests."""
+    digits = len(str(int(value))) if value >= 1 else 0
+    if digits < width - 2:
+        return f"{value:{width}.2f}"
+    if digits < width - 1:
+        return f"{value:{width}.1f}"
+    if digits < width + 1:
+        return f"{value:{width}.0f}"
+    return f"{value:{width}.1e}"
+
+
+def column_header() -> list[str]:
+    return [
+        "#                                                              out-of-place"
+        "                       in-place          ",
+        "#       size         count      type   redop    root     time   algbw   busbw  #wrong"
+        "     time   algbw   busbw  #wrong ",
+        "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)       "
+        "      (us)  (GB/s)  (GB/s)         ",
+    ]
+
+
+def _placement(result: BenchResult | None) -> str:
+    if result is None:
+        return " " * _PLACEMENT_WIDTH
+    body = (f"  {fixed_width(result.time_us, 7)}  {fixed_width(result.algbw_gbs, 6)}"
+            f"  {fixed_width(result.busbw_gbs, 6)}")
+    return body + ("    N/A" if result.wrong is None else f"  {result.wrong:6d}")
+
+
+def row(out_of_place: BenchResult | None, in_place: BenchResult | None) -> str:
+    first = out_of_place or in_place
+    assert first is not None
+    root = first.root if first.collective in ("broadcast", "reduce") else -1
+    return (f"{first.size_bytes:12d}  {first.count:12d}  {first.dtype:>8s}  {first.op:>6s}  "
+            f"{root:6d}{_placement(out_of_place)}{_placement(in_place)}")
+
+
+@dataclass
+class DeviceLine:
+    rank: int
+    pid: int
+    host: str
+    device: int
+    bus: str
+    name: str
+
+
+def device_block(devices: Sequence[DeviceLine]) -> list[str]:
+    lines = ["# Using devices"]
+    for d in devices:
+        lines.append(f"#  Rank {d.rank:2d} Group  0 Pid {d.pid:6d} on {d.host:>10s} device "
+                     f"{d.device:2d} [{d.bus}] {d.name}")
+    return lines
+
+
+def footer(results: Sequence[BenchResult]) -> list[str]:
+    wrong = sum(r.wrong or 0 for r in results)
+    average = sum(r.busbw_gbs for r in results) / len(results) if results else 0.0
+    return [
+        f"# Out of bounds values : {wrong} {'OK' if wrong == 0 else 'FAILED'}",
+        f"# Avg bus bandwidth    : {average:g} ",
+        "#",
+    ]

@@ -1,0 +1,278 @@
+"""The sweep: for each collective x dtype x op x size x placement, time, verify, aggregate.
+
+Timing method
+-------------
+GPU: CUDA/HIP events recorded between back-to-back launches on the current stream (one event
+per iteration boundary), so per-iteration times come from the device; the loop time is the
+first event to the last. CPU (gloo): time.perf_counter() around each completed operation.
+``time_us`` = loop time / iterations (nccl-tests' "time"); p50/p95/min/max are over the
+per-iteration times. Each rank measures its own; ranks are combined by -a (default: mean).
+Warm-up iterations and a barrier precede every timed loop; buffers are allocated once per size
+outside it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+from collscope.bench.config import DEFAULT_MAX_BYTES_CPU, DEFAULT_MAX_BYTES_GPU, BenchConfig
+from collscope.bench.stats import iter_stats, median_ci_halfwidth
+from collscope.collectives import ops
+from collscope.collectives.dtypes import DTYPES
+from collscope.collectives.table import COLLECTIVES, bandwidths
+from collscope.errors import RankFailure, UsageError
+from collscope.results import BenchResult
+from collscope.runtime.dist import Session
+
+FAULT_ENV = "COLLSCOPE_FAULT_INJECT"  # test-only: "corrupt@RANK" or "hang@RANK:AFTER_SIZES"
+
+
+def timing_method(session: Session, config: BenchConfig) -> str:
+    if session.device.type == "cuda":
+        how = "device events between back-to-back launches" + \
+            (" (synchronised after each op, -z)" if config.blocking else "")
+    else:
+        how = "perf_counter around each completed op"
+    loop = (f"adaptive loop (median 95% CI within +-{config.target_precision:g} or "
+            f"{config.time_budget_s:g} s per size)" if config.target_precision
+            else f"{config.iters}-iteration loop")
+    return (f"{how}; time = mean per op over the {loop} after {config.warmup_iters} warm-up "
+            f"iterations; p50/p95/min/max over iterations; ranks combined by "
+            f"{config.average_name}")
+
+
+@dataclass
+class SizePlan:
+    collective: str
+    dtype: str
+    op: str
+    requested_bytes: int
+    count: int
+    size_bytes: int
+
+
+def max_bytes_for(config: BenchConfig, session: Session) -> tuple[int, str | None]:
+    """The sweep's largest size and, when memory forced it down, the note nccl-tests prints."""
+    if session.device.type != "cuda":
+        return (config.max_bytes or DEFAULT_MAX_BYTES_CPU), None
+    wanted = config.max_bytes or DEFAULT_MAX_BYTES_GPU
+    free, _total = torch.cuda.mem_get_info(session.device)
+    # Input and output buffers of the largest size, plus headroom for the communicator.
+    fits = int(free * 0.8) // 2
+    if wanted > fits:
+        return fits, f"# Reducing maxBytes to {fits} due to memory limitation"
+    return wanted, None
+
+
+def plans(config: BenchConfig, collective: str, world: int, max_bytes: int) -> list[SizePlan]:
+    spec = COLLECTIVES[collective]
+    result = []
+    for dtype in config.dtypes:
+        for op in (config.ops if spec.reduces else ["none"]):
+            seen = set()
+            for requested in config.sizes(max_bytes):
+                count, size = spec.count_and_size(requested, DTYPES[dtype].size, world)
+                if count == 0 or size in seen:
+                    continue  # too small for one element per rank, or the same as before
+                seen.add(size)
+                result.append(SizePlan(collective, dtype, op, requested, count, size))
+    return result
+
+
+class _Fault:
+    """Test-only fault injection, parsed once from the environment."""
+
+    def __init__(self, rank: int):
+        spec = os.environ.get(FAULT_ENV, "")
+        kind, _, where = spec.partition("@")
+        target, _, after = where.partition(":")
+        self.active = bool(spec) and target.isdigit() and int(target) == rank
+        self.kind = kind
+        self.after = int(after) if after.isdigit() else 0
+        self.sizes_done = 0
+
+    def maybe_hang(self) -> None:
+        if self.active and self.kind == "hang" and self.sizes_done >= self.after:
+            while True:
+                time.sleep(60)
+
+    def maybe_corrupt(self, output: torch.Tensor) -> None:
+        if self.active and self.kind == "corrupt" and output.numel() > 0:
+            output.view(-1)[0] += 1
+
+
+class Runner:
+    def __init__(self, config: BenchConfig, session: Session):
+        self.config = config
+        self.session = session
+        self.fault = _Fault(session.rank)
+
+    @contextmanager
+    def _guard(self, what: str) -> Iterator[None]:
+        """Name the step for the watchdog, and turn a backend failure into a RankFailure."""
+        with self.session.watchdog.step(what):
+            try:
+                yield
+            except (RuntimeError, dist.DistError) as error:
+                first = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
+                raise RankFailure(f"rank {self.session.rank}: {what} failed: {first}") from error
+
+    def _sync(self) -> None:
+        if self.session.device.type == "cuda":
+            torch.cuda.synchronize(self.session.device)
+
+    def _timed_loop(self, launch: Callable[[], None], iters: int) -> tuple[float, list[float]]:
+        """(loop seconds, per-iteration seconds) of ``iters`` back-to-back launches."""
+        if self.session.device.type == "cuda":
+            events = [torch.cuda.Event(enable_timing=True) for _ in range(iters + 1)]
+            events[0].record()
+            for i in range(iters):
+                launch()
+                if self.config.blocking:
+                    torch.cuda.synchronize()
+                events[i + 1].record()
+            torch.cuda.synchronize()
+            per_iter = [events[i].elapsed_time(events[i + 1]) / 1e3 for i in range(iters)]
+            return events[0].elapsed_time(events[-1]) / 1e3, per_iter
+        stamps = [time.perf_counter()]
+        for _ in range(iters):
+            launch()
+            stamps.append(time.perf_counter())
+        return stamps[-1] - stamps[0], [b - a for a, b in zip(stamps, stamps[1:])]
+
+    def _reduce_flags(self, values: list[float], op: dist.ReduceOp) -> list[float]:
+        tensor = torch.tensor(values, dtype=torch.float64, device=self.session.device)
+        dist.all_reduce(tensor, op)
+        return tensor.tolist()
+
+    def _measure(self, launch: Callable[[], None]) -> tuple[float, list[float]]:
+        """Fixed iterations, or adaptive batches until every rank's median is precise enough."""
+        if not self.config.target_precision:
+            return self._timed_loop(launch, self.config.iters)
+        total, times = 0.0, []
+        started = time.monotonic()
+        while True:
+            loop, batch = self._timed_loop(launch, self.config.iters)
+            total += loop
+            times += batch
+            # One small all_reduce between batches (outside any timed loop) so that every rank
+            # takes the same decision and issues the same number of collectives.
+            halfwidth, elapsed = self._reduce_flags(
+                [min(median_ci_halfwidth(times), 1e9), time.monotonic() - started],
+                dist.ReduceOp.MAX)
+            if halfwidth <= self.config.target_precision or elapsed >= self.config.time_budget_s:
+                return total, times
+
+    def _combine(self, stats: list[float]) -> list[float]:
+        """Combine per-rank [mean, p50, p95, min, max] by -a."""
+        mode = self.config.average_name
+        if mode == "rank0":
+            tensor = torch.tensor(stats, dtype=torch.float64, device=self.session.device)
+            dist.broadcast(tensor, 0)
+            return tensor.tolist()
+        if mode == "mean":
+            return [v / self.session.world_size for v in self._reduce_flags(stats,
+                                                                             dist.ReduceOp.SUM)]
+        return self._reduce_flags(stats, dist.ReduceOp.MIN if mode == "min"
+                                  else dist.ReduceOp.MAX)
+
+    def run_placement(self, plan: SizePlan, in_place: bool) -> BenchResult:
+        session, config = self.session, self.config
+        where = (f"{plan.collective} {plan.size_bytes} B {plan.dtype} {plan.op} "
+                 f"({'in-place' if in_place else 'out-of-place'})")
+        operation = ops.build(plan.collective, plan.dtype, plan.op, config.root, plan.count,
+                              in_place, session.rank, session.world_size, session.device)
+        with self._guard(f"warm-up of {where}"):
+            for _ in range(config.warmup_iters):
+                operation.launch()
+            self._sync()
+            dist.barrier()
+        self.fault.maybe_hang()
+        with self._guard(where):
+            loop, per_iter = self._measure(operation.launch)
+        wrong: int | None = 0
+        with self._guard(f"check of {where}"):
+            if config.check and operation.count_wrong is not None:
+                operation.fill_for_check()
+                self._sync()
+                operation.launch()
+                self._sync()
+                self.fault.maybe_corrupt(operation.output)
+                local_wrong = operation.count_wrong()
+                wrong = int(self._reduce_flags([float(local_wrong)], dist.ReduceOp.SUM)[0])
+            elif operation.count_wrong is None:
+                wrong = None
+            stats = iter_stats(per_iter, loop)
+            mean, p50, p95, low, high = self._combine(
+                [stats.mean, stats.p50, stats.p95, stats.min, stats.max])
+        time_us = mean * 1e6
+        algbw, busbw = bandwidths(plan.size_bytes, time_us, plan.collective, session.world_size)
+        return BenchResult(
+            collective=plan.collective, size_bytes=plan.size_bytes, count=plan.count,
+            dtype=plan.dtype, op=plan.op,
+            root=config.root if COLLECTIVES[plan.collective].rooted else -1,
+            in_place=in_place, world_size=session.world_size, iters=len(per_iter),
+            time_us=time_us, time_us_p50=p50 * 1e6, time_us_p95=p95 * 1e6,
+            time_us_min=low * 1e6, time_us_max=high * 1e6, algbw_gbs=algbw, busbw_gbs=busbw,
+            wrong=wrong, algo=config.algo, average=config.average_name)
+
+    def placements(self, collective: str) -> list[bool]:
+        """in_place flags to run, out-of-place first as nccl-tests prints it."""
+        chosen = []
+        if self.config.out_of_place and COLLECTIVES[collective].out_of_place:
+            chosen.append(False)
+        if self.config.in_place:
+            chosen.append(True)
+        return chosen
+
+
+RowCallback = Callable[[SizePlan, dict[bool, BenchResult]], None]
+
+
+def run(config: BenchConfig, session: Session | None = None,
+        on_row: RowCallback | None = None,
+        on_collective: Callable[[str, list[SizePlan], str | None], None] | None = None,
+        ) -> list[BenchResult]:
+    """Run the sweep on every rank; every rank returns the same aggregated records.
+
+    Works inside a process group the caller already initialised (``session`` None), so a
+    training script can benchmark its own group. ``on_row`` is called after each size with its
+    records (rank 0 prints and writes them there, so nothing measured is lost on a crash).
+    """
+    from collscope.runtime.dist import attach
+
+    owned = session is None
+    session = session or attach(config.timeout_s)
+    try:
+        config.validate_for_job(session.world_size, session.backend)
+        runner = Runner(config, session)
+        max_bytes, memory_note = max_bytes_for(config, session)
+        results: list[BenchResult] = []
+        for collective in config.collectives:
+            if collective == "sendrecv" and session.world_size < 2:
+                raise UsageError("COLLECTIVE: sendrecv needs at least 2 ranks")
+            sweep = plans(config, collective, session.world_size, max_bytes)
+            if on_collective:
+                on_collective(collective, sweep, memory_note)
+            for plan in sweep:
+                row = {in_place: runner.run_placement(plan, in_place)
+                       for in_place in runner.placements(collective)}
+                runner.fault.sizes_done += 1
+                results.extend(row.values())
+                if on_row:
+                    on_row(plan, row)
+        return results
+    finally:
+        if owned:
+            session.close()
+
+
+def any_wrong(results: list[BenchResult]) -> bool:
+    return any((r.wrong or 0) > 0 for r in results)

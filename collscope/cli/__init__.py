@@ -1,0 +1,65 @@
+"""collscope's command line: thin, fast to start (no torch until a subcommand needs it)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from collscope import __version__
+from collscope.errors import RankFailure, UsageError
+
+DESCRIPTION = """\
+Find and fix the communication bottlenecks of multi-GPU training, on torch.distributed.
+Launch it the way you launch training: torchrun, srun, mpirun, or on its own (--nproc).
+"""
+
+EPILOG = """\
+examples:
+  collscope bench                              # all_reduce sweep on local ranks (GPUs or 2 gloo)
+  collscope bench all -b 1M -e 1G              # every collective, 1 MiB to 1 GiB
+  torchrun --nproc-per-node 8 -m collscope bench all_reduce --json ar.jsonl
+  srun -N2 --ntasks-per-node 8 python -m collscope bench all_gather -e 8G
+
+exit codes: 0 ok, 1 a rank failed or timed out, 2 bad input, 3 results failed verification
+"""
+
+
+class OneLineErrorParser(argparse.ArgumentParser):
+    """argparse that reports bad input on one line (flag and accepted values) and exits 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        sys.stderr.write(f"{self.prog}: {message} (see {self.prog} --help)\n")
+        raise SystemExit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from collscope.cli import bench
+
+    parser = OneLineErrorParser(prog="collscope", description=DESCRIPTION, epilog=EPILOG,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"collscope {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND",
+                                     parser_class=OneLineErrorParser)
+    bench.add_parser(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return 0
+    try:
+        return int(args.handler(args, argv))
+    except UsageError as error:
+        sys.stderr.write(f"collscope {args.command}: {error}\n")
+        return 2
+    except RankFailure as error:
+        sys.stderr.write(f"collscope {args.command}: {error}\n")
+        return 1
+    except KeyboardInterrupt:
+        sys.stderr.write(f"collscope {args.command}: interrupted\n")
+        return 130

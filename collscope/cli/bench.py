@@ -1,0 +1,288 @@
+"""`collscope bench`: parse flags into a BenchConfig, launch or join ranks, render the table."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Sequence
+from contextlib import ExitStack
+from typing import Any
+
+from collscope import __version__
+from collscope.bench.config import AVERAGE_MODES, BenchConfig
+from collscope.collectives.table import COLLECTIVES
+from collscope.errors import UsageError
+from collscope.units import parse_size
+
+EXAMPLES = """\
+examples:
+  collscope bench                                  # all_reduce, 8 B .. 64 MiB (CPU) / 4 GiB (GPU)
+  collscope bench all -b 1K -e 256M -f 4           # every collective
+  collscope bench all_gather reduce_scatter -d bfloat16 -n 50 -w 10
+  collscope bench -o all -d float,int32 --json ar.jsonl --csv ar.csv
+  collscope bench --target-precision 0.02          # adaptive: +-2% CI of the median per size
+  collscope bench --nproc 4 --backend gloo         # 4 local CPU ranks
+  torchrun --nproc-per-node 8 -m collscope bench
+  torchrun --nnodes 2 --nproc-per-node 8 --rdzv-backend c10d \\
+           --rdzv-endpoint node0:29500 -m collscope bench all_reduce -e 8G
+  srun -N 2 --ntasks-per-node 8 --gpus-per-node 8 python -m collscope bench
+  mpirun -np 16 -x MASTER_ADDR=node0 -x MASTER_PORT=29500 python -m collscope bench
+
+algbw = size / time and busbw = algbw x factor (2(n-1)/n all_reduce; (n-1)/n all_gather,
+reduce_scatter, alltoall; 1 broadcast, reduce, sendrecv), exactly as nccl-tests; GB/s = 1e9 B/s.
+time = mean per op over the timed loop (device events on GPUs, perf_counter on CPU).
+exit codes: 0 ok, 1 a rank failed or timed out, 2 bad input, 3 a result failed verification.
+"""
+
+
+def add_parser(commands: Any) -> None:
+    p = commands.add_parser(
+        "bench", help="collective benchmarks with nccl-tests' numbers",
+        description="Benchmark collectives on torch.distributed; the table reads like "
+                    "nccl-tests'.", epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("collectives", nargs="*", default=["all_reduce"], metavar="COLLECTIVE",
+                   help=f"{', '.join(COLLECTIVES)} or all (default all_reduce)")
+    p.add_argument("-b", "--min-bytes", default="8", help="smallest size (default 8)")
+    p.add_argument("-e", "--max-bytes", default=None,
+                   help="largest size (default 64M on CPU, 4G on GPU, capped by free memory)")
+    p.add_argument("-f", "--step-factor", type=int, default=2,
+                   help="multiply the size by this each step (default 2)")
+    p.add_argument("-i", "--step-bytes", default=None,
+                   help="add this many bytes each step instead of multiplying")
+    p.add_argument("-n", "--iters", type=int, default=20, help="timed iterations (default 20)")
+    p.add_argument("-w", "--warmup-iters", type=int, default=5,
+                   help="warm-up iterations per size (default 5)")
+    p.add_argument("-d", "--dtype", default="float",
+                   help="float, half, bfloat16, double, int32, int64, int8, uint8 "
+                        "(comma-separated) or all (default float)")
+    p.add_argument("-o", "--op", default="sum",
+                   help="sum, prod, min, max, avg (comma-separated) or all (default sum)")
+    p.add_argument("-r", "--root", type=int, default=0, help="root of broadcast/reduce")
+    p.add_argument("-c", "--check", type=int, default=1,
+                   help="verify results after timing; 0 disables (default 1)")
+    p.add_argument("-z", "--blocking", type=int, default=0, choices=[0, 1],
+                   help="1: synchronise after each op (GPU)")
+    p.add_argument("-a", "--average", type=int, default=1,
+                   help="combine rank times: " +
+                        ", ".join(f"{k} {v}" for k, v in AVERAGE_MODES.items()) +
+                        " (default 1)")
+    placement = p.add_mutually_exclusive_group()
+    placement.add_argument("--in-place", action="store_true", help="only in-place")
+    placement.add_argument("--out-of-place", action="store_true", help="only out-of-place")
+    p.add_argument("--target-precision", type=float, default=None, metavar="P",
+                   help="adaptive iterations: stop a size when the 95%% CI of its median is "
+                        "within +-P (e.g. 0.02) or its --time-budget ends")
+    p.add_argument("--time-budget", type=float, default=2.0, metavar="S",
+                   help="adaptive mode: seconds per size at most (default 2)")
+    p.add_argument("--nproc", type=int, default=None,
+                   help="spawn N local ranks (default: visible GPUs, else 2); not under a "
+                        "launcher")
+    p.add_argument("--backend", default="auto",
+                   help="auto (nccl/rccl with GPUs, else gloo), nccl, gloo, mpi, ucc")
+    p.add_argument("--timeout", type=float, default=300.0,
+                   help="seconds a collective may wait before every rank exits (default 300)")
+    p.add_argument("--json", metavar="FILE", help="write JSON Lines records (flushed per size)")
+    p.add_argument("--csv", metavar="FILE", help="write one CSV row per result")
+    p.set_defaults(handler=handle)
+
+
+def config_from_args(args: argparse.Namespace) -> BenchConfig:
+    return BenchConfig(
+        collectives=args.collectives or ["all_reduce"],
+        min_bytes=parse_size(args.min_bytes, "-b/--min-bytes"),
+        max_bytes=None if args.max_bytes is None else parse_size(args.max_bytes,
+                                                                 "-e/--max-bytes"),
+        step_factor=args.step_factor,
+        step_bytes=None if args.step_bytes is None else parse_size(args.step_bytes,
+                                                                   "-i/--step-bytes"),
+        iters=args.iters, warmup_iters=args.warmup_iters,
+        dtypes=[d for d in args.dtype.split(",") if d], ops=[o for o in args.op.split(",") if o],
+        root=args.root, check=args.check, blocking=bool(args.blocking), average=args.average,
+        in_place=not args.out_of_place, out_of_place=not args.in_place,
+        target_precision=args.target_precision, time_budget_s=args.time_budget,
+        backend=args.backend, timeout_s=args.timeout)
+
+
+def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    from collscope.runtime.launchers import detect_launcher
+    from collscope.runtime.spawn import SPAWNED_ENV
+
+    config = config_from_args(args)
+    spawned = os.environ.get(SPAWNED_ENV) == "1"
+    launch = detect_launcher(os.environ)
+    if launch is not None:
+        if args.nproc is not None and not spawned:
+            raise UsageError(f"--nproc: ranks come from {launch.launcher} here; drop --nproc")
+        return run_rank(config, launch, args, "local" if spawned else launch.launcher)
+    return spawn(config, args, argv)
+
+
+def spawn(config: BenchConfig, args: argparse.Namespace, argv: Sequence[str]) -> int:
+    """Standalone: validate everything first (so bad input exits 2 at once), then spawn."""
+    from collscope.runtime.dist import gpu_count, resolve_backend
+    from collscope.runtime.spawn import spawn_local
+
+    if args.nproc is not None and args.nproc < 1:
+        raise UsageError(f"--nproc: {args.nproc} must be >= 1")
+    backend = resolve_backend(config.backend)
+    nproc = args.nproc or (gpu_count() if backend in ("nccl", "ucc") else 0) or 2
+    config.validate_for_job(nproc, backend)
+    if "sendrecv" in config.collectives and nproc < 2:
+        raise UsageError("COLLECTIVE: sendrecv needs at least 2 ranks (--nproc 2 or more)")
+    return spawn_local(nproc, argv, config.timeout_s)
+
+
+def run_rank(config: BenchConfig, launch: Any, args: argparse.Namespace,
+             launcher_name: str) -> int:
+    """The body of one rank: join the group, run the sweep, rank 0 renders and records."""
+    from collscope.bench import runner
+    from collscope.errors import RankFailure
+    from collscope.runtime import dist as rt
+
+    session = rt.start(launch, config.backend, config.timeout_s)
+    try:
+        try:
+            config.validate_for_job(session.world_size, session.backend)
+        except UsageError:
+            if session.rank != 0:
+                return 2  # every rank fails the same check; rank 0 says it once
+            raise
+        with ExitStack() as stack:
+            reporter = stack.enter_context(Reporter(config, session, args, launcher_name)) \
+                if session.rank == 0 else None
+            results = runner.run(config, session,
+                                 on_row=reporter.row if reporter else None,
+                                 on_collective=reporter.collective if reporter else None)
+        return 3 if runner.any_wrong(results) else 0
+    except RankFailure as failure:
+        # Peers may be dead: skip the orderly teardown (it could block) and exit now.
+        sys.stderr.write(f"collscope bench: {failure}\n")
+        sys.stderr.flush()
+        sys.stdout.flush()
+        os._exit(1)
+    finally:
+        session.close()
+
+
+class Reporter:
+    """Rank 0's output: the nccl-tests table on stdout, JSON Lines / CSV files, a progress bar."""
+
+    def __init__(self, config: BenchConfig, session: Any, args: argparse.Namespace,
+                 launcher_name: str):
+        from collscope.bench import runner
+        from collscope.runtime.dist import library_versions
+
+        self.config = config
+        self.session = session
+        self.timing = runner.timing_method(session, config)
+        self.versions = library_versions()
+        self.launcher_name = launcher_name
+        self.args = args
+        self.block: list[Any] = []
+        self.json = self.csv = None
+        self.progress: Any = None
+        self.task: Any = None
+        self.total = 0
+
+    def __enter__(self) -> Reporter:
+        from collscope.results import CsvWriter, JsonlWriter, RunRecord, recorded_env
+
+        if self.args.json:
+            self.json = JsonlWriter(self.args.json)
+            layout = self.session.layout
+            self.json.write(RunRecord(
+                command="bench", collscope_version=__version__, argv=sys.argv,
+                launcher=self.launcher_name, backend=self.session.label,
+                world_size=self.session.world_size, nodes=layout.nodes,
+                ranks_per_node=layout.ranks_per_node, hosts=layout.hosts,
+                devices=layout.devices, versions=self.versions, env=recorded_env(),
+                timing=self.timing, started_at=time.time(),
+                extra={"config": vars(self.config)}).to_dict())
+        if self.args.csv:
+            self.csv = CsvWriter(self.args.csv)
+        if sys.stderr.isatty():
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+            self.progress = Progress(TextColumn("{task.description}"), BarColumn(),
+                                     MofNCompleteColumn(), console=Console(stderr=True),
+                                     transient=True, redirect_stdout=sys.stdout.isatty())
+            self.progress.start()
+            self.task = self.progress.add_task("bench", total=0)
+        return self
+
+    def _print(self, line: str) -> None:
+        print(line, flush=True)
+
+    def collective(self, name: str, sweep: list[Any], memory_note: str | None) -> None:
+        from collscope.bench.output import DeviceLine, column_header, device_block
+
+        self._end_block()
+        c = self.config
+        layout = self.session.layout
+        label = self.session.label
+        lib = self.versions.get("rccl") or self.versions.get("nccl")
+        self._print(f"# collscope {__version__} torch {self.versions['torch']} backend {label}"
+                    + (f" {label}-library {lib}" if lib else ""))
+        self._print(f"# Collective test starting: {name}")
+        step = f"{c.step_bytes}(bytes)" if c.step_bytes else f"{c.step_factor}(factor)"
+        max_bytes = max((p.requested_bytes for p in sweep), default=0)
+        self._print(f"# nThread 1 nGpus 1 minBytes {c.min_bytes} maxBytes {max_bytes} step: "
+                    f"{step} warmup iters: {c.warmup_iters} iters: {c.iters} agg iters: 1 "
+                    f"validation: {1 if c.check else 0} graph: 0")
+        self._print(f"# Timing: {self.timing}")
+        if not COLLECTIVES[name].out_of_place and c.out_of_place:
+            self._print(f"# {name} exists only in place in torch.distributed: the out-of-place "
+                        "columns stay empty")
+        self._print("#")
+        for line in device_block([
+            DeviceLine(d["rank"], d["pid"], d["host"],
+                       -1 if d["device"] is None else d["device"], d["device_type"], d["name"])
+                for d in layout.devices]):
+            self._print(line)
+        self._print("#")
+        if memory_note:
+            self._print(memory_note)
+            self._print("#")
+        for line in column_header():
+            self._print(line)
+        self.current = name
+        if self.progress:
+            self.total += len(sweep)
+            self.progress.update(self.task, total=self.total, description=name)
+
+    def row(self, plan: Any, results: dict[bool, Any]) -> None:
+        from collscope.bench.output import row
+
+        self._print(row(results.get(False), results.get(True)))
+        for result in results.values():
+            self.block.append(result)
+            if self.json:
+                self.json.write(result.to_dict())
+            if self.csv:
+                self.csv.write(result)
+        if self.progress:
+            self.progress.advance(self.task)
+
+    def _end_block(self) -> None:
+        from collscope.bench.output import footer
+
+        if not self.block:
+            return
+        for line in footer(self.block):
+            self._print(line)
+        self._print(f"# Collective test concluded: {self.current}")
+        self._print("#")
+        self.block = []
+
+    def __exit__(self, *exc: object) -> None:
+        if exc[0] is None:
+            self._end_block()
+        if self.progress:
+            self.progress.stop()
+        for writer in (self.json, self.csv):
+            if writer:
+                writer.close()

@@ -1,0 +1,64 @@
+"""A per-rank watchdog: no collective may wait longer than the timeout.
+
+Backends have timeouts of their own (gloo raises, NCCL's watchdog aborts), but not every
+backend honours them for every failure, and their messages do not say which benchmark step
+was running. This thread knows what the rank is doing; if one step outlives its deadline, it
+prints what the rank was waiting in and ends the process, so nothing ever hangs forever.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+# Exit code of a rank ended by the watchdog, distinct from usage (2) and wrong results (3).
+TIMEOUT_EXIT_CODE = 4
+
+
+class Watchdog:
+    def __init__(self, timeout_s: float, rank: int, grace_s: float = 5.0):
+        # The backend's own timeout fires first and gives a cleaner error; the watchdog is the
+        # backstop, so it waits a little longer.
+        self.timeout_s = timeout_s
+        self.grace_s = grace_s
+        self.rank = rank
+        self._what: str | None = None
+        self._deadline = float("inf")
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="collscope-watchdog",
+                                        daemon=True)
+        self._thread.start()
+
+    @contextmanager
+    def step(self, what: str) -> Iterator[None]:
+        """Guard one blocking step; ``what`` names it in the timeout message."""
+        with self._lock:
+            self._what = what
+            self._deadline = time.monotonic() + self.timeout_s + self.grace_s
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._what = None
+                self._deadline = float("inf")
+
+    def _watch(self) -> None:
+        while not self._stop.wait(0.2):
+            with self._lock:
+                expired = time.monotonic() > self._deadline
+                what = self._what
+            if expired:
+                sys.stderr.write(
+                    f"collscope: rank {self.rank}: no progress for {self.timeout_s:g} s while "
+                    f"waiting in {what}; a peer rank is dead or hung (see its log). Exiting.\n")
+                sys.stderr.flush()
+                os._exit(TIMEOUT_EXIT_CODE)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=1.0)
