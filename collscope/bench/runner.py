@@ -14,10 +14,12 @@ outside it.
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -122,11 +124,20 @@ class Runner:
                 yield
             except (RuntimeError, dist.DistError) as error:
                 first = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
+                first = re.sub(r"^\[[^\]]*\]\s*", "", first)  # drop "[/path/file.cc:78] "
                 raise RankFailure(f"rank {self.session.rank}: {what} failed: {first}") from error
 
     def _sync(self) -> None:
         if self.session.device.type == "cuda":
             torch.cuda.synchronize(self.session.device)
+
+    def _wait_events(self, events: list[Any]) -> None:
+        """Wait for device events in order, telling the watchdog as each one completes, so a
+        hung collective is caught one timeout after the previous one finished."""
+        for event in events:
+            while not event.query():
+                time.sleep(50e-6)
+            self.session.watchdog.beat()
 
     def _timed_loop(self, launch: Callable[[], None], iters: int) -> tuple[float, list[float]]:
         """(loop seconds, per-iteration seconds) of ``iters`` back-to-back launches."""
@@ -135,16 +146,18 @@ class Runner:
             events[0].record()
             for i in range(iters):
                 launch()
-                if self.config.blocking:
-                    torch.cuda.synchronize()
                 events[i + 1].record()
-            torch.cuda.synchronize()
+                if self.config.blocking:
+                    self._wait_events([events[i + 1]])
+            self._wait_events(events)
             per_iter = [events[i].elapsed_time(events[i + 1]) / 1e3 for i in range(iters)]
             return events[0].elapsed_time(events[-1]) / 1e3, per_iter
+        beat = self.session.watchdog.beat
         stamps = [time.perf_counter()]
         for _ in range(iters):
             launch()
             stamps.append(time.perf_counter())
+            beat()
         return stamps[-1] - stamps[0], [b - a for a, b in zip(stamps, stamps[1:])]
 
     def _reduce_flags(self, values: list[float], op: dist.ReduceOp) -> list[float]:
@@ -192,10 +205,11 @@ class Runner:
         with self._guard(f"warm-up of {where}"):
             for _ in range(config.warmup_iters):
                 operation.launch()
+                self.session.watchdog.beat()
             self._sync()
             dist.barrier()
-        self.fault.maybe_hang()
         with self._guard(where):
+            self.fault.maybe_hang()
             loop, per_iter = self._measure(operation.launch)
         wrong: int | None = 0
         with self._guard(f"check of {where}"):

@@ -96,7 +96,7 @@ def build(collective: str, dtype_name: str, op: str, root: int, count: int, in_p
     spec = COLLECTIVES[collective]
     dtype = DTYPES[dtype_name]
     tdtype = getattr(torch, dtype.torch_name)
-    reduce_op = REDUCE_OPS[op]
+    reduce_op = REDUCE_OPS.get(op, dist.ReduceOp.SUM)  # "none" for data movement
 
     def empty(n: int) -> torch.Tensor:
         return torch.zeros(n, dtype=tdtype, device=device)

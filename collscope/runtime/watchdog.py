@@ -15,16 +15,13 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-# Exit code of a rank ended by the watchdog, distinct from usage (2) and wrong results (3).
-TIMEOUT_EXIT_CODE = 4
+# A rank ended by the watchdog exits like any failed rank (1): scripts see one failure code.
+TIMEOUT_EXIT_CODE = 1
 
 
 class Watchdog:
-    def __init__(self, timeout_s: float, rank: int, grace_s: float = 5.0):
-        # The backend's own timeout fires first and gives a cleaner error; the watchdog is the
-        # backstop, so it waits a little longer.
+    def __init__(self, timeout_s: float, rank: int):
         self.timeout_s = timeout_s
-        self.grace_s = grace_s
         self.rank = rank
         self._what: str | None = None
         self._deadline = float("inf")
@@ -39,13 +36,18 @@ class Watchdog:
         """Guard one blocking step; ``what`` names it in the timeout message."""
         with self._lock:
             self._what = what
-            self._deadline = time.monotonic() + self.timeout_s + self.grace_s
+            self._deadline = time.monotonic() + self.timeout_s
         try:
             yield
         finally:
             with self._lock:
                 self._what = None
                 self._deadline = float("inf")
+
+    def beat(self) -> None:
+        """One operation of the current step completed: the next one gets a full timeout."""
+        if self._what is not None:
+            self._deadline = time.monotonic() + self.timeout_s
 
     def _watch(self) -> None:
         while not self._stop.wait(0.2):
