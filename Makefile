@@ -1,0 +1,31 @@
+# Quickstart targets. Each one sets up .venv first (idempotent), then runs.
+#   make demo   collscope bench on the embedded default (local ranks: GPUs, else 2 gloo ranks)
+#   make test   the test suite
+# The venv sees system site-packages, so a ROCm or CUDA torch already installed is used as is;
+# a CPU torch is installed only when no torch is importable at all.
+PYTHON ?= python3
+VENV   ?= .venv
+TORCH_SPEC ?= torch==2.13.0
+BIN := $(VENV)/bin
+
+.PHONY: setup demo test lint bench-overhead
+setup: $(VENV)/.setup-done
+
+$(VENV)/.setup-done: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv --system-site-packages $(VENV)
+	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install -q "$(TORCH_SPEC)"
+	$(BIN)/python -m pip install -q -e ".[test]"
+	touch $@
+
+demo: setup
+	$(BIN)/collscope bench
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+lint: setup
+	$(BIN)/python -m pip install -q ruff
+	$(BIN)/ruff check collscope tests benchmarks
+
+bench-overhead: setup
+	$(BIN)/python benchmarks/harness_overhead.py

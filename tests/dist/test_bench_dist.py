@@ -1,0 +1,177 @@
+"""Real gloo ranks, spawned the way users spawn them, verifying every collective."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from collscope.collectives.table import COLLECTIVES
+from tests.helpers import REPO, cli_env, read_records, run_cli
+
+pytestmark = pytest.mark.dist
+
+
+@pytest.mark.parametrize("world", [2, 3, 4])
+def test_every_collective_placement_and_dtype_verifies(world, tmp_path):
+    out = tmp_path / "bench.jsonl"
+    proc = run_cli("bench", "all", "-d", "float,int32", "-o", "sum,prod,min,max", "-b", "8",
+                   "-e", "4K", "-f", "8", "-n", "2", "-w", "1", "--nproc", str(world),
+                   "--json", str(out), "--timeout", "60")
+    assert proc.returncode == 0, proc.stderr
+    run, *results = read_records(out)
+    assert run["kind"] == "run" and run["world_size"] == world and run["backend"] == "gloo"
+    assert len(run["devices"]) == world and run["nodes"] == 1
+    seen = set()
+    for r in results:
+        spec = COLLECTIVES[r["collective"]]
+        seen.add((r["collective"], r["in_place"], r["dtype"]))
+        if r["in_place"] and not spec.verifies_in_place:
+            assert r["wrong"] is None  # nccl-tests prints N/A here too
+        else:
+            assert r["wrong"] == 0, r
+        assert r["busbw_gbs"] == pytest.approx(r["algbw_gbs"] * spec.bus_factor(world))
+        assert r["algbw_gbs"] == pytest.approx(r["size_bytes"] / r["time_us"] / 1e3)
+        assert r["time_us_min"] <= r["time_us_p50"] <= r["time_us_max"]
+        assert r["world_size"] == world and r["iters"] == 2
+    expected = {(name, in_place, dtype) for name, spec in COLLECTIVES.items()
+                for in_place in ([False, True] if spec.out_of_place else [True])
+                for dtype in ("float", "int32")}
+    assert seen == expected
+    assert "# Out of bounds values : 0 OK" in proc.stdout
+
+
+def test_avg_and_narrow_dtypes_verify(tmp_path):
+    out = tmp_path / "avg.jsonl"
+    proc = run_cli("bench", "all_reduce", "reduce_scatter", "reduce", "-o", "avg,sum",
+                   "-d", "bfloat16,half,double", "-e", "1K", "-f", "16", "-n", "1", "-w", "0",
+                   "--nproc", "3", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    results = read_records(out)[1:]
+    assert {r["op"] for r in results} == {"avg", "sum"}
+    assert all(r["wrong"] == 0 for r in results)
+
+
+def test_corrupted_result_is_counted_and_exits_3(tmp_path):
+    out = tmp_path / "bad.jsonl"
+    proc = run_cli("bench", "all_gather", "-e", "1K", "-f", "32", "-n", "1", "-w", "0",
+                   "--json", str(out), env=cli_env(COLLSCOPE_FAULT_INJECT="corrupt@1"))
+    assert proc.returncode == 3, proc.stderr
+    results = read_records(out)[1:]
+    assert results and all(r["wrong"] == 1 for r in results)  # one element on rank 1
+    assert "FAILED" in proc.stdout
+
+
+def _rank_pids(parent: subprocess.Popen) -> dict[int, int]:
+    ranks = {}
+    for child in psutil.Process(parent.pid).children(recursive=True):
+        try:
+            rank = child.environ().get("RANK")
+        except psutil.Error:
+            continue
+        if rank is not None:
+            ranks[int(rank)] = child.pid
+    return ranks
+
+
+def test_killed_rank_ends_every_rank_and_keeps_results(tmp_path):
+    out = tmp_path / "killed.jsonl"
+    timeout = 20
+    parent = subprocess.Popen(
+        [sys.executable, "-m", "collscope", "bench", "-b", "256K", "-e", "512M", "-i", "256K",
+         "-n", "3", "-w", "1", "--nproc", "3", "--timeout", str(timeout), "--json", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env(), cwd=REPO)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if out.exists() and len(out.read_text().splitlines()) >= 4:
+                break
+            time.sleep(0.1)
+        else:
+            pytest.fail("the sweep never produced 3 results")
+        os.kill(_rank_pids(parent)[1], signal.SIGKILL)
+        killed_at = time.monotonic()
+        stdout, stderr = parent.communicate(timeout=timeout + 30)
+        elapsed = time.monotonic() - killed_at
+    finally:
+        parent.kill()
+    assert parent.returncode == 1, stderr
+    assert elapsed < timeout, f"ranks took {elapsed:.1f} s to exit after a peer died"
+    assert "killing it" not in stderr  # survivors exited by themselves
+    assert re.search(r"rank [02]: .*all_reduce \d+ B float sum \(in-place\) failed", stderr)
+    records = read_records(out)  # every line is complete JSON
+    results = records[1:]
+    assert len(results) >= 3 and all(r["wrong"] == 0 for r in results)
+    printed = [line for line in stdout.splitlines() if line.strip() and line[0] == " "]
+    assert len(printed) == len(results)
+
+
+def test_hung_rank_times_out_on_every_rank_with_the_collective_named(tmp_path):
+    started = time.monotonic()
+    proc = run_cli("bench", "-e", "1M", "-n", "2", "-w", "1", "--timeout", "5",
+                   env=cli_env(COLLSCOPE_FAULT_INJECT="hang@1:2"), timeout=90)
+    assert proc.returncode == 1
+    assert time.monotonic() - started < 60
+    assert "rank 1: no progress for 5 s while waiting in all_reduce 32 B float sum" \
+        in proc.stderr
+    assert "rank 0: all_reduce 32 B float sum (in-place) failed" in proc.stderr
+    assert "killing it" not in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_library_run_inside_a_user_initialised_group(tmp_path):
+    script = tmp_path / "user_script.py"
+    script.write_text(
+        "import json, torch.distributed as dist\n"
+        "from collscope.bench import BenchConfig, run\n"
+        "dist.init_process_group('gloo')\n"
+        "results = run(BenchConfig(collectives=['all_reduce', 'broadcast'], max_bytes=4096,"
+        " min_bytes=1024, iters=2, warmup_iters=1))\n"
+        "print(json.dumps([dist.get_rank(), len(results), [r.wrong for r in results]]))\n"
+        "assert dist.is_initialized()\n"
+        "dist.destroy_process_group()\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+         "--master-port", str(_free_port()), str(script)],
+        capture_output=True, text=True, timeout=120, env=cli_env(), cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    lines = sorted(line for line in proc.stdout.splitlines() if line.startswith("["))
+    assert lines == ["[0, 6, [0, 0, 0, 0, 0, 0]]", "[1, 6, [0, 0, 0, 0, 0, 0]]"]
+
+
+def test_two_torchrun_agents_form_a_two_node_job(tmp_path):
+    out = tmp_path / "nodes.jsonl"
+    port = _free_port()
+    agents = []
+    for node in range(2):
+        args = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2",
+                "--nproc-per-node", "1", "--rdzv-backend", "c10d",
+                "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", "collscope-test",
+                "-m", "collscope", "bench", "-e", "1K", "-f", "16", "-n", "1", "-w", "0",
+                "--json", str(out) if node == 0 else str(tmp_path / "other.jsonl")]
+        agents.append(subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                       text=True, env=cli_env(), cwd=REPO))
+    try:
+        outputs = [agent.communicate(timeout=150) for agent in agents]
+    finally:
+        for agent in agents:
+            agent.kill()
+    assert [a.returncode for a in agents] == [0, 0], outputs
+    run = next(r for path in (out, tmp_path / "other.jsonl") if path.exists()
+               for r in read_records(path) if r["kind"] == "run")
+    assert run["launcher"] == "torchrun"
+    assert (run["world_size"], run["nodes"], run["ranks_per_node"]) == (2, 2, 1)
+    assert sorted(d["node"] for d in run["devices"]) == [0, 1]

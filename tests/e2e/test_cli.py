@@ -1,0 +1,81 @@
+"""The CLI as a user meets it: help, version, bad input, and the default run."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from collscope import __version__
+from tests.helpers import REPO, cli_env, run_cli
+
+
+def test_help_does_not_import_torch_and_is_fast():
+    code = ("import sys, time; t = time.perf_counter(); from collscope.cli import build_parser; "
+            "build_parser().format_help(); "
+            "print('torch' in sys.modules, time.perf_counter() - t)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=cli_env(), cwd=REPO, check=True).stdout.split()
+    assert out[0] == "False"
+    assert float(out[1]) < 1.0
+
+
+def test_help_lists_examples_and_exit_codes():
+    started = time.perf_counter()
+    top = run_cli("--help")
+    assert top.returncode == 0 and "bench" in top.stdout and "exit codes" in top.stdout
+    bench = run_cli("bench", "--help")
+    assert bench.returncode == 0
+    for text in ("torchrun", "srun", "mpirun", "--target-precision", "busbw", "examples"):
+        assert text in bench.stdout
+    assert time.perf_counter() - started < 10
+
+
+def test_version():
+    proc = run_cli("--version")
+    assert proc.returncode == 0 and proc.stdout.strip() == f"collscope {__version__}"
+
+
+@pytest.mark.parametrize("args, flag", [
+    (["bench", "-b", "12Q"], "-b/--min-bytes"),
+    (["bench", "-e", "lots"], "-e/--max-bytes"),
+    (["bench", "-b", "1M", "-e", "1K"], "-b/--min-bytes"),
+    (["bench", "allgatherv"], "COLLECTIVE"),
+    (["bench", "-d", "float8"], "-d/--dtype"),
+    (["bench", "-o", "xor"], "-o/--op"),
+    (["bench", "-n", "0"], "-n/--iters"),
+    (["bench", "-n", "many"], "-n/--iters"),
+    (["bench", "-a", "5"], "-a/--average"),
+    (["bench", "--backend", "tcp"], "--backend"),
+    (["bench", "--backend", "nccl"], "--backend"),
+    (["bench", "--nproc", "0"], "--nproc"),
+    (["bench", "-r", "2"], "-r/--root"),
+    (["bench", "-o", "avg", "-d", "int32"], "-o/--op"),
+    (["bench", "all_reduce", "--out-of-place"], "--out-of-place"),
+    (["bench", "--in-place", "--out-of-place"], "--out-of-place"),
+    (["bench", "--target-precision", "5"], "--target-precision"),
+    (["frobnicate"], "COMMAND"),
+])
+def test_bad_input_exits_2_with_one_line(args, flag):
+    proc = run_cli(*args, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert flag in lines[0]
+    assert proc.stdout == ""
+
+
+def test_default_bench_runs_two_gloo_ranks_and_verifies():
+    proc = run_cli("bench", timeout=240)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    rows = [line.split() for line in lines if line.startswith(" ")]
+    sizes = [int(r[0]) for r in rows]
+    assert sizes == [8 << i for i in range(24)]  # 8 B .. 64 MiB
+    assert all(r[-1] == "0" for r in rows)       # every #wrong 0
+    assert "# Out of bounds values : 0 OK" in lines
+    assert sum("Rank" in line and "device" in line for line in lines) == 2
+    assert any(line.startswith("# Timing: perf_counter") for line in lines)
