@@ -35,8 +35,10 @@ Nothing here raises on odd input.
 
 Several tests in one file (one ``*_perf`` run after another) become several ``ParsedTest``
 blocks: a new block starts when a line that opens a test (version line, ``Collective test
-starting``, parameter line, ``Using devices``, table header, separator, command line) arrives
-in a block that already has that kind of line or already has a result table.
+starting``, parameter line, ``Using devices``) arrives in a block that already has that kind of
+line, a result table or ``Collective test concluded``; a table header, a separator or a command
+line start one when the block already has a table (a header: rows or a footer); a result row
+starts one after a footer or ``concluded``.
 
 Which collective a block measured, in order of trust:
 
@@ -441,6 +443,8 @@ def parse_command_line(text: str, line: int = 0) -> CommandLine:
             command.launcher_ranks = _int(token.partition("=")[2])
         elif re.fullmatch(r"-n\d+", token):
             command.launcher_ranks = _int(token[2:])
+        elif token == "-N" and command.launcher in ("mpirun", "mpiexec", "orterun", "prterun"):
+            per_node = _int(nxt)        # Open MPI: processes per node
         elif token in ("-N", "--nodes") and _int(nxt) is not None:
             nodes = _int(nxt)
         elif re.fullmatch(r"-N\d+", token) or token.startswith("--nodes="):
@@ -602,8 +606,7 @@ class _Reader:
         self.line_no = number
         line = _OUTPUT_TAG.sub("", raw.rstrip("\r\n"))
         stripped = line.strip()
-        if self.continuing is not None:
-            self._continue_command(stripped)
+        if self.continuing is not None and self._continue_command(stripped):
             return
         if not stripped:
             return
@@ -788,16 +791,24 @@ class _Reader:
             return
         self.block.commands.append(parse_command_line(text, self.line_no))
 
-    def _continue_command(self, stripped: str) -> None:
+    def _continue_command(self, stripped: str) -> bool:
+        """Add a continuation line to the command; False when the line is not one (a comment
+        or a result row: the paste was cut), which ends the command."""
         assert self.continuing is not None
+        if stripped.startswith("#") or _looks_like_row(stripped.split()):
+            self.block.commands.append(
+                parse_command_line(self.continuing.text, self.continuing.line))
+            self.continuing = None
+            return False
         more = stripped.endswith("\\")
         part = stripped[:-1].rstrip() if more else stripped
         text = (self.continuing.text + " " + part).strip()
         if more:
             self.continuing.text = text
-            return
+            return True
         self.block.commands.append(parse_command_line(text, self.continuing.line))
         self.continuing = None
+        return True
 
     def _device(self, match: re.Match[str]) -> None:
         if "devices" not in self.seen:

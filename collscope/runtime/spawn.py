@@ -30,8 +30,11 @@ def free_loopback_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _die_with_parent() -> None:
-    """Runs in the child before exec: SIGKILL it when the parent dies, however it dies."""
+def _prepare_child() -> None:
+    """Runs in the child before exec: SIGKILL it when the parent dies, however it dies, and
+    let Ctrl-C interrupt it even when the parent was started with SIGINT ignored (as shells
+    start background jobs), since an ignored SIGINT would be inherited."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     try:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         pr_set_pdeathsig = 1
@@ -70,7 +73,7 @@ def spawn_local(nproc: int, argv: Sequence[str], timeout_s: float) -> int:
             "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
         })
         children.append(subprocess.Popen([sys.executable, "-m", "collscope", *argv], env=env,
-                                         preexec_fn=_die_with_parent))
+                                         preexec_fn=_prepare_child))
 
     interrupted = False
 
@@ -90,11 +93,13 @@ def spawn_local(nproc: int, argv: Sequence[str], timeout_s: float) -> int:
                 kill_at = time.monotonic() + (KILL_GRACE_S if interrupted
                                               else timeout_s + KILL_GRACE_S)
             if time.monotonic() > kill_at:
-                for child in children:
+                for rank, child in enumerate(children):
                     if child.poll() is None:
-                        sys.stderr.write(f"collscope: rank {children.index(child)} did not "
-                                         "exit after a peer failed; killing it\n")
+                        sys.stderr.write(f"collscope: rank {rank} did not exit "
+                                         f"{'after Ctrl-C' if interrupted else 'after a peer failed'}"
+                                         "; killing it\n")
                         child.kill()
+                        child.wait()
             time.sleep(0.05)
     finally:
         for sig, handler in previous.items():

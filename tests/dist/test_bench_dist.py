@@ -175,3 +175,26 @@ def test_two_torchrun_agents_form_a_two_node_job(tmp_path):
     assert run["launcher"] == "torchrun"
     assert (run["world_size"], run["nodes"], run["ranks_per_node"]) == (2, 2, 1)
     assert sorted(d["node"] for d in run["devices"]) == [0, 1]
+
+
+def test_ctrl_c_ends_every_rank(tmp_path):
+    out = tmp_path / "interrupted.jsonl"
+    parent = subprocess.Popen(
+        [sys.executable, "-m", "collscope", "bench", "-b", "256K", "-e", "512M", "-i", "256K",
+         "-n", "3", "-w", "1", "--json", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env(), cwd=REPO)
+    try:
+        deadline = time.monotonic() + 120
+        while not (out.exists() and len(out.read_text().splitlines()) >= 3):
+            assert time.monotonic() < deadline, "the sweep never produced 2 results"
+            time.sleep(0.1)
+        ranks = _rank_pids(parent)
+        assert len(ranks) == 2
+        parent.send_signal(signal.SIGINT)
+        _, stderr = parent.communicate(timeout=30)
+    finally:
+        parent.kill()
+    assert parent.returncode == 130
+    assert "interrupted" in stderr and "Traceback" not in stderr
+    assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"
+                   for pid in ranks.values())

@@ -1,0 +1,1 @@
+"""Reports over collscope records: result store, nccl-tests log import, compare, plots, HTML."""
