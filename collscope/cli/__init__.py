@@ -33,15 +33,32 @@ class OneLineErrorParser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
+# Order of subcommands in --help; every module of this package with an ``add_parser`` is a
+# subcommand (modules must not import torch at import time: --help has to stay fast).
+COMMAND_ORDER = ("doctor", "bench", "train", "overlap", "monitor", "report", "compare",
+                 "import_")
+
+
+def command_modules() -> list[str]:
+    import pkgutil
+
+    found = {m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")}
+    return sorted(found, key=lambda n: (COMMAND_ORDER.index(n) if n in COMMAND_ORDER
+                                        else len(COMMAND_ORDER), n))
+
+
 def build_parser() -> argparse.ArgumentParser:
-    from collscope.cli import bench
+    import importlib
 
     parser = OneLineErrorParser(prog="collscope", description=DESCRIPTION, epilog=EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"collscope {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND",
                                      parser_class=OneLineErrorParser)
-    bench.add_parser(commands)
+    for name in command_modules():
+        module = importlib.import_module(f"collscope.cli.{name}")
+        if hasattr(module, "add_parser"):
+            module.add_parser(commands)
     return parser
 
 
