@@ -158,9 +158,9 @@ class Runner:
             launch()
             stamps.append(time.perf_counter())
             beat()
-        return stamps[-1] - stamps[0], [b - a for a, b in zip(stamps, stamps[1:])]
+        return stamps[-1] - stamps[0], [b - a for a, b in zip(stamps, stamps[1:], strict=False)]
 
-    def _reduce_flags(self, values: list[float], op: dist.ReduceOp) -> list[float]:
+    def _reduce_flags(self, values: list[float], op: Any) -> list[float]:
         tensor = torch.tensor(values, dtype=torch.float64, device=self.session.device)
         dist.all_reduce(tensor, op)
         return tensor.tolist()

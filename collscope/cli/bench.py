@@ -182,7 +182,8 @@ class Reporter:
         self.launcher_name = launcher_name
         self.args = args
         self.block: list[Any] = []
-        self.json = self.csv = None
+        self.json: Any = None
+        self.csv: Any = None
         self.progress: Any = None
         self.task: Any = None
         self.total = 0

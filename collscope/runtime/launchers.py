@@ -44,7 +44,9 @@ def expand_nodelist(nodelist: str) -> list[str]:
 
 def _split_top_level(text: str) -> list[str]:
     """Split on commas that are not inside brackets."""
-    parts, depth, current = [], 0, []
+    parts: list[str] = []
+    current: list[str] = []
+    depth = 0
     for char in text:
         if char == "[":
             depth += 1
@@ -153,20 +155,20 @@ def detect_launcher(env: Mapping[str, str]) -> LaunchInfo | None:
         job_id = _first_int(env, "SLURM_JOB_ID", "SLURM_JOBID") or 0
         # A port derived from the job id lets two jobs share a node without colliding.
         default_port = 20000 + job_id % 10000
-        addr = env.get("MASTER_ADDR") or _slurm_first_host(env)
-        if not addr:
+        first_host = env.get("MASTER_ADDR") or _slurm_first_host(env)
+        if not first_host:
             raise UsageError("slurm: neither MASTER_ADDR nor SLURM_STEP_NODELIST/"
                              "SLURM_JOB_NODELIST is set")
         port = _int(env, "MASTER_PORT", default_port)
         return LaunchInfo("slurm", _int(env, "SLURM_PROCID"), world,
                           _int(env, "SLURM_LOCALID", 0), per_node or world,
-                          _first_int(env, "SLURM_NODEID"), addr, port)
+                          _first_int(env, "SLURM_NODEID"), first_host, port)
     return None
 
 
 def _slurm_first_host(env: Mapping[str, str]) -> str | None:
-    nodelist = env.get("SLURM_STEP_NODELIST") or env.get("SLURM_JOB_NODELIST") \
-        or env.get("SLURM_NODELIST")
+    nodelist = (env.get("SLURM_STEP_NODELIST") or env.get("SLURM_JOB_NODELIST")
+                or env.get("SLURM_NODELIST"))
     if not nodelist:
         return None
     hosts = expand_nodelist(nodelist)

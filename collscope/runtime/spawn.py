@@ -95,9 +95,9 @@ def spawn_local(nproc: int, argv: Sequence[str], timeout_s: float) -> int:
             if time.monotonic() > kill_at:
                 for rank, child in enumerate(children):
                     if child.poll() is None:
-                        sys.stderr.write(f"collscope: rank {rank} did not exit "
-                                         f"{'after Ctrl-C' if interrupted else 'after a peer failed'}"
-                                         "; killing it\n")
+                        why = "after Ctrl-C" if interrupted else "after a peer failed"
+                        sys.stderr.write(f"collscope: rank {rank} did not exit {why}; "
+                                         "killing it\n")
                         child.kill()
                         child.wait()
             time.sleep(0.05)

@@ -37,7 +37,7 @@ def test_canonical_names():
 def _rows(path, collective_marker=None):
     text = path.read_text()
     blocks = re.split(r"# Collective test starting: (\w+)", text)
-    for name, body in zip(blocks[1::2], blocks[2::2]):
+    for name, body in zip(blocks[1::2], blocks[2::2], strict=False):
         for line in body.splitlines():
             if ROW.match(line):
                 yield canonical_name(name), line
