@@ -110,6 +110,8 @@ class BenchConfig:
 
     def validate_for_job(self, world_size: int, backend: str) -> None:
         """Checks that need the job: root within the world, ops the backend can do."""
+        if "sendrecv" in self.collectives and world_size < 2:
+            raise UsageError("COLLECTIVE: sendrecv needs at least 2 ranks")
         if self.root >= world_size:
             raise UsageError(f"-r/--root: {self.root} is not a rank of this {world_size}-rank "
                              f"job; use 0..{world_size - 1}")

@@ -29,7 +29,7 @@ from collscope.bench.stats import iter_stats, median_ci_halfwidth
 from collscope.collectives import ops
 from collscope.collectives.dtypes import DTYPES
 from collscope.collectives.table import COLLECTIVES, bandwidths
-from collscope.errors import RankFailure, UsageError
+from collscope.errors import RankFailure
 from collscope.results import BenchResult
 from collscope.runtime.dist import Session
 
@@ -270,8 +270,6 @@ def run(config: BenchConfig, session: Session | None = None,
         max_bytes, memory_note = max_bytes_for(config, session)
         results: list[BenchResult] = []
         for collective in config.collectives:
-            if collective == "sendrecv" and session.world_size < 2:
-                raise UsageError("COLLECTIVE: sendrecv needs at least 2 ranks")
             sweep = plans(config, collective, session.world_size, max_bytes)
             if on_collective:
                 on_collective(collective, sweep, memory_note)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from collections.abc import Sequence
@@ -13,7 +12,6 @@ from typing import Any
 from collscope import __version__
 from collscope.bench.config import AVERAGE_MODES, BenchConfig
 from collscope.collectives.table import COLLECTIVES
-from collscope.errors import UsageError
 from collscope.units import parse_size
 
 EXAMPLES = """\
@@ -107,49 +105,13 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
 
 
 def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    from collscope.runtime.launchers import detect_launcher
-    from collscope.runtime.spawn import SPAWNED_ENV
+    from collscope.runtime.entry import Job, launch_or_spawn
 
     config = config_from_args(args)
-    spawned = os.environ.get(SPAWNED_ENV) == "1"
-    launch = detect_launcher(os.environ)
-    if launch is not None:
-        if args.nproc is not None and not spawned:
-            raise UsageError(f"--nproc: ranks come from {launch.launcher} here; drop --nproc")
-        return run_rank(config, launch, args, "local" if spawned else launch.launcher)
-    return spawn(config, args, argv)
 
+    def body(session: Any, launcher_name: str) -> int:
+        from collscope.bench import runner
 
-def spawn(config: BenchConfig, args: argparse.Namespace, argv: Sequence[str]) -> int:
-    """Standalone: validate everything first (so bad input exits 2 at once), then spawn."""
-    from collscope.runtime.dist import gpu_count, resolve_backend
-    from collscope.runtime.spawn import spawn_local
-
-    if args.nproc is not None and args.nproc < 1:
-        raise UsageError(f"--nproc: {args.nproc} must be >= 1")
-    backend = resolve_backend(config.backend)
-    nproc = args.nproc or (gpu_count() if backend in ("nccl", "ucc") else 0) or 2
-    config.validate_for_job(nproc, backend)
-    if "sendrecv" in config.collectives and nproc < 2:
-        raise UsageError("COLLECTIVE: sendrecv needs at least 2 ranks (--nproc 2 or more)")
-    return spawn_local(nproc, argv, config.timeout_s)
-
-
-def run_rank(config: BenchConfig, launch: Any, args: argparse.Namespace,
-             launcher_name: str) -> int:
-    """The body of one rank: join the group, run the sweep, rank 0 renders and records."""
-    from collscope.bench import runner
-    from collscope.errors import RankFailure
-    from collscope.runtime import dist as rt
-
-    session = rt.start(launch, config.backend, config.timeout_s)
-    try:
-        try:
-            config.validate_for_job(session.world_size, session.backend)
-        except UsageError:
-            if session.rank != 0:
-                return 2  # every rank fails the same check; rank 0 says it once
-            raise
         with ExitStack() as stack:
             reporter = stack.enter_context(Reporter(config, session, args, launcher_name)) \
                 if session.rank == 0 else None
@@ -157,14 +119,9 @@ def run_rank(config: BenchConfig, launch: Any, args: argparse.Namespace,
                                  on_row=reporter.row if reporter else None,
                                  on_collective=reporter.collective if reporter else None)
         return 3 if runner.any_wrong(results) else 0
-    except RankFailure as failure:
-        # Peers may be dead: skip the orderly teardown (it could block) and exit now.
-        sys.stderr.write(f"collscope bench: {failure}\n")
-        sys.stderr.flush()
-        sys.stdout.flush()
-        os._exit(1)
-    finally:
-        session.close()
+
+    return launch_or_spawn(Job("bench", config.backend, config.timeout_s, args.nproc,
+                               config.validate_for_job, body), argv)
 
 
 class Reporter:

@@ -16,7 +16,6 @@ import torch.distributed as dist
 
 from collscope.collectives.dtypes import DTYPES, DtypeSpec
 from collscope.collectives.table import COLLECTIVES
-from collscope.errors import UsageError
 
 REDUCE_OPS = {"sum": dist.ReduceOp.SUM, "prod": dist.ReduceOp.PRODUCT, "min": dist.ReduceOp.MIN,
               "max": dist.ReduceOp.MAX, "avg": dist.ReduceOp.AVG}
@@ -190,8 +189,6 @@ def build(collective: str, dtype_name: str, op: str, root: int, count: int, in_p
                          None if in_place else wrong, out)
 
     if collective == "sendrecv":
-        if world < 2:
-            raise UsageError("COLLECTIVE: sendrecv needs at least 2 ranks")
         send = empty(count)
         recv = send if in_place else empty(count)
         peer_to, peer_from = (rank + 1) % world, (rank - 1) % world

@@ -1,0 +1,75 @@
+"""One way into a distributed command: join the launcher's job, or spawn local ranks.
+
+Every measuring command (bench, train, overlap) runs the same way: under torchrun, srun or
+mpirun each process is one rank; started by hand, collscope validates the input first (so bad
+input exits 2 before any rank starts) and spawns ``--nproc`` local ranks.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from collscope.errors import RankFailure, UsageError
+from collscope.runtime.dist import Session
+from collscope.runtime.launchers import LaunchInfo, detect_launcher
+
+
+@dataclass
+class Job:
+    command: str                                  # subcommand name, for messages
+    backend: str                                  # --backend as given (auto, gloo, ...)
+    timeout_s: float
+    nproc: int | None                             # --nproc as given
+    validate: Callable[[int, str], None]          # (world size, backend); raises UsageError
+    body: Callable[[Session, str], int]           # (session, launcher name) -> exit code
+
+
+def launch_or_spawn(job: Job, argv: Sequence[str]) -> int:
+    from collscope.runtime.spawn import SPAWNED_ENV
+
+    spawned = os.environ.get(SPAWNED_ENV) == "1"
+    launch = detect_launcher(os.environ)
+    if launch is not None:
+        if job.nproc is not None and not spawned:
+            raise UsageError(f"--nproc: ranks come from {launch.launcher} here; drop --nproc")
+        return run_rank(job, launch, "local" if spawned else launch.launcher)
+    return _spawn(job, argv)
+
+
+def _spawn(job: Job, argv: Sequence[str]) -> int:
+    from collscope.runtime.dist import gpu_count, resolve_backend
+    from collscope.runtime.spawn import spawn_local
+
+    if job.nproc is not None and job.nproc < 1:
+        raise UsageError(f"--nproc: {job.nproc} must be >= 1")
+    backend = resolve_backend(job.backend)
+    nproc = job.nproc or (gpu_count() if backend in ("nccl", "ucc") else 0) or 2
+    job.validate(nproc, backend)
+    return spawn_local(nproc, argv, job.timeout_s)
+
+
+def run_rank(job: Job, launch: LaunchInfo, launcher_name: str) -> int:
+    """The life of one rank: join the group, validate, run the body, leave."""
+    from collscope.runtime.dist import start
+
+    session = start(launch, job.backend, job.timeout_s)
+    try:
+        try:
+            job.validate(session.world_size, session.backend)
+        except UsageError:
+            if session.rank != 0:
+                return 2  # every rank fails the same check; rank 0 says it once
+            raise
+        return job.body(session, launcher_name)
+    except RankFailure as failure:
+        # Peers may be dead: skip the orderly teardown (it could block) and exit now; results
+        # were flushed as they were measured.
+        sys.stderr.write(f"collscope {job.command}: {failure}\n")
+        sys.stderr.flush()
+        sys.stdout.flush()
+        os._exit(1)
+    finally:
+        session.close()
