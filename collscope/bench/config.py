@@ -12,7 +12,7 @@ from collscope.collectives.table import COLLECTIVES, canonical_name
 from collscope.errors import UsageError
 
 AVERAGE_MODES = {0: "rank0", 1: "mean", 2: "min", 3: "max"}
-ALGOS = ("flat",)
+ALGOS = ("flat", "hierarchical")
 # Default sweep: both the latency- and the bandwidth-bound regime. GPUs go further, to where
 # busbw saturates; the runner caps it by free device memory.
 DEFAULT_MAX_BYTES_CPU = 64 * 1024**2
@@ -51,7 +51,10 @@ class BenchConfig:
         "adaptive: iterate until the 95%% CI of the median is within +-P"))
     time_budget_s: float = field(default=2.0, metadata=_help(
         "adaptive: seconds per size before giving up on the precision target"))
-    algo: str = "flat"
+    algo: str = field(default="flat", metadata=_help(
+        "all_reduce algorithm: flat (the backend's) or hierarchical (collscope.hooks)"))
+    ranks_per_node: int | None = field(default=None, metadata=_help(
+        "ranks per node for --algo hierarchical (default: from the launcher)"))
     backend: str = "auto"
     timeout_s: float = field(default=300.0, metadata=_help(
         "seconds any collective may wait before every rank exits"))
@@ -91,6 +94,11 @@ class BenchConfig:
             raise UsageError(f"--timeout: {self.timeout_s} must be > 0 seconds")
         if self.algo not in ALGOS:
             raise UsageError(f"--algo: '{self.algo}' is not accepted; use {', '.join(ALGOS)}")
+        if self.algo == "hierarchical" and self.collectives != ["all_reduce"]:
+            raise UsageError("--algo: hierarchical applies to all_reduce only; run the other "
+                             "collectives without it")
+        if self.ranks_per_node is not None:
+            _positive(self.ranks_per_node, "--ranks-per-node")
         if not self.in_place and all(not COLLECTIVES[c].out_of_place for c in self.collectives):
             raise UsageError(
                 f"--out-of-place: {', '.join(self.collectives)} exist only in place in "
@@ -112,6 +120,9 @@ class BenchConfig:
         """Checks that need the job: root within the world, ops the backend can do."""
         if "sendrecv" in self.collectives and world_size < 2:
             raise UsageError("COLLECTIVE: sendrecv needs at least 2 ranks")
+        if self.ranks_per_node is not None and world_size % self.ranks_per_node:
+            raise UsageError(f"--ranks-per-node: {self.ranks_per_node} does not divide the "
+                             f"world size {world_size}; use a divisor of it")
         if self.root >= world_size:
             raise UsageError(f"-r/--root: {self.root} is not a rank of this {world_size}-rank "
                              f"job; use 0..{world_size - 1}")

@@ -42,10 +42,12 @@ def timing_method(session: Session, config: BenchConfig) -> str:
             (" (synchronised after each op, -z)" if config.blocking else "")
     else:
         how = "perf_counter around each completed op"
+    algo = (" hierarchical all_reduce (intra-node reduce-scatter, inter-node all-reduce, "
+            "intra-node all-gather);" if config.algo == "hierarchical" else "")
     loop = (f"adaptive loop (median 95% CI within +-{config.target_precision:g} or "
             f"{config.time_budget_s:g} s per size)" if config.target_precision
             else f"{config.iters}-iteration loop")
-    return (f"{how}; time = mean per op over the {loop} after {config.warmup_iters} warm-up "
+    return (f"{how};{algo} time = mean per op over the {loop} after {config.warmup_iters} warm-up "
             f"iterations; p50/p95/min/max over iterations; ranks combined by "
             f"{config.average_name}")
 
@@ -115,6 +117,17 @@ class Runner:
         self.config = config
         self.session = session
         self.fault = _Fault(session.rank)
+        self.mesh = None
+        if config.algo == "hierarchical":
+            from collscope.hooks.hierarchical import build_mesh
+
+            with self._guard("hierarchical all-reduce group setup"):
+                self.mesh = build_mesh(session.world_size, self.ranks_per_node,
+                                       session.device.type)
+
+    @property
+    def ranks_per_node(self) -> int:
+        return self.config.ranks_per_node or self.session.layout.ranks_per_node
 
     @contextmanager
     def _guard(self, what: str) -> Iterator[None]:
@@ -202,6 +215,13 @@ class Runner:
                  f"({'in-place' if in_place else 'out-of-place'})")
         operation = ops.build(plan.collective, plan.dtype, plan.op, config.root, plan.count,
                               in_place, session.rank, session.world_size, session.device)
+        if self.mesh is not None:
+            from collscope.hooks.hierarchical import HierarchicalAllReduce
+
+            reducer = HierarchicalAllReduce(self.mesh, plan.count, operation.output.dtype,
+                                            session.device)
+            buffer, op = operation.output, plan.op
+            operation.launch = lambda: reducer(buffer, op)
         with self._guard(f"warm-up of {where}"):
             for _ in range(config.warmup_iters):
                 operation.launch()

@@ -22,6 +22,7 @@ examples:
   collscope bench -o all -d float,int32 --json ar.jsonl --csv ar.csv
   collscope bench --target-precision 0.02          # adaptive: +-2% CI of the median per size
   collscope bench --nproc 4 --backend gloo         # 4 local CPU ranks
+  collscope bench --algo hierarchical -b 1M -e 64M # node-aware all_reduce, same table
   torchrun --nproc-per-node 8 -m collscope bench
   torchrun --nnodes 2 --nproc-per-node 8 --rdzv-backend c10d \\
            --rdzv-endpoint node0:29500 -m collscope bench all_reduce -e 8G
@@ -75,6 +76,12 @@ def add_parser(commands: Any) -> None:
                         "within +-P (e.g. 0.02) or its --time-budget ends")
     p.add_argument("--time-budget", type=float, default=2.0, metavar="S",
                    help="adaptive mode: seconds per size at most (default 2)")
+    p.add_argument("--algo", default="flat",
+                   help="all_reduce algorithm: flat (the backend's) or hierarchical "
+                        "(reduce-scatter in node, all-reduce across, all-gather in node)")
+    p.add_argument("--ranks-per-node", type=int, default=None, metavar="R",
+                   help="ranks per node for --algo hierarchical (default: from the launcher; "
+                        "set it to emulate nodes on one machine)")
     p.add_argument("--nproc", type=int, default=None,
                    help="spawn N local ranks (default: visible GPUs, else 2); not under a "
                         "launcher")
@@ -101,7 +108,8 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
         root=args.root, check=args.check, blocking=bool(args.blocking), average=args.average,
         in_place=not args.out_of_place, out_of_place=not args.in_place,
         target_precision=args.target_precision, time_budget_s=args.time_budget,
-        backend=args.backend, timeout_s=args.timeout)
+        algo=args.algo, ranks_per_node=args.ranks_per_node, backend=args.backend,
+        timeout_s=args.timeout)
 
 
 def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:

@@ -1,0 +1,62 @@
+"""Run under torchrun: hierarchical all-reduce vs the flat one, and DDP with the hook vs without.
+
+Writes REPORT_DIR/rank<N>.json with what each rank checked; exits non-zero on any mismatch.
+"""
+
+import copy
+import json
+import sys
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+from collscope.hooks.hierarchical import (
+    HierarchicalState,
+    build_mesh,
+    hierarchical_all_reduce,
+    hierarchical_hook,
+)
+
+RANKS_PER_NODE = int(sys.argv[1])
+REPORT_DIR = Path(sys.argv[2])
+
+dist.init_process_group("gloo")
+rank, world = dist.get_rank(), dist.get_world_size()
+mesh = build_mesh(world, RANKS_PER_NODE, "cpu")
+checked = []
+for numel in (1, 5, 1024, 4099):
+    for op, flat_op in (("sum", dist.ReduceOp.SUM), ("avg", dist.ReduceOp.AVG)):
+        for dtype in (torch.float32, torch.float64):
+            generator = torch.Generator().manual_seed(1000 * rank + numel)
+            ours = torch.randn(numel, generator=generator).to(dtype)
+            flat = ours.clone()
+            dist.all_reduce(flat, flat_op)
+            hierarchical_all_reduce(ours, mesh, op)
+            tolerance = 1e-5 if dtype == torch.float32 else 1e-12
+            if not torch.allclose(ours, flat, rtol=tolerance, atol=tolerance):
+                sys.exit(f"rank {rank}: mismatch at {numel} {op} {dtype}")
+            checked.append(f"{numel}:{op}:{dtype}")
+
+# DDP: three steps with the hierarchical hook end with the same parameters as plain DDP.
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 8))
+plain = torch.nn.parallel.DistributedDataParallel(copy.deepcopy(model), bucket_cap_mb=0.001)
+hooked = torch.nn.parallel.DistributedDataParallel(copy.deepcopy(model), bucket_cap_mb=0.001)
+hooked.register_comm_hook(HierarchicalState(mesh), hierarchical_hook)
+optimizers = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (plain, hooked)]
+for step in range(3):
+    generator = torch.Generator().manual_seed(100 * step + rank)
+    x = torch.randn(16, 32, generator=generator)
+    y = torch.randn(16, 8, generator=generator)
+    for ddp, optimizer in zip((plain, hooked), optimizers):
+        optimizer.zero_grad()
+        torch.nn.functional.mse_loss(ddp(x), y).backward()
+        optimizer.step()
+max_diff = max((a - b).abs().max().item()
+               for a, b in zip(plain.parameters(), hooked.parameters()))
+moved = max((a - b).abs().max().item() for a, b in zip(model.parameters(), plain.parameters()))
+(REPORT_DIR / f"rank{rank}.json").write_text(json.dumps(
+    {"rank": rank, "checked": len(checked), "ddp_max_diff": max_diff, "ddp_moved": moved}))
+dist.destroy_process_group()
+sys.exit(0 if max_diff < 1e-5 and moved > 1e-3 else 1)
