@@ -85,9 +85,9 @@ class BenchConfig:
                              "1 (mean), 2 (min) or 3 (max)")
         if not (self.in_place or self.out_of_place):
             raise UsageError("--in-place/--out-of-place: at least one placement must be run")
-        if self.target_precision is not None and not 0 < self.target_precision < 1:
-            raise UsageError(f"--target-precision: {self.target_precision} must be a fraction "
-                             "between 0 and 1, e.g. 0.02 for +-2%")
+        if self.target_precision is not None and not self.target_precision > 0:
+            raise UsageError(f"--target-precision: {self.target_precision} must be a relative "
+                             "half-width > 0, e.g. 0.02 for +-2%")
         if self.time_budget_s <= 0:
             raise UsageError(f"--time-budget: {self.time_budget_s} must be > 0 seconds")
         if self.timeout_s <= 0:

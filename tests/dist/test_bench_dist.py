@@ -198,3 +198,36 @@ def test_ctrl_c_ends_every_rank(tmp_path):
     assert "interrupted" in stderr and "Traceback" not in stderr
     assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"
                    for pid in ranks.values())
+
+
+def test_adaptive_iterations_stop_on_precision_or_budget(tmp_path):
+    loose, tight = tmp_path / "loose.jsonl", tmp_path / "tight.jsonl"
+    proc = run_cli("bench", "-b", "1K", "-e", "4K", "-f", "4", "-n", "10", "-w", "1",
+                   "--target-precision", "1000", "--json", str(loose))
+    assert proc.returncode == 0, proc.stderr
+    assert all(r["iters"] == 10 for r in read_records(loose)[1:])  # precise after one batch
+    started = time.monotonic()
+    proc = run_cli("bench", "-b", "1K", "-e", "4K", "-f", "4", "-n", "10", "-w", "1",
+                   "--target-precision", "0.000001", "--time-budget", "1", "--json",
+                   str(tight))
+    assert proc.returncode == 0, proc.stderr
+    results = read_records(tight)[1:]
+    # The budget ends each size; iterations come in whole batches of -n.
+    assert all(r["iters"] > 10 and r["iters"] % 10 == 0 for r in results)
+    assert time.monotonic() - started < 60
+    assert "adaptive loop" in read_records(tight)[0]["timing"]
+
+
+def test_csv_and_average_modes(tmp_path):
+    csv_path, json_path = tmp_path / "r.csv", tmp_path / "r.jsonl"
+    proc = run_cli("bench", "reduce", "broadcast", "-r", "1", "-a", "2", "-e", "256", "-f",
+                   "8", "-n", "3", "-w", "0", "--csv", str(csv_path), "--json", str(json_path))
+    assert proc.returncode == 0, proc.stderr
+    import csv
+
+    rows = list(csv.DictReader(csv_path.open()))
+    records = read_records(json_path)[1:]
+    assert len(rows) == len(records) > 0
+    assert {row["average"] for row in rows} == {"min"}
+    assert {int(row["root"]) for row in rows} == {1}
+    assert [float(row["time_us"]) for row in rows] == [r["time_us"] for r in records]

@@ -55,7 +55,7 @@ def test_version():
     (["bench", "-o", "avg", "-d", "int32"], "-o/--op"),
     (["bench", "all_reduce", "--out-of-place"], "--out-of-place"),
     (["bench", "--in-place", "--out-of-place"], "--out-of-place"),
-    (["bench", "--target-precision", "5"], "--target-precision"),
+    (["bench", "--target-precision", "-0.1"], "--target-precision"),
     (["frobnicate"], "COMMAND"),
 ])
 def test_bad_input_exits_2_with_one_line(args, flag):

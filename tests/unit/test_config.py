@@ -40,7 +40,7 @@ def test_linear_steps():
     ({"step_factor": 1}, "-f/--step-factor"),
     ({"average": 7}, "-a/--average"),
     ({"root": -1}, "-r/--root"),
-    ({"target_precision": 2.0}, "--target-precision"),
+    ({"target_precision": 0.0}, "--target-precision"),
     ({"timeout_s": 0}, "--timeout"),
     ({"in_place": False, "out_of_place": False}, "--in-place"),
     ({"in_place": False, "collectives": ["all_reduce"]}, "--out-of-place"),
