@@ -19,27 +19,49 @@ from typing import Any
 
 from collscope.parsers.common import LINK_TYPES, GpuInfo, Parsed, Topology, to_int
 
-# Indices above this are garbage from damaged text, not hardware.
-MAX_GPUS = 1024
+# Indices above this are damaged text, not hardware: the largest node today shows 64 GPUs
+# (8 MI300X in CPX mode). Matrices are n x n, so a typo such as GPU[99999999] must not size them.
+MAX_GPUS = 256
 # Nesting deeper than any amd-smi output; guards the recursive walks against hostile JSON.
 _MAX_DEPTH = 24
 
+# Both patterns are written so that no part can match the same text two ways: long runs of
+# blanks or digits in damaged input must not make them backtrack (quadratic or worse).
 _KV = re.compile(
-    r"^(?P<indent>[ ]*)(?P<key>[A-Za-z0-9_][A-Za-z0-9_ ./()%#+-]*?)\s*:(?:\s+(?P<value>.*?))?\s*$"
+    r"^(?P<indent> *)(?P<key>[A-Za-z0-9_][A-Za-z0-9_ ./()%#+-]*?):(?:\s(?P<value>.*))?$"
 )
-_QUANTITY = re.compile(r"^\s*([-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*(.*?)\s*$")
+_QUANTITY = re.compile(r"^\s*([-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)(.*)$")
 _BDF = re.compile(r"^(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
 _GPU_LABEL = re.compile(r"^GPU(\d+)$", re.IGNORECASE)
-_TABLE_TITLE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9 _/-]*?)\s+TABLE\s*:?\s*$", re.IGNORECASE)
-_CELL = re.compile(r"N/A|[-+]?\d+(?:\.\d+)?\s*[KMGTP]?i?B\b|[-+]?\d+(?:\.\d+)?", re.IGNORECASE)
-_RATE = re.compile(r"([-+]?\d+(?:\.\d+)?)\s*([KMGT]?)(b|B)/s")
+_TABLE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9 _/-]*")
+_CELL = re.compile(
+    r"N/A|(?<![\d.])[-+]?\d+(?:\.\d+)?\s*[KMGTP]?i?B\b|[-+]?\d+(?:\.\d+)?", re.IGNORECASE
+)
+_RATE = re.compile(r"(?<![\d.])([-+]?\d+(?:\.\d+)?)\s*([KMGT]?)(b|B)/s")
 
 _BYTE_UNITS = {
-    "": 1, "b": 1, "kb": 1024, "kib": 1024, "mb": 1024**2, "mib": 1024**2,
-    "gb": 1024**3, "gib": 1024**3, "tb": 1024**4, "tib": 1024**4, "pb": 1024**5,
+    "": 1,
+    "b": 1,
+    "kb": 1024,
+    "kib": 1024,
+    "mb": 1024**2,
+    "mib": 1024**2,
+    "gb": 1024**3,
+    "gib": 1024**3,
+    "tb": 1024**4,
+    "tib": 1024**4,
+    "pb": 1024**5,
 }
-_STATUS_WORDS = {"u": "up", "up": "up", "d": "down", "down": "down", "x": "disabled",
-                 "disabled": "disabled", "self": "self", "n/a": "n/a"}
+_STATUS_WORDS = {
+    "u": "up",
+    "up": "up",
+    "d": "down",
+    "down": "down",
+    "x": "disabled",
+    "disabled": "disabled",
+    "self": "self",
+    "n/a": "n/a",
+}
 
 
 # --------------------------------------------------------------------------- records
@@ -128,7 +150,7 @@ def _quantity(value: Any) -> tuple[float | None, str]:
         if not match:
             return None, ""
         try:
-            return _finite(float(match.group(1))), match.group(2)
+            return _finite(float(match.group(1))), match.group(2).strip()
         except (ValueError, OverflowError):
             return None, ""
     return None, ""
@@ -325,7 +347,7 @@ def _text_gpus(text: str, warnings: list[str]) -> dict[int, dict[str, Any]]:
         indent = len(line) - len(line.lstrip(" "))
         match = _KV.match(line)
         key = "_".join(match.group("key").lower().split()) if match else ""
-        value = (match.group("value") or "") if match else ""
+        value = (match.group("value") or "").strip() if match else ""
         if match and (top_indent is None or indent <= top_indent):
             if key == "gpu":
                 index = to_int(value)
@@ -394,8 +416,13 @@ def parse_static(text: str) -> Parsed[list[GpuInfo]]:
         info.uuid = _text(node.get("uuid"))
         info.driver_version = _text(_first(node, ("driver", "version"), ("driver_version",)))
         info.vbios = _text(
-            _first(node, ("vbios", "version"), ("ifwi", "version"), ("vbios", "part_number"),
-                   ("ifwi", "part_number"))
+            _first(
+                node,
+                ("vbios", "version"),
+                ("ifwi", "version"),
+                ("vbios", "part_number"),
+                ("ifwi", "part_number"),
+            )
         )
         info.memory_bytes = _bytes(_get(node, "vram", "size"), "MB")
         info.numa_node = _int(_get(node, "numa", "node"))
@@ -416,8 +443,12 @@ def _metrics_of(index: int, node: dict[str, Any]) -> GpuMetrics:
     m.vcn_activity_percent = _list(_get(usage, "vcn_activity"))
     m.jpeg_activity_percent = _list(_get(usage, "jpeg_activity"))
     m.power_w = _float(
-        _first(node, ("power", "socket_power"), ("power", "current_socket_power"),
-               ("power", "average_socket_power"))
+        _first(
+            node,
+            ("power", "socket_power"),
+            ("power", "current_socket_power"),
+            ("power", "average_socket_power"),
+        )
     )
     m.temperature_edge_c = _float(_get(node, "temperature", "edge"))
     m.temperature_hotspot_c = _float(
@@ -452,13 +483,24 @@ def parse_metric(text: str) -> Parsed[list[GpuMetrics]]:
 # --------------------------------------------------------------------------- tables
 
 
+def _table_title(line: str) -> str | None:
+    """'numa_bw' for 'NUMA BW TABLE:', None for other lines."""
+    stripped = line.strip().rstrip(":").rstrip()
+    if not stripped.upper().endswith(" TABLE"):
+        return None
+    name = stripped[:-6].strip()
+    if not _TABLE_NAME.fullmatch(name):
+        return None
+    return "_".join(name.lower().split())
+
+
 def _tables(text: str) -> list[tuple[str, list[tuple[int, str]]]]:
     """('weight', lines) for each 'WEIGHT TABLE:' style block, in order."""
     tables: list[tuple[str, list[tuple[int, str]]]] = []
     for lineno, line in enumerate(text.splitlines(), 1):
-        title = _TABLE_TITLE.match(line)
-        if title:
-            tables.append(("_".join(title.group(1).lower().split()), []))
+        title = _table_title(line)
+        if title is not None:
+            tables.append((title, []))
         elif tables and line.strip():
             tables[-1][1].append((lineno, line))
     return tables
@@ -552,7 +594,7 @@ def _text_topology(text: str, warnings: list[str]) -> Topology:
                 warnings.append(
                     f"line {lineno}: {name} row has {len(values)} cells for {len(columns)} columns"
                 )
-            for column, value in zip(columns, values):
+            for column, value in zip(columns, values, strict=False):  # short rows were warned about
                 if column is not None:
                     found[(row, column)] = value
     for name in ("weight", "hops", "link_type"):
@@ -561,8 +603,7 @@ def _text_topology(text: str, warnings: list[str]) -> Topology:
     n = _size([i for found in cells.values() for pair in found for i in pair])
     topo = _topology_from_cells(n, cells, warnings)
     if labels.names and all(_BDF.match(name) for name in labels.names):
-        topo.extra["bdf"] = [[labels.names[i]] if i < len(labels.names) else [""]
-                             for i in range(n)]
+        topo.extra["bdf"] = [[labels.names[i]] if i < len(labels.names) else [""] for i in range(n)]
     return topo
 
 
@@ -681,8 +722,10 @@ def _text_xgmi(text: str, warnings: list[str]) -> dict[int, XgmiGpu]:
                 continue
             direction = first.lower()
             if direction in ("read", "write") and current is not None:
-                values = [_cell_bytes(cell) for cell in _CELL.findall(line[line.lower().find(
-                    direction) + len(direction):])]
+                values = [
+                    _cell_bytes(cell)
+                    for cell in _CELL.findall(line[line.lower().find(direction) + len(direction) :])
+                ]
                 if peers and len(values) != len(peers):
                     warnings.append(
                         f"line {lineno}: {len(values)} {direction} cells for {len(peers)} peers"

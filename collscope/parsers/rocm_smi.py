@@ -16,12 +16,11 @@ from typing import Any
 
 from collscope.parsers.common import LINK_TYPES, GpuInfo, Parsed, Topology, to_int
 
-# Indices above this are garbage (a mutated "GPU[99999999]"), not hardware; allocating
-# matrices that large would turn a typo into an out-of-memory error.
-MAX_GPUS = 1024
+# Indices above this are damaged text, not hardware: the largest node today shows 64 GPUs
+# (8 MI300X in CPX mode). Matrices are n x n, so a typo such as GPU[99999999] must not size them.
+MAX_GPUS = 256
 
 _GPU_LINE = re.compile(r"^\s*GPU\[(\d+)\]\s*:\s*(.*)$")
-_BANNER = re.compile(r"^\s*=+\s*(.*?)\s*=+\s*$")
 _GPU_LABEL = re.compile(r"^GPU(\d+)$", re.IGNORECASE)
 _NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
 _KEY_SEPARATOR = re.compile(r":(?:\s|$)")
@@ -31,8 +30,18 @@ _JSON_PAIR_KEY = re.compile(
 )
 _SENSOR = re.compile(r"\((junction|edge|dieedge|memory|mem|hotspot)\)", re.IGNORECASE)
 _PERF_LEVELS = {
-    "auto", "low", "high", "manual", "determinism", "stable_std", "stable_peak",
-    "stable_min_mclk", "stable_min_sclk", "profile_standard", "profile_peak", "unknown",
+    "auto",
+    "low",
+    "high",
+    "manual",
+    "determinism",
+    "stable_std",
+    "stable_peak",
+    "stable_min_mclk",
+    "stable_min_sclk",
+    "profile_standard",
+    "profile_peak",
+    "unknown",
 }
 
 
@@ -115,9 +124,7 @@ def _split_key_value(rest: str) -> tuple[str, str] | None:
     return key, rest[match.end() :].strip()
 
 
-def _gpu_fields(
-    lines: list[tuple[int, str]], warnings: list[str]
-) -> dict[int, dict[str, str]]:
+def _gpu_fields(lines: list[tuple[int, str]], warnings: list[str]) -> dict[int, dict[str, str]]:
     """Collect ``GPU[i] : key: value`` lines into {index: {normalised key: value}}."""
     fields: dict[int, dict[str, str]] = {}
     for lineno, line in lines:
@@ -134,6 +141,18 @@ def _gpu_fields(
             continue
         fields.setdefault(index, {})[_norm(pair[0])] = pair[1]
     return fields
+
+
+def _banner_title(line: str) -> str | None:
+    """Title of a '==== title ====' banner, None for other lines.
+
+    String operations rather than a regex: '=+\\s*(.*?)\\s*=+' backtracks cubically on a
+    long run of '='.
+    """
+    stripped = line.strip()
+    if len(stripped) < 2 or stripped[0] != "=" or stripped[-1] != "=":
+        return None
+    return stripped.strip("=").strip()
 
 
 def _numbered(text: str) -> list[tuple[int, str]]:
@@ -171,7 +190,7 @@ def _to_gpu_info(index: int, fields: dict[str, str], warnings: list[str]) -> Gpu
         else:
             setattr(info, attr, _present(value))
     if info.name is None:
-        # Some releases print only 'Device Name' or 'Card model'; better than nothing.
+        # Some releases print 'Device Name' instead of 'Card series'.
         info.name = _present(fields.get("device name"))
     return info
 
@@ -237,9 +256,9 @@ def _sections(text: str) -> dict[str, list[tuple[int, str]]]:
     sections: dict[str, list[tuple[int, str]]] = {}
     current: str | None = None
     for lineno, line in _numbered(text):
-        banner = _BANNER.match(line)
-        if banner:
-            title = banner.group(1).lower()
+        title = _banner_title(line)
+        if title is not None:
+            title = title.lower()
             if "weight" in title:
                 current = "weight"
             elif "hops" in title:
@@ -260,31 +279,42 @@ def _matrix(
     lines: list[tuple[int, str]], name: str, warnings: list[str]
 ) -> dict[tuple[int, int], str]:
     """Cells of one 'GPU0 GPU1 ...' matrix as {(row, column): text}."""
-    columns: list[int] | None = None
+    columns: list[int | None] | None = None
     cells: dict[tuple[int, int], str] = {}
     for lineno, line in lines:
         tokens = line.split()
         if not tokens:
             continue
-        labels = [_GPU_LABEL.match(token) for token in tokens]
-        if all(labels):
-            columns = [int(label.group(1)) for label in labels if label]
+        if all(_GPU_LABEL.match(token) for token in tokens):
+            columns = [_label_index(token) for token in tokens]
             continue
-        row_label = labels[0]
-        if row_label is None:
+        if _GPU_LABEL.match(tokens[0]) is None:
             warnings.append(f"line {lineno}: {name} row without a GPUn label: {line[:60]!r}")
             continue
-        row = int(row_label.group(1))
+        row = _label_index(tokens[0])
+        if row is None:
+            warnings.append(f"line {lineno}: {name} row label {tokens[0][:20]!r} out of range")
+            continue
         values = tokens[1:]
-        header = columns if columns is not None else list(range(len(values)))
+        header: list[int | None] = columns if columns is not None else list(range(len(values)))
         if len(values) != len(header):
             warnings.append(
                 f"line {lineno}: {name} row GPU{row} has {len(values)} cells "
                 f"for {len(header)} columns"
             )
-        for column, value in zip(header, values):
-            cells[(row, column)] = value
+        for column, value in zip(header, values, strict=False):  # short rows were warned about
+            if column is not None:
+                cells[(row, column)] = value
     return cells
+
+
+def _label_index(token: str) -> int | None:
+    """3 for 'GPU3'; None for other tokens and for indices beyond MAX_GPUS."""
+    match = _GPU_LABEL.match(token)
+    if match is None:
+        return None
+    index = to_int(match.group(1))  # to_int, not int(): 5000 digits would raise
+    return index if index is not None and index < MAX_GPUS else None
 
 
 def _link_type(cell: str) -> str | None:
@@ -497,7 +527,8 @@ def parse_concise(text: str) -> Parsed[list[GpuStatus]]:
                 continue
             in_body = True  # a table printed without the separator line
         if not re.match(r"^\d+(\s|$)", stripped):
-            if statuses and statuses[-1].name is None and not stripped.startswith("("):
+            indented = line[:1].isspace()
+            if indented and statuses and statuses[-1].name is None and stripped[0] != "(":
                 statuses[-1].name = stripped  # ROCm 6.0/6.1 print the name under the row
             else:
                 warnings.append(f"line {lineno}: not a concise-table row: {stripped[:60]!r}")
@@ -509,7 +540,7 @@ def parse_concise(text: str) -> Parsed[list[GpuStatus]]:
             continue
         status = GpuStatus(index=index, temperature_sensor=sensor)
         if len(row) == len(header):
-            for column, value in zip(header, row):
+            for column, value in zip(header, row, strict=True):
                 _assign(status, column, value)
         else:
             warnings.append(
@@ -528,9 +559,7 @@ def parse_concise(text: str) -> Parsed[list[GpuStatus]]:
 # --------------------------------------------------------------------------- --json
 
 
-def _load_cards(
-    text: str, warnings: list[str]
-) -> tuple[dict[int, dict[str, str]], dict[str, str]]:
+def _load_cards(text: str, warnings: list[str]) -> tuple[dict[int, dict[str, str]], dict[str, str]]:
     """({index: {normalised key: value}}, system section) from ``rocm-smi --json``.
 
     rocm-smi may print warnings before the JSON object, so decoding starts at the first '{'.
@@ -654,8 +683,8 @@ def parse_json_topology(text: str) -> Parsed[Topology]:
         match = _JSON_PAIR_KEY.match(key)
         if not match:
             continue
-        i, j = int(match.group(2)), int(match.group(3))
-        if i >= MAX_GPUS or j >= MAX_GPUS:
+        i, j = to_int(match.group(2)), to_int(match.group(3))
+        if i is None or j is None or i >= MAX_GPUS or j >= MAX_GPUS:
             warnings.append(f"{key[:60]!r}: device index out of range")
             continue
         cells[match.group(1)][(i, j)] = value

@@ -270,7 +270,8 @@ def parse_gpus(text: str) -> Parsed[list[GpuInfo]]:
     for index, agent in enumerate(parsed.value.gpus):
         info = GpuInfo(index=index, name=agent.marketing_name or agent.name, uuid=agent.uuid)
         sizes = [
-            p.size_bytes for p in agent.pools
+            p.size_bytes
+            for p in agent.pools
             if p.size_bytes is not None and "GLOBAL" in (p.segment or "").upper()
         ]
         info.memory_bytes = max(sizes) if sizes else None
