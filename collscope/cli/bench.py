@@ -146,7 +146,8 @@ class Reporter:
         self.versions = library_versions()
         self.launcher_name = launcher_name
         self.args = args
-        self.block: list[Any] = []
+        self.block: list[Any] = []      # results of the collective being printed
+        self.current = ""               # its name, for the "concluded" line
         self.json: Any = None
         self.csv: Any = None
         self.progress: Any = None
