@@ -1,0 +1,168 @@
+"""`collscope compare BASE NEW`: per-size deltas with a verdict, and an exit code that gates CI."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import re
+import sys
+from collections.abc import Sequence
+from itertools import groupby
+from typing import Any
+
+from collscope.errors import UsageError
+
+EXAMPLES = """\
+examples:
+  collscope compare baseline.jsonl today.jsonl
+  collscope compare last_week_rccl-tests.log today.jsonl --threshold 10
+  collscope compare base.jsonl new.jsonl --min-bytes 1M --json delta.json
+  collscope bench all_reduce -b 1M -e 1G --json new.jsonl && \\
+      collscope compare baseline.jsonl new.jsonl || echo "collectives got slower"
+
+BASE and NEW are collscope JSON Lines or nccl-tests / rccl-tests logs. Results are matched by
+collective, dtype, op, placement, size and algorithm. A row regresses when NEW is slower than
+BASE by more than the threshold: time up by more than PCT% (--metric time), or busbw down by
+more than PCT% (--metric busbw); auto (default) uses time when both ran on the same number of
+ranks and busbw otherwise.
+exit codes: 0 no regression, 1 some matched size regressed beyond the threshold, 2 nothing
+matched or bad input.
+"""
+
+
+def add_parser(commands: Any) -> None:
+    p = commands.add_parser(
+        "compare", help="per-size deltas between two result sets; exit 1 on a regression",
+        description="Compare two sets of collective results size by size (a CI regression "
+                    "gate).", epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("base", metavar="BASE", help="baseline: collscope JSON Lines or a log")
+    p.add_argument("new", metavar="NEW", help="candidate: collscope JSON Lines or a log")
+    p.add_argument("--threshold", default="5", metavar="PCT",
+                   help="percent slower that counts as a regression (default 5)")
+    p.add_argument("--metric", default="auto",
+                   help="auto (time on equal rank counts, else busbw), time or busbw")
+    p.add_argument("--min-bytes", default="0", metavar="SIZE",
+                   help="ignore sizes below SIZE (latency-bound sizes are noisy), e.g. 64K")
+    p.add_argument("--json", metavar="FILE",
+                   help="write the comparison as JSON ('-': to stdout instead of the table)")
+    p.set_defaults(handler=handle)
+
+
+def parse_threshold(text: str) -> float:
+    match = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*%?\s*", text)
+    if not match:
+        raise UsageError(f"--threshold: '{text}' is not a percentage; use a number >= 0, "
+                         "e.g. 5 or 2.5")
+    return float(match.group(1))
+
+
+def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    from collscope.report.compare import METRICS, compare
+    from collscope.report.store import InputError, load_inputs
+    from collscope.units import parse_size
+
+    threshold = parse_threshold(args.threshold)
+    if args.metric not in METRICS:
+        raise UsageError(f"--metric: '{args.metric}' is not accepted; use {', '.join(METRICS)}")
+    min_bytes = parse_size(args.min_bytes, "--min-bytes")
+    try:
+        base, new = load_inputs([args.base, args.new])
+    except InputError as error:
+        raise UsageError(f"BASE/NEW: {error}") from None
+    for name, source in (("BASE", base), ("NEW", new)):
+        if not source.results:
+            raise UsageError(f"{name}: {source.path} holds no bench results to compare")
+    result = compare(base.results, new.results, threshold, args.metric, min_bytes)
+    if not result.rows:
+        raise UsageError(f"nothing matches: no result of {new.name} has the collective, dtype, "
+                         f"op, placement, size and algo of one in {base.name}"
+                         + (f" (sizes >= {min_bytes} B)" if min_bytes else ""))
+    if args.json:
+        document = {"base": base.path, "new": new.path, **result.to_dict()}
+        text = json.dumps(document, indent=2)
+        if args.json == "-":
+            print(text)
+        else:
+            with open(args.json, "w", encoding="utf-8") as out:
+                out.write(text + "\n")
+    if args.json != "-":
+        render(result, base.name, new.name)
+    return 1 if result.regressed else 0
+
+
+def size_text(num_bytes: int) -> str:
+    """64 KiB where that is exact, else the bytes (two sizes never print alike)."""
+    from collscope.units import format_size
+
+    text = format_size(num_bytes)
+    return text if "." not in text else f"{num_bytes} B"
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:+.1f}%"
+
+
+def render(result: Any, base_name: str, new_name: str) -> None:
+    """One table per collective x dtype x op x algo, then the verdict lines (plain text, so
+    that sizes are never wrapped apart)."""
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    tty = sys.stdout.isatty()
+    # Off a terminal: render wide into a buffer and strip rich's cell padding at line ends,
+    # so that logs and diffs of CI output stay clean.
+    console = Console(highlight=False, file=None if tty else io.StringIO())
+    console.width = max(console.width, 120) if tty else 132   # numbers are never cut
+    style = {"regressed": "bold red", "improved": "green", "ok": "", "n/a": "dim"}
+
+    def group(row: Any) -> tuple[str, str, str, str]:
+        return (row.base.collective, row.base.dtype, row.base.op, row.base.algo)
+
+    for (collective, dtype, op, algo), rows in groupby(result.rows, key=group):
+        title = " ".join(p for p in (collective, dtype, "" if op == "none" else op,
+                                     "" if algo == "flat" else algo) if p)
+        # Off a terminal: an ASCII Markdown table (CI logs, pull-request comments).
+        table = Table(title=f"{title}: {base_name} -> {new_name} (time in us, busbw in GB/s)",
+                      box=box.SIMPLE_HEAD if tty else box.MARKDOWN, title_justify="left")
+        for name in ("size", "placement", "base time", "new time", "time change",
+                     "base busbw", "new busbw", "busbw change", "verdict"):
+            table.add_column(name, justify="left" if name in ("placement", "verdict")
+                             else "right")
+        for row in rows:
+            b, n = row.base, row.new
+            table.add_row(size_text(b.size_bytes), "in-place" if b.in_place else
+                          "out-of-place", f"{b.time_us:g}", f"{n.time_us:g}",
+                          _pct(row.time_delta_pct), f"{b.busbw_gbs:g}", f"{n.busbw_gbs:g}",
+                          _pct(row.busbw_delta_pct), row.verdict, style=style[row.verdict])
+        console.print(table)
+    if not tty:
+        text = console.file.getvalue()  # type: ignore[attr-defined]
+        sys.stdout.write("\n".join(line.rstrip() for line in text.splitlines()) + "\n")
+    sys.stdout.flush()
+    counts = {v: len(result.with_verdict(v)) for v in ("regressed", "improved", "ok", "n/a")}
+    metrics = sorted({row.metric for row in result.rows})
+    print(f"matched {len(result.rows)} sizes: {counts['regressed']} regressed, "
+          f"{counts['improved']} improved, {counts['ok']} within +-{result.threshold_pct:g}%"
+          + (f", {counts['n/a']} without a usable number" if counts["n/a"] else "")
+          + f" (judged by {' and '.join(metrics)})")
+    if result.unmatched_base or result.unmatched_new:
+        print(f"unmatched: {len(result.unmatched_base)} result(s) only in {base_name}, "
+              f"{len(result.unmatched_new)} only in {new_name}")
+    for verdict in ("regressed", "improved"):
+        rows = result.with_verdict(verdict)
+        if not rows:
+            continue
+        print(f"{verdict.upper()} beyond {result.threshold_pct:g}%:")
+        by_what: dict[str, list[str]] = {}
+        for row in rows:
+            collective, dtype, op, algo = group(row)
+            what = " ".join(p for p in (collective, dtype, "" if op == "none" else op,
+                                        "" if algo == "flat" else algo,
+                                        "in-place" if row.base.in_place else "out-of-place")
+                            if p)
+            by_what.setdefault(what, []).append(size_text(row.base.size_bytes))
+        for what, sizes in by_what.items():
+            print(f"  {what}: {', '.join(sizes)}")

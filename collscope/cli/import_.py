@@ -1,0 +1,130 @@
+"""`collscope import`: nccl-tests / rccl-tests text logs -> collscope JSON Lines records.
+
+The module is named ``import_`` because ``import`` is a Python keyword; the subcommand is
+``import``. Every log is read before anything is written, so a log without a result table stops
+the command (exit 2, one line naming the failure the log reports) without leaving a partial
+output file, unless ``--skip-failed`` asks to import the others anyway.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from collscope.errors import UsageError
+
+EXAMPLES = """\
+examples:
+  collscope import all_reduce_perf.log -o ar.jsonl
+  collscope import logs/*.txt -o cluster.jsonl --skip-failed
+  collscope import run.log -o - | jq 'select(.kind=="result") | .busbw_gbs'
+  collscope import a.log b.log -o all.jsonl --json summary.json
+
+Each test of a log becomes a `run` record (hosts and devices from the '# Using devices' block,
+versions, env from the command line) followed by one `result` per printed row and placement,
+with time, algbw and busbw exactly as printed (the schema of `collscope bench --json`).
+Lines the importer cannot use are listed with their line numbers on stderr.
+exit codes: 0 ok, 2 bad input (a log with no result table, an unreadable file).
+"""
+
+
+def add_parser(commands: Any) -> None:
+    p = commands.add_parser(
+        "import", help="nccl-tests / rccl-tests logs -> collscope JSON Lines",
+        description="Import nccl-tests / rccl-tests text output (any version) as collscope "
+                    "run + result records.", epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("logs", nargs="+", metavar="LOG", help="nccl-tests / rccl-tests output files")
+    p.add_argument("-o", "--output", required=True, metavar="OUT.jsonl",
+                   help="JSON Lines file to write ('-' for stdout)")
+    p.add_argument("--skip-failed", action="store_true",
+                   help="import the other logs when one has no result table (it is reported)")
+    p.add_argument("--json", metavar="FILE",
+                   help="write a JSON summary per log (runs, results, warnings); '-' for stdout")
+    p.add_argument("-q", "--quiet", action="store_true", help="print no warnings")
+    p.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    from collscope.report.importer import LogImportError, import_file, to_records
+    from collscope.results import JsonlWriter
+
+    if args.output == "-" and args.json == "-":
+        raise UsageError("--json: '-' (stdout) is taken by -o -; give --json a file name")
+    # Read every log first: a failure exits with its one line and nothing written or printed.
+    outcomes: list[tuple[str, list[Any] | None, str]] = []
+    for log in args.logs:
+        try:
+            outcomes.append((log, import_file(log), ""))
+        except OSError as error:
+            raise UsageError(f"LOG: cannot read {log} ({error.strerror or error})") from None
+        except LogImportError as error:
+            if not args.skip_failed:
+                raise UsageError(str(error)) from None
+            outcomes.append((log, None, str(error)))
+    imported = []
+    summary: list[dict[str, Any]] = []
+    for log, runs, failure in outcomes:
+        if runs is None:
+            _say(f"skipped {failure}")
+            summary.append({"log": log, "error": failure, "runs": 0, "results": 0,
+                            "warnings": []})
+            continue
+        imported.extend(runs)
+        warnings = [w for run in runs for w in run.warnings]
+        summary.append(_log_summary(log, runs, warnings))
+        _say(_summary_line(log, runs, warnings))
+        if not args.quiet:
+            for warning in warnings:
+                _say(f"  {log}: {warning}")
+    if not imported:
+        raise UsageError("LOG: no log had a result table; nothing to write")
+    records = to_records(imported)
+    if args.output == "-":
+        for record in records:
+            sys.stdout.write(json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n")
+    else:
+        try:
+            writer = JsonlWriter(args.output)
+        except OSError as error:
+            raise UsageError(f"-o/--output: cannot write {args.output} "
+                             f"({error.strerror or error})") from None
+        for record in records:
+            writer.write(record)
+        writer.close()
+        _say(f"wrote {len(records)} records ({len(imported)} run(s)) to {args.output}")
+    if args.json:
+        text = json.dumps({"output": args.output, "logs": summary}, indent=2)
+        if args.json == "-":
+            print(text)
+        else:
+            with open(args.json, "w", encoding="utf-8") as out:
+                out.write(text + "\n")
+    return 0
+
+
+def _say(line: str) -> None:
+    sys.stderr.write(f"collscope import: {line}\n")
+
+
+def _log_summary(log: str, runs: list[Any], warnings: list[str]) -> dict[str, Any]:
+    return {
+        "log": log,
+        "runs": len(runs),
+        "results": sum(len(run.results) for run in runs),
+        "collectives": sorted({r.collective for run in runs for r in run.results}),
+        "world_sizes": sorted({run.run.world_size for run in runs}),
+        "failed_results": sum(len(run.run.extra.get("failed_results", [])) for run in runs),
+        "warnings": warnings,
+    }
+
+
+def _summary_line(log: str, runs: list[Any], warnings: list[str]) -> str:
+    info = _log_summary(log, runs, warnings)
+    ranks = "/".join(str(n) for n in info["world_sizes"] if n) or "unknown"
+    failed = f", {info['failed_results']} failed" if info["failed_results"] else ""
+    return (f"{log}: {info['runs']} run(s), {info['results']} results{failed} "
+            f"({', '.join(info['collectives'])}; {ranks} ranks), {len(warnings)} warning(s)")

@@ -1,0 +1,166 @@
+"""Compare two sets of results size by size: the regression gate behind `collscope compare`.
+
+Pure: results in, a ``Comparison`` out. Results are matched by collective, dtype, op,
+placement, size and algorithm. When each side holds exactly one result for such a key they are
+matched whatever their world sizes (busbw is then the fair measure, see ``metric``); when a side
+holds several (one log with 1-, 2-, 4- and 8-node runs, a JSONL with repeated runs), results of
+equal world size are paired in the order they appear, and what stays unpaired is reported as
+unmatched, never guessed.
+
+A row regresses when the new result is slower than the base by more than the threshold:
+time up by more than ``threshold_pct`` percent (metric "time"), or busbw down by more than
+``threshold_pct`` percent of the base (metric "busbw"). Metric "auto" uses time when both
+results ran on the same number of ranks (it is what was measured; busbw is derived from it) and
+busbw otherwise (busbw is normalised for the rank count, time is not).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from collscope.results import BenchResult
+
+METRICS = ("auto", "time", "busbw")
+Key = tuple[str, str, str, bool, int, str]
+
+
+def match_key(result: BenchResult) -> Key:
+    return (result.collective, result.dtype, result.op, result.in_place, result.size_bytes,
+            result.algo)
+
+
+@dataclass
+class Row:
+    """One matched size: both results, their deltas and the verdict."""
+
+    base: BenchResult
+    new: BenchResult
+    time_delta_pct: float | None     # + = new slower
+    busbw_delta_pct: float | None    # - = new slower
+    metric: str                      # the metric the verdict used: "time" or "busbw"
+    verdict: str                     # "ok", "regressed", "improved" or "n/a" (no usable number)
+
+    def to_dict(self) -> dict[str, Any]:
+        b, n = self.base, self.new
+        return {
+            "collective": b.collective, "dtype": b.dtype, "op": b.op, "in_place": b.in_place,
+            "algo": b.algo, "size_bytes": b.size_bytes,
+            "world_size_base": b.world_size, "world_size_new": n.world_size,
+            "base_time_us": b.time_us, "new_time_us": n.time_us,
+            "time_delta_pct": self.time_delta_pct,
+            "base_busbw_gbs": b.busbw_gbs, "new_busbw_gbs": n.busbw_gbs,
+            "busbw_delta_pct": self.busbw_delta_pct,
+            "metric": self.metric, "verdict": self.verdict,
+        }
+
+
+@dataclass
+class Comparison:
+    rows: list[Row]
+    unmatched_base: list[BenchResult] = field(default_factory=list)
+    unmatched_new: list[BenchResult] = field(default_factory=list)
+    threshold_pct: float = 5.0
+    metric: str = "auto"
+
+    def with_verdict(self, verdict: str) -> list[Row]:
+        return [row for row in self.rows if row.verdict == verdict]
+
+    @property
+    def regressed(self) -> bool:
+        return any(row.verdict == "regressed" for row in self.rows)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "threshold_pct": self.threshold_pct, "metric": self.metric,
+            "matched": len(self.rows),
+            "regressed": len(self.with_verdict("regressed")),
+            "improved": len(self.with_verdict("improved")),
+            "unmatched_base": len(self.unmatched_base),
+            "unmatched_new": len(self.unmatched_new),
+            "rows": [row.to_dict() for row in self.rows],
+        }
+
+
+def percent_change(base: float, new: float) -> float | None:
+    """(new - base) / base in percent; None where base is not a positive number."""
+    if base <= 0 or new < 0:
+        return None
+    return (new - base) / base * 100.0
+
+
+def verdict(time_delta: float | None, busbw_delta: float | None, metric: str,
+            threshold_pct: float) -> str:
+    """ok / regressed / improved by the chosen metric ("time" or "busbw")."""
+    slowdown = time_delta if metric == "time" else (None if busbw_delta is None
+                                                   else -busbw_delta)
+    if slowdown is None:
+        return "n/a"
+    if slowdown > threshold_pct:
+        return "regressed"
+    if slowdown < -threshold_pct:
+        return "improved"
+    return "ok"
+
+
+def compare_row(base: BenchResult, new: BenchResult, threshold_pct: float,
+                metric: str = "auto") -> Row:
+    time_delta = percent_change(base.time_us, new.time_us)
+    busbw_delta = percent_change(base.busbw_gbs, new.busbw_gbs)
+    used = metric
+    if metric == "auto":
+        used = "time" if base.world_size == new.world_size else "busbw"
+    if used == "busbw" and busbw_delta is None and base.world_size == new.world_size:
+        used = "time"      # busbw printed as 0.00 (tiny sizes): time still says it
+    return Row(base, new, time_delta, busbw_delta, used,
+               verdict(time_delta, busbw_delta, used, threshold_pct))
+
+
+def pair_results(base: list[BenchResult], new: list[BenchResult],
+                 ) -> tuple[list[tuple[BenchResult, BenchResult]], list[BenchResult],
+                            list[BenchResult]]:
+    """(matched pairs in base order, unmatched base, unmatched new); rule in the module doc."""
+    new_by_key: dict[Key, list[BenchResult]] = defaultdict(list)
+    for result in new:
+        new_by_key[match_key(result)].append(result)
+    base_by_key: dict[Key, list[BenchResult]] = defaultdict(list)
+    for result in base:
+        base_by_key[match_key(result)].append(result)
+
+    pairs: list[tuple[BenchResult, BenchResult]] = []
+    used_new: set[int] = set()
+    unmatched_base: list[BenchResult] = []
+    for key, base_group in base_by_key.items():
+        new_group = new_by_key.get(key, [])
+        if len(base_group) == 1 and len(new_group) == 1:
+            pairs.append((base_group[0], new_group[0]))
+            used_new.add(id(new_group[0]))
+            continue
+        free = list(new_group)
+        for result in base_group:
+            partner = next((r for r in free if r.world_size == result.world_size), None)
+            if partner is None:
+                unmatched_base.append(result)
+            else:
+                free.remove(partner)
+                pairs.append((result, partner))
+                used_new.add(id(partner))
+    order = {id(result): index for index, result in enumerate(base)}
+    pairs.sort(key=lambda pair: order[id(pair[0])])
+    unmatched_new = [result for result in new if id(result) not in used_new]
+    return pairs, unmatched_base, unmatched_new
+
+
+def compare(base: list[BenchResult], new: list[BenchResult], threshold_pct: float = 5.0,
+            metric: str = "auto", min_bytes: int = 0) -> Comparison:
+    """Match ``new`` against ``base`` and judge every matched size (sizes < min_bytes skipped)."""
+    if metric not in METRICS:
+        raise ValueError(f"metric {metric!r}: use one of {', '.join(METRICS)}")
+    if threshold_pct < 0:
+        raise ValueError(f"threshold {threshold_pct}: use a percentage >= 0")
+    base = [r for r in base if r.size_bytes >= min_bytes]
+    new = [r for r in new if r.size_bytes >= min_bytes]
+    pairs, unmatched_base, unmatched_new = pair_results(base, new)
+    rows = [compare_row(b, n, threshold_pct, metric) for b, n in pairs]
+    return Comparison(rows, unmatched_base, unmatched_new, threshold_pct, metric)

@@ -1,0 +1,248 @@
+"""Loading report inputs: collscope JSON Lines or nccl-tests / rccl-tests text logs.
+
+Users point `report` and `compare` at whatever they have, so the kind of a file is decided by
+its content, not its name: a file whose first non-blank line is a JSON object with a ``kind`` is
+JSON Lines; anything else is read as an nccl-tests log through the importer. Lines that cannot be
+used are reported with their line numbers (as the importer does), never silently dropped.
+
+``parse_jsonl`` and ``group_records`` are pure; ``load_input`` is the only function that reads a
+file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path, PurePath
+from typing import Any
+
+from collscope.report.importer import LogImportError, import_log
+from collscope.results import BenchResult
+
+# Fields a result record must have to be plotted or compared (the rest may be null or absent).
+_REQUIRED_RESULT_FIELDS = ("collective", "size_bytes", "dtype", "in_place", "time_us",
+                           "busbw_gbs")
+
+
+class InputError(ValueError):
+    """An input that holds nothing usable; the message names the file and the reason."""
+
+
+@dataclass
+class Run:
+    """One run record with the measurements that follow it in its input.
+
+    ``context`` is the run record as written (empty when an input has measurements before any
+    run record); ``label`` is how charts and tables name the run.
+    """
+
+    label: str
+    context: dict[str, Any]
+    results: list[BenchResult] = field(default_factory=list)
+    train: list[dict[str, Any]] = field(default_factory=list)
+    samples: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class Input:
+    """One file given on the command line, as runs."""
+
+    path: str
+    name: str
+    kind: str                     # "jsonl" or "nccl-tests"
+    runs: list[Run]
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def results(self) -> list[BenchResult]:
+        return [result for run in self.runs for result in run.results]
+
+    def counts(self) -> dict[str, int]:
+        return {"runs": len(self.runs), "results": len(self.results),
+                "train": sum(len(run.train) for run in self.runs),
+                "samples": sum(len(run.samples) for run in self.runs)}
+
+
+def load_input(path: str | Path, name: str | None = None) -> Input:
+    """Read one input file; raises InputError when it cannot be read or holds no records."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as error:
+        raise InputError(f"{path}: cannot read it ({error.strerror or error})") from None
+    return parse_input(text, str(path), name)
+
+
+def load_inputs(paths: list[str]) -> list[Input]:
+    """Several inputs, each named by its file name (or more of its path where names repeat)."""
+    names = display_names(paths)
+    return [load_input(path, name) for path, name in zip(paths, names)]
+
+
+def display_names(paths: list[str]) -> list[str]:
+    """File names, with parent folders added until every name is unique (a/x.jsonl, b/x.jsonl)."""
+    parts = [PurePath(path).parts or (path,) for path in paths]
+    depth = 1
+    while True:
+        names = ["/".join(p[-depth:]) for p in parts]
+        repeated = [n for n, c in Counter(names).items() if c > 1]
+        if not repeated or depth >= max(len(p) for p in parts):
+            break
+        depth += 1
+    # Still equal (the same file twice): number them so legends stay distinct.
+    seen: Counter[str] = Counter()
+    unique = []
+    for n in names:
+        seen[n] += 1
+        unique.append(n if Counter(names)[n] == 1 else f"{n} ({seen[n]})")
+    return unique
+
+
+def parse_input(text: str, path: str, name: str | None = None) -> Input:
+    """An input from its text: JSON Lines when it starts with a JSON record, else a log."""
+    name = name or PurePath(path).name or path
+    text = text.removeprefix("\ufeff")
+    if looks_like_jsonl(text):
+        records, warnings = parse_jsonl(text, name)
+        runs = group_records(records, name, warnings)
+        warnings.sort(key=_line_number)
+        if not runs:
+            raise InputError(f"{path}: no run, result, train or sample records in it")
+        return Input(path=path, name=name, kind="jsonl", runs=runs, warnings=warnings)
+    try:
+        imported = import_log(text, path)
+    except LogImportError as error:
+        raise InputError(str(error)) from None
+    runs = []
+    warnings = []
+    for index, run in enumerate(imported):
+        label = _run_label(name, index, len(imported), run.run.extra.get("label"))
+        runs.append(Run(label=label, context=run.run.to_dict(), results=list(run.results)))
+        warnings.extend(f"{name}: {warning}" for warning in run.warnings)
+    return Input(path=path, name=name, kind="nccl-tests", runs=runs, warnings=warnings)
+
+
+def looks_like_jsonl(text: str) -> bool:
+    for line in text.splitlines():
+        if line.strip():
+            try:
+                first = json.loads(line)
+            except ValueError:
+                return False
+            return isinstance(first, dict) and "kind" in first
+    return False
+
+
+def parse_jsonl(text: str, name: str) -> tuple[list[tuple[int, dict[str, Any]]], list[str]]:
+    """(line number, record) for every JSON object line, and a warning for every other line."""
+    records: list[tuple[int, dict[str, Any]]] = []
+    warnings: list[str] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            warnings.append(f"{name}: line {number}: not JSON ({error.msg}); skipped")
+            continue
+        if not isinstance(record, dict):
+            warnings.append(f"{name}: line {number}: not a JSON object; skipped")
+            continue
+        records.append((number, record))
+    return records, warnings
+
+
+def group_records(records: list[tuple[int, dict[str, Any]]], name: str,
+                  warnings: list[str]) -> list[Run]:
+    """Runs from records in file order: each run record opens a run, measurements join it."""
+    contexts: list[dict[str, Any]] = []
+    members: list[tuple[list[BenchResult], list[dict[str, Any]], list[dict[str, Any]]]] = []
+
+    def current() -> tuple[list[BenchResult], list[dict[str, Any]], list[dict[str, Any]]]:
+        if not members:            # measurements before any run record
+            contexts.append({})
+            members.append(([], [], []))
+        return members[-1]
+
+    for number, record in records:
+        kind = record.get("kind")
+        if kind == "run":
+            contexts.append(record)
+            members.append(([], [], []))
+        elif kind == "result":
+            result = _result(record)
+            if result is None:
+                missing = [f for f in _REQUIRED_RESULT_FIELDS if record.get(f) is None]
+                what = (f"without {', '.join(missing)}" if missing
+                        else "with a field of the wrong type")
+                warnings.append(f"{name}: line {number}: result record {what}; skipped")
+            else:
+                current()[0].append(result)
+        elif kind == "train":
+            current()[1].append(record)
+        elif kind == "sample":
+            if isinstance(record.get("metrics"), dict) and _is_finite(record.get("ts")):
+                current()[2].append(record)
+            else:
+                warnings.append(f"{name}: line {number}: sample record without a numeric ts "
+                                "and a metrics object; skipped")
+        else:
+            warnings.append(f"{name}: line {number}: record kind {kind!r} is not one report "
+                            "reads (run, result, train, sample); skipped")
+    runs = []
+    for index, (context, (results, train, samples)) in enumerate(zip(contexts, members)):
+        label = _run_label(name, index, len(contexts), (context.get("extra") or {}).get("label")
+                           if isinstance(context.get("extra"), dict) else None)
+        runs.append(Run(label=label, context=context, results=results, train=train,
+                        samples=samples))
+    return runs
+
+
+def _line_number(warning: str) -> int:
+    match = re.search(r": line (\d+):", warning)
+    return int(match.group(1)) if match else 0
+
+
+def _run_label(name: str, index: int, count: int, label: Any) -> str:
+    if count == 1:
+        return name
+    return f"{name} [{label}]" if isinstance(label, str) and label else f"{name} #{index + 1}"
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _result(record: dict[str, Any]) -> BenchResult | None:
+    """A BenchResult from a record, or None when a field that matching or charts rely on is
+    absent or of the wrong type (keys must be hashable strings, numbers finite)."""
+    if any(record.get(f) is None for f in _REQUIRED_RESULT_FIELDS):
+        return None
+    defaults: dict[str, Any] = {
+        "count": 0, "op": "none", "root": -1, "world_size": 0, "iters": 0,
+        "time_us_p50": None, "time_us_p95": None, "time_us_min": None, "time_us_max": None,
+        "algbw_gbs": 0.0, "wrong": None, "algo": "flat",
+    }
+    data = {**defaults, **{k: v for k, v in record.items() if v is not None or k not in defaults}}
+    typed = (all(isinstance(data[k], str) for k in ("collective", "dtype", "op", "algo"))
+             and isinstance(data["in_place"], bool)
+             and all(_is_int(data[k]) for k in ("size_bytes", "world_size"))
+             and all(_is_finite(data[k]) for k in ("time_us", "busbw_gbs", "algbw_gbs"))
+             and (data["wrong"] is None or _is_int(data["wrong"])))
+    if not typed:
+        return None
+    try:
+        return BenchResult.from_dict(data)
+    except TypeError:
+        return None
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_finite(value: Any) -> bool:
+    return _is_number(value) and math.isfinite(value)

@@ -1,0 +1,280 @@
+"""`collscope import`, `report` and `compare` as users run them, down to the HTML in Chromium."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from collscope.report.importer import import_file
+from tests.conftest import SHARED_FIXTURES, shared_fixture
+from tests.helpers import REPO, read_records, run_cli
+from tests.unit.parsers.test_nccl_tests import count_printed_placements
+from tests.unit.report.samples import EVIL, bench_file, run_record, samples, train_records
+from tests.unit.report.samples import write_jsonl as write_records
+
+LOGS = SHARED_FIXTURES / "nccl-tests-logs"
+LOG_NAMES = sorted(p.name for p in LOGS.glob("*.txt")) if LOGS.is_dir() else []
+FAILED_RUN = "h100_2node_16gpu_alltoall_sendrecv_nccl_network_error.txt"
+MI300X = "mi300x_8gpu_allreduce_rccl_k8s.txt"
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = REPO / "artifacts"
+
+
+def one_line_error(proc: subprocess.CompletedProcess[str], *needles: str) -> str:
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    for needle in needles:
+        assert needle in lines[0]
+    return lines[0]
+
+
+def scaled_copy(source: Path, target: Path, factor: float) -> Path:
+    """Every time x factor, busbw and algbw / factor: the same run, uniformly slower."""
+    lines = []
+    for record in read_records(source):
+        if record["kind"] == "result":
+            record["time_us"] *= factor
+            record["busbw_gbs"] /= factor
+            record["algbw_gbs"] /= factor
+        lines.append(json.dumps(record))
+    target.write_text("\n".join(lines) + "\n")
+    return target
+
+
+# ---------------------------------------------------------------------------------------------
+# import
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", [n for n in LOG_NAMES if n != FAILED_RUN] or ["absent"])
+def test_import_every_real_log(name: str, tmp_path: Path) -> None:
+    log = shared_fixture("nccl-tests-logs", name)
+    out = tmp_path / "out.jsonl"
+    proc = run_cli("import", str(log), "-o", str(out), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    records = read_records(out)
+    runs = [r for r in records if r["kind"] == "run"]
+    results = [r for r in records if r["kind"] == "result"]
+    assert len(results) == count_printed_placements(log.read_text())
+    assert records[0]["kind"] == "run" and all(r["command"] == "import" for r in runs)
+    # The summary line names the log, its runs and results; warnings carry line numbers.
+    summary = [line for line in proc.stderr.splitlines() if line.startswith(
+        f"collscope import: {log}: ")]
+    assert summary and f"{len(runs)} run(s), {len(results)} results" in summary[0]
+    warnings = [line for line in proc.stderr.splitlines() if line.startswith(
+        f"collscope import:   {log}: ")]
+    expected = sum(len(run.warnings) for run in import_file(log))
+    assert len(warnings) == expected
+    assert all(re.search(r": lines? \d+", line) for line in warnings)
+
+
+def test_import_of_a_failed_run_exits_2_naming_the_failure(tmp_path: Path) -> None:
+    log = shared_fixture("nccl-tests-logs", FAILED_RUN)
+    out = tmp_path / "out.jsonl"
+    proc = run_cli("import", str(log), "-o", str(out), timeout=60)
+    one_line_error(proc, FAILED_RUN, "no result table", "line 22", "Test NCCL failure")
+    assert not out.exists()
+    good = shared_fixture("nccl-tests-logs", MI300X)
+    proc = run_cli("import", str(good), str(log), "-o", str(out), "--skip-failed", "--json",
+                   "-", timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert [entry["results"] for entry in summary["logs"]] == [62, 0]
+    assert "no result table" in summary["logs"][1]["error"]
+    assert len([r for r in read_records(out) if r["kind"] == "result"]) == 62
+
+
+def test_import_to_stdout_and_bad_input(tmp_path: Path) -> None:
+    log = shared_fixture("nccl-tests-logs", MI300X)
+    proc = run_cli("import", str(log), "-o", "-", "-q", timeout=60)
+    assert proc.returncode == 0
+    records = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert len(records) == 63 and records[0]["hosts"] == [
+        "1942ef50-8240-449e-82ca-4ce7993f70b4-78bfb5d4f4-4z9xh"]
+    one_line_error(run_cli("import", str(tmp_path / "none.txt"), "-o", "x.jsonl"), "LOG",
+                   "cannot read")
+    one_line_error(run_cli("import", str(log)), "-o/--output")
+
+
+# ---------------------------------------------------------------------------------------------
+# compare
+# ---------------------------------------------------------------------------------------------
+
+
+def test_compare_identical_inputs_exit_0(tmp_path: Path) -> None:
+    base = bench_file(tmp_path / "base.jsonl")
+    proc = run_cli("compare", str(base), str(base), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "matched 32 sizes: 0 regressed, 0 improved, 32 within +-5%" in proc.stdout
+    assert "REGRESSED" not in proc.stdout
+
+
+def test_compare_slower_copy_exits_1_and_names_the_regressed_sizes(tmp_path: Path) -> None:
+    log = shared_fixture("nccl-tests-logs", MI300X)
+    base = tmp_path / "base.jsonl"
+    assert run_cli("import", str(log), "-o", str(base), timeout=60).returncode == 0
+    new = scaled_copy(base, tmp_path / "new.jsonl", 1.2)
+    proc = run_cli("compare", str(base), str(new), timeout=60)
+    assert proc.returncode == 1, proc.stderr
+    assert "matched 62 sizes: 62 regressed" in proc.stdout
+    report = proc.stdout.split("REGRESSED beyond 5%:")[1]
+    expected = ["8 B", "1 KiB", "64 KiB", "1 MiB", "1 GiB", "8 GiB"]
+    for placement in ("out-of-place", "in-place"):
+        line = next(text for text in report.splitlines()
+                    if f"all_reduce float sum {placement}:" in text)
+        named = line.split(": ", 1)[1].split(", ")
+        assert len(named) == 31
+        assert all(size in named for size in expected)
+    # Base against the log itself (a log is an input too): identical numbers.
+    same = run_cli("compare", str(log), str(base), timeout=60)
+    assert same.returncode == 0, same.stdout + same.stderr
+
+
+def test_compare_threshold_json_and_only_some_sizes(tmp_path: Path) -> None:
+    base = bench_file(tmp_path / "base.jsonl")
+    new = tmp_path / "new.jsonl"
+    records = read_records(base)
+    for record in records:
+        if record["kind"] == "result" and record["size_bytes"] == 1 << 21:
+            record["time_us"] *= 1.2
+    write_records(new, records)
+    proc = run_cli("compare", str(base), str(new), "--json", "-", timeout=60)
+    assert proc.returncode == 1
+    document = json.loads(proc.stdout)
+    regressed = [r for r in document["rows"] if r["verdict"] == "regressed"]
+    assert {(r["collective"], r["size_bytes"]) for r in regressed} == {
+        ("all_reduce", 1 << 21), ("all_gather", 1 << 21)}
+    assert all(r["time_delta_pct"] == pytest.approx(20.0) for r in regressed)
+    loose = run_cli("compare", str(base), str(new), "--threshold", "25%", timeout=60)
+    assert loose.returncode == 0, loose.stdout
+    one_line_error(run_cli("compare", str(base), str(new), "--threshold", "lots"),
+                   "--threshold", "percentage")
+    one_line_error(run_cli("compare", str(base), str(new), "--metric", "speed"), "--metric")
+
+
+def test_compare_nothing_matching_exits_2_with_one_line(tmp_path: Path) -> None:
+    base = bench_file(tmp_path / "base.jsonl", collectives=("all_reduce",))
+    new = bench_file(tmp_path / "new.jsonl", collectives=("alltoall",))
+    one_line_error(run_cli("compare", str(base), str(new), timeout=60), "nothing matches")
+    one_line_error(run_cli("compare", str(base), str(tmp_path / "gone.jsonl"), timeout=60),
+                   "cannot read")
+
+
+# ---------------------------------------------------------------------------------------------
+# report
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def bench_jsonl(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real bench run: 2 gloo ranks, all_reduce and all_gather up to 64 KiB (~10 s)."""
+    path = tmp_path_factory.mktemp("bench") / "bench.jsonl"
+    proc = run_cli("bench", "all_reduce", "all_gather", "-e", "64K", "-n", "2", "-w", "0",
+                   "--json", str(path), timeout=240)
+    assert proc.returncode == 0, proc.stderr
+    return path
+
+
+@pytest.fixture(scope="module")
+def report_html(bench_jsonl: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    log = shared_fixture("nccl-tests-logs", MI300X)
+    out = tmp_path_factory.mktemp("report")
+    html = out / "report.html"
+    proc = run_cli("report", str(bench_jsonl), str(log), "-o", str(html), "--png",
+                   str(out / "png"), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return html
+
+
+def test_report_of_bench_and_log_holds_both_and_pngs(report_html: Path) -> None:
+    page = report_html.read_text()
+    assert page.count('<svg class="chart"') == 4          # all_reduce, all_gather: busbw, time
+    assert "bench.jsonl · 2 ranks · in-place" in page
+    assert "mi300x_8gpu_allreduce_rccl_k8s.txt · 8 ranks · out-of-place" in page
+    assert "8 × AMD Instinct MI300X" in page and "gloo" in page and "rccl" in page
+    pngs = sorted(p.name for p in (report_html.parent / "png").iterdir())
+    assert pngs == ["all_gather_busbw.png", "all_gather_time.png", "all_reduce_busbw.png",
+                    "all_reduce_time.png"]
+
+
+def _chromium(html: Path, profile: Path, *mode: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+         "--no-first-run", "--disable-background-networking", "--disable-component-update",
+         "--disable-sync", f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0",
+         *mode, html.as_uri()], capture_output=True, text=True, timeout=90)
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="chromium not installed (/usr/bin/chromium)")
+def test_report_opens_in_chromium_with_charts_and_no_console_errors(
+        report_html: Path, tmp_path: Path) -> None:
+    dom = _chromium(report_html, tmp_path / "profile", "--dump-dom")
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    # Page messages (script errors, CSP refusals, failed loads) are logged as CONSOLE lines.
+    assert not [line for line in dom.stderr.splitlines() if ":CONSOLE" in line]
+    assert dom.stdout.count('<svg class="chart"') == 4
+    # busbw and time: all_reduce 1 bench + 2 log series, all_gather 2 bench series.
+    assert len(re.findall(r"<polyline ", dom.stdout)) == 2 * (3 + 2)
+    # Our script ran: it turned the 5 legend entries into buttons.
+    assert len(re.findall(r'<li data-s="[^"]+" role="button" tabindex="0"', dom.stdout)) == 5
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / "report.png"
+    shot.unlink(missing_ok=True)
+    proc = _chromium(report_html, tmp_path / "profile", f"--screenshot={shot}",
+                     "--window-size=1400,2000")
+    assert proc.returncode == 0 and shot.exists(), proc.stderr[-2000:]
+    assert not [line for line in proc.stderr.splitlines() if ":CONSOLE" in line]
+    shutil.copy(report_html, ARTIFACTS / "report.html")
+    image = pytest.importorskip("PIL.Image").open(shot).convert("RGB")
+    assert image.size == (1400, 2000)
+    # The series colours are on screen: the charts were drawn, not just present in the DOM.
+    colours = image.getcolors(maxcolors=1 << 20)
+    counts = {rgb: n for n, rgb in colours}
+    assert counts.get((0x1F, 0x6F, 0xB4), 0) > 200 and counts.get((0xE4, 0x73, 0x1C), 0) > 200
+
+
+def test_report_escapes_hostile_input_and_draws_train_and_monitor(tmp_path: Path) -> None:
+    source = write_records(tmp_path / "evil.jsonl", [
+        run_record(EVIL, NCCL_DEBUG=EVIL), *train_records(EVIL), *samples(EVIL)])
+    html = tmp_path / "r.html"
+    proc = run_cli("report", str(source), "-o", str(html), "--title", EVIL, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    page = html.read_text()
+    assert EVIL not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert len(re.findall(r"<script\b", page)) == 1
+    assert 'id="train"' in page and 'id="monitor"' in page
+    if CHROMIUM.exists():
+        dom = _chromium(html, tmp_path / "profile", "--dump-dom")
+        assert not [line for line in dom.stderr.splitlines() if ":CONSOLE" in line]
+        assert "<script>alert(1)</script>" not in dom.stdout.replace(
+            "&lt;script&gt;alert(1)&lt;/script&gt;", "")
+
+
+def test_report_bad_input_exits_2_with_one_line(tmp_path: Path) -> None:
+    one_line_error(run_cli("report", str(tmp_path / "missing.jsonl"), "-o", "r.html"),
+                   "INPUT", "cannot read")
+    failed = shared_fixture("nccl-tests-logs", FAILED_RUN)
+    one_line_error(run_cli("report", str(failed), "-o", str(tmp_path / "r.html")),
+                   "INPUT", "no result table")
+    only_run = write_records(tmp_path / "run.jsonl", [run_record()])
+    one_line_error(run_cli("report", str(only_run), "-o", str(tmp_path / "r.html")),
+                   "nothing to plot")
+    one_line_error(run_cli("report", str(only_run)), "-o/--output")
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_help_of_the_three_commands() -> None:
+    for command, words in (("import", ["-o", "--skip-failed", "exit codes"]),
+                           ("report", ["--png", "offline", "exit codes"]),
+                           ("compare", ["--threshold", "exit codes", "regress"])):
+        proc = run_cli(command, "--help", timeout=60)
+        assert proc.returncode == 0
+        for word in words:
+            assert word in proc.stdout

@@ -1,0 +1,150 @@
+"""The compare core: matching rule, deltas and verdicts, table-driven on own samples."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from collscope.report.compare import compare, compare_row, pair_results, percent_change, verdict
+from collscope.report.importer import import_file
+from collscope.results import BenchResult
+from tests.conftest import shared_fixture
+from tests.unit.report.samples import result, sweep
+
+
+def scaled(results: list[BenchResult], factor: float,
+           sizes: set[int] | None = None) -> list[BenchResult]:
+    """Times x factor (busbw and algbw / factor), for every size or only ``sizes``."""
+    return [dataclasses.replace(r, time_us=r.time_us * factor, busbw_gbs=r.busbw_gbs / factor,
+                                algbw_gbs=r.algbw_gbs / factor)
+            if sizes is None or r.size_bytes in sizes else r for r in results]
+
+
+def test_identical_inputs_match_every_size_and_nothing_regresses() -> None:
+    base = sweep("all_reduce") + sweep("all_gather")
+    result_ = compare(base, list(base))
+    assert len(result_.rows) == len(base)
+    assert not result_.regressed
+    assert {row.verdict for row in result_.rows} == {"ok"}
+    assert all(row.time_delta_pct == 0 and row.busbw_delta_pct == 0 for row in result_.rows)
+    assert not result_.unmatched_base and not result_.unmatched_new
+
+
+def test_slower_sizes_regress_and_only_those() -> None:
+    base = sweep()
+    slow = {1 << 12, 1 << 21}
+    result_ = compare(base, scaled(base, 1.2, slow))
+    regressed = result_.with_verdict("regressed")
+    assert {row.base.size_bytes for row in regressed} == slow
+    assert len(regressed) == 4                     # both placements of both sizes
+    assert result_.regressed
+    for row in regressed:
+        assert row.time_delta_pct == pytest.approx(20.0)
+        assert row.busbw_delta_pct == pytest.approx(-100 / 6)
+
+
+def test_faster_is_improved_and_not_a_regression() -> None:
+    base = sweep()
+    result_ = compare(base, scaled(base, 0.8))
+    assert {row.verdict for row in result_.rows} == {"improved"}
+    assert not result_.regressed
+
+
+@pytest.mark.parametrize("factor, threshold, expected", [
+    (1.05, 5.0, "ok"),           # exactly the threshold is not beyond it
+    (1.051, 5.0, "regressed"),
+    (1.2, 25.0, "ok"),
+    (1.2, 0.0, "regressed"),
+    (0.94, 5.0, "improved"),
+])
+def test_threshold_is_strict_percent_slower(factor: float, threshold: float,
+                                            expected: str) -> None:
+    base = result("all_reduce", 1 << 20, 100.0)
+    new = result("all_reduce", 1 << 20, 100.0 * factor)
+    assert compare_row(base, new, threshold).verdict == expected
+
+
+def test_auto_metric_uses_busbw_when_rank_counts_differ() -> None:
+    # 16 ranks take longer than 8 for the same size, yet move more bus bytes per second.
+    base = result("all_reduce", 1 << 30, 10_000.0, world_size=8)
+    new = result("all_reduce", 1 << 30, 10_500.0, world_size=16)
+    row = compare_row(base, new, 5.0)
+    assert row.metric == "busbw" and row.verdict == "ok"
+    assert row.busbw_delta_pct == pytest.approx((1.875 / 1.75 / 1.05 - 1) * 100)
+    # Judged by time alone the 16-rank run is 5% "slower": a regression at 4%.
+    by_time = compare_row(base, new, 4.0, metric="time")
+    assert by_time.metric == "time" and by_time.verdict == "regressed"
+
+
+def test_zero_busbw_of_tiny_sizes_falls_back_to_time() -> None:
+    base = dataclasses.replace(result("all_reduce", 8, 20.0), busbw_gbs=0.0, algbw_gbs=0.0)
+    new = dataclasses.replace(result("all_reduce", 8, 30.0), busbw_gbs=0.0, algbw_gbs=0.0)
+    row = compare_row(base, new, 5.0, metric="busbw")
+    assert row.busbw_delta_pct is None
+    assert row.metric == "time" and row.verdict == "regressed"
+
+
+def test_verdict_without_numbers_is_na() -> None:
+    assert verdict(None, None, "time", 5.0) == "n/a"
+    assert percent_change(0.0, 3.0) is None
+
+
+def test_matching_needs_collective_dtype_op_placement_size_and_algo() -> None:
+    base = [result("all_reduce", 1024, 10.0)]
+    for other in (result("all_gather", 1024, 10.0), result("all_reduce", 1024, 10.0,
+                                                            dtype="half"),
+                  result("all_reduce", 1024, 10.0, op="max"),
+                  result("all_reduce", 1024, 10.0, in_place=False),
+                  result("all_reduce", 2048, 10.0),
+                  dataclasses.replace(result("all_reduce", 1024, 10.0), algo="hierarchical")):
+        comparison = compare(base, [other])
+        assert comparison.rows == []
+        assert comparison.unmatched_base == base and comparison.unmatched_new == [other]
+
+
+def test_several_runs_of_a_key_pair_by_world_size_in_order() -> None:
+    # One log with 1-, 2-, 4-node runs against another with 2- and 4-node runs only.
+    base = [result("all_reduce", 1 << 32, t, world_size=n) for n, t in ((8, 100.0), (16, 200.0),
+                                                                       (32, 300.0))]
+    new = [result("all_reduce", 1 << 32, t, world_size=n) for n, t in ((32, 330.0), (16, 200.0))]
+    pairs, unmatched_base, unmatched_new = pair_results(base, new)
+    assert [(b.world_size, n.world_size) for b, n in pairs] == [(16, 16), (32, 32)]
+    assert [r.world_size for r in unmatched_base] == [8]
+    assert unmatched_new == []
+    comparison = compare(base, new)
+    assert [row.verdict for row in comparison.rows] == ["ok", "regressed"]
+
+
+def test_min_bytes_leaves_small_sizes_out() -> None:
+    base = sweep()
+    comparison = compare(base, scaled(base, 2.0, {8}), min_bytes=64)
+    assert not comparison.regressed
+    assert min(row.base.size_bytes for row in comparison.rows) >= 64
+
+
+@pytest.mark.parametrize("kwargs", [{"metric": "speed"}, {"threshold_pct": -1.0}])
+def test_bad_settings_are_refused(kwargs: dict) -> None:
+    with pytest.raises(ValueError):
+        compare(sweep(), sweep(), **kwargs)
+
+
+def test_to_dict_is_plain_json_with_both_sides() -> None:
+    base = sweep()
+    document = compare(base, scaled(base, 1.2)).to_dict()
+    text = json.dumps(document, allow_nan=False)
+    again = json.loads(text)
+    assert again["regressed"] == again["matched"] == len(base)
+    row = again["rows"][0]
+    assert {"size_bytes", "base_time_us", "new_time_us", "time_delta_pct", "base_busbw_gbs",
+            "new_busbw_gbs", "busbw_delta_pct", "verdict"} <= set(row)
+
+
+def test_real_log_against_itself_and_a_slower_copy() -> None:
+    results = [r for run in import_file(shared_fixture("nccl-tests-logs",
+                                                       "mi300x_8gpu_allreduce_rccl_k8s.txt"))
+               for r in run.results]
+    assert not compare(results, results).regressed
+    slower = compare(results, scaled(results, 1.2))
+    assert len(slower.with_verdict("regressed")) == len(results) == 62

@@ -1,0 +1,124 @@
+"""Report inputs: JSON Lines and nccl-tests logs told apart by content, bad lines reported."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from collscope.report.compare import compare
+from collscope.report.html import render_report
+from collscope.report.store import (
+    InputError,
+    display_names,
+    load_input,
+    looks_like_jsonl,
+    parse_input,
+)
+from tests.conftest import OWN_FIXTURES, shared_fixture
+from tests.unit.report.samples import run_record, samples, sweep, train_records, write_jsonl
+
+
+def test_jsonl_runs_group_the_records_that_follow_them(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "x.jsonl", [
+        run_record("a"), *sweep("all_reduce"), *train_records(),
+        run_record("b"), *samples("b", 3)])
+    source = load_input(path)
+    assert source.kind == "jsonl" and source.name == "x.jsonl"
+    assert [run.label for run in source.runs] == ["x.jsonl #1", "x.jsonl #2"]
+    first, second = source.runs
+    assert first.context["hosts"] == ["a"] and second.context["hosts"] == ["b"]
+    assert len(first.results) == len(sweep()) and len(first.train) == 3
+    assert len(second.samples) == 3 and not second.results
+    assert source.counts() == {"runs": 2, "results": len(sweep()), "train": 3, "samples": 3}
+    assert source.warnings == []
+
+
+def test_unusable_lines_are_warned_with_their_line_numbers() -> None:
+    good = json.dumps(sweep()[0].to_dict())
+    text = "\n".join([
+        json.dumps(run_record()),
+        good,
+        '{"kind": "result", "collective": "all_reduce"}',   # fields missing
+        "not json at all",
+        "[1, 2]",
+        '{"kind": "weather"}',
+        '{"kind": "sample", "ts": "noon", "metrics": {}}',
+        good[: len(good) // 2],                              # cut by a crash
+    ])
+    source = parse_input(text, "r.jsonl")
+    assert len(source.results) == 1
+    numbers = [w.split(": line ")[1].split(":")[0] for w in source.warnings]
+    assert numbers == ["3", "4", "5", "6", "7", "8"]
+    assert "size_bytes" in source.warnings[0]
+
+
+def test_results_before_any_run_record_form_a_run_without_context() -> None:
+    text = "\n".join(json.dumps(r.to_dict()) for r in sweep())
+    source = parse_input(text, "bare.jsonl")
+    assert len(source.runs) == 1 and source.runs[0].context == {}
+    assert source.runs[0].label == "bare.jsonl"
+
+
+def test_a_log_is_imported_with_its_warnings() -> None:
+    source = load_input(shared_fixture("nccl-tests-logs",
+                                       "mi325x_1to8node_allreduce_rccl_egrep_filtered.txt"))
+    assert source.kind == "nccl-tests"
+    assert [run.label.split(" ")[-1] for run in source.runs] == ["[1-node]", "[2-node]",
+                                                                   "[4-node]", "[8-node]"]
+    assert [run.context["world_size"] for run in source.runs] == [8, 16, 32, 64]
+    assert all(w.startswith("mi325x_1to8node") and "line " in w for w in source.warnings)
+
+
+def test_own_log_samples_are_read_as_logs() -> None:
+    for path in sorted((OWN_FIXTURES / "nccl-tests-logs").glob("*.txt")):
+        assert not looks_like_jsonl(path.read_text())
+        source = load_input(path)
+        assert source.kind == "nccl-tests" and source.results, path.name
+        assert all(run.context["command"] == "import" for run in source.runs)
+
+
+def test_a_log_without_table_is_an_error_naming_the_failure(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"no result table; the log reports a failure at line"):
+        load_input(shared_fixture("nccl-tests-logs",
+                                  "h100_2node_16gpu_alltoall_sendrecv_nccl_network_error.txt"))
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text('{"kind": "weather"}\n')
+    with pytest.raises(InputError, match="no run, result, train or sample records"):
+        load_input(empty)
+    with pytest.raises(InputError, match="cannot read"):
+        load_input(tmp_path / "missing.jsonl")
+
+
+def test_display_names_stay_unique() -> None:
+    assert display_names(["a/x.jsonl", "b/y.jsonl"]) == ["x.jsonl", "y.jsonl"]
+    assert display_names(["a/x.jsonl", "b/x.jsonl"]) == ["a/x.jsonl", "b/x.jsonl"]
+    assert display_names(["x.jsonl", "x.jsonl"]) == ["x.jsonl (1)", "x.jsonl (2)"]
+
+
+_values = st.one_of(st.none(), st.booleans(), st.integers(-5, 1 << 40),
+                    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=8),
+                    st.lists(st.integers(), max_size=2), st.dictionaries(st.text(max_size=3),
+                                                                         st.integers(), max_size=2))
+_fields = st.sampled_from(["collective", "size_bytes", "dtype", "op", "in_place", "time_us",
+                           "busbw_gbs", "algbw_gbs", "world_size", "algo", "wrong", "ts",
+                           "metrics", "host", "config", "step_time_ms", "hosts", "devices",
+                           "env", "versions", "extra"])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(["run", "result", "train", "sample", "other"]),
+                          st.dictionaries(_fields, _values, max_size=8)), max_size=8))
+def test_odd_records_never_break_loading_rendering_or_comparing(records: list) -> None:
+    good = sweep()[:2]
+    lines = [json.dumps(run_record()), *(json.dumps(r.to_dict()) for r in good)]
+    for kind, fields in records:
+        lines.append(json.dumps({**fields, "kind": kind}))
+    source = parse_input("\n".join(lines), "odd.jsonl")
+    assert len(source.results) >= 2
+    render_report([source], 0.0)
+    comparison = compare(source.results, good)
+    assert len(comparison.rows) >= 2
