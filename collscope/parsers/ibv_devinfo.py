@@ -102,10 +102,11 @@ class HcaInfo:
 
 def _name_and_code(value: str) -> tuple[str | None, int | None]:
     """("PORT_ACTIVE", 4) from "PORT_ACTIVE (4)"; the code is None when absent."""
-    match = re.match(r"^(.*?)\s*\((\d+)\)\s*$", value)
-    if match:
-        return (match.group(1).strip() or None), int(match.group(2))
-    return (value.strip() or None), None
+    value = value.strip()
+    head, marker, tail = value.rpartition("(")
+    if marker and tail.endswith(")") and tail[:-1].strip().isdecimal():
+        return (head.strip() or None), int(tail[:-1])
+    return (value or None), None
 
 
 def _ipv4_of_gid(gid: str) -> str | None:

@@ -19,26 +19,27 @@ from dataclasses import dataclass, field
 
 from collscope.parsers.common import Parsed
 
-# host:pid:tid [dev] NCCL INFO msg; WARN lines put "file.cc:123" before "NCCL WARN"; some
-# captures redact pid:tid away ("node [0] NCCL INFO ...").
-_PREFIX = re.compile(
-    r"(?P<host>[^\s:\[\]()]+)(?::(?P<pid>\d+):(?P<tid>\d+))?\s+\[(?P<dev>\d+)\]\s+"
-    r"(?:\S+:\d+\s+)?(?P<lib>NCCL|RCCL)\s+(?P<level>INFO|WARN|TRACE|ABORT|ERROR)\b\s?"
-    r"(?P<msg>.*)$")
+# "[dev] NCCL INFO msg" (WARN lines put "file.cc:123" before "NCCL WARN"); the host:pid:tid
+# token before it is split off by hand, which keeps the regex linear on long lines.
+_LEVEL = re.compile(
+    r"(?:^|\s)\[(?P<dev>\d{1,6})\]\s+(?:\S{1,300}:\d{1,6}\s+)?(?P<lib>NCCL|RCCL)\s+"
+    r"(?P<level>INFO|WARN|TRACE|ABORT|ERROR)\b\s?(?P<msg>.*)$")
 _VERSION = re.compile(r"\b(?P<lib>NCCL|RCCL) version\s*:?\s*(?P<ver>\d+\.\d+\.\d+)"
                       r"(?P<suffix>\S*)(?:\s+(?P<extra>\S+))?")
 _CONNECTION = re.compile(
     r"^(?:Channel|Ring)\s+(?P<ch>\d+)(?:/(?P<sub>\d+))?\s*:\s*"
     r"(?P<src>\d+)\[(?P<srcdev>[0-9a-fA-Fx]+)\]\s*->\s*(?P<dst>\d+)\[(?P<dstdev>[0-9a-fA-Fx]+)\]"
-    r"(?:\s*\[(?P<dir>send|receive)\])?\s+via\s+(?P<via>.+?)\s*$")
-_RING = re.compile(r"^(?:Channel|Ring)\s+(?P<ch>\d+)(?:/(?P<of>\d+))?\s*:\s*(?P<order>(?:-?\d+\s*)+)$")
+    r"(?:\s*\[(?P<dir>send|receive)\])?\s+via\s+(?P<via>\S.*)$")
+_RING = re.compile(r"^(?:Channel|Ring)\s+(?P<ch>\d+)(?:/(?P<of>\d+))?\s*:\s*"
+                   r"(?P<order>-?\d+(?:\s+-?\d+)*)\s*$")
 _COMM = re.compile(r"\bcomm (?P<comm>0x[0-9a-fA-F]+) rank (?P<rank>\d+) nranks (?P<nranks>\d+)"
                    r"(?: cudaDev (?P<dev>\d+))?(?: nvmlDev \d+)?(?: busId (?P<bus>[0-9a-fA-F]+))?",
                    re.I)
 _NIC_IB = re.compile(r"\[(?P<idx>\d+)\](?P<name>[^\s:\[\]]+):(?P<port>\d+)/(?P<link>[A-Za-z]+)")
-_NIC_SOCKET = re.compile(r"\[(?P<idx>\d+)\](?P<name>[^\s:\[\]]+):(?P<addr>\S+?)<\d+>")
-_GDR_HCA = re.compile(r"GPU Direct RDMA\b.*?\b(?P<state>enabled|disabled)\b.*?for HCA\s+"
-                      r"(?P<idx>\d+)\s+'(?P<name>[^']+)'", re.I)
+_NIC_SOCKET = re.compile(
+    r"\[(?P<idx>\d+)\](?P<name>[^\s:\[\]]{1,64}):(?P<addr>[^\s<]{1,256})<\d+>")
+_GDR_HCA = re.compile(r"GPU Direct RDMA\b[^'\n]{0,120}?\b(?P<state>enabled|disabled)\b"
+                      r"[^'\n]{0,120}?for HCA\s+(?P<idx>\d+)\s+'(?P<name>[^']{1,128})'", re.I)
 _MAX_WARNINGS = 25
 
 
@@ -86,6 +87,8 @@ class NcclDebugSummary:
     library: str | None = None  # "NCCL" or "RCCL"
     version: str | None = None  # "2.18.3"
     version_suffix: str | None = None  # "+cuda12.2", "-HEAD:eef7b29"
+    # every distinct "2.18.3+cuda12.2" printed: more than one means mixed installs across ranks
+    versions_seen: list[str] = field(default_factory=list)
     git_revision: str | None = None  # RCCL "HEAD:eef7b29"
     cuda_version: str | None = None  # from "+cuda12.2"
     cuda_driver_version: int | None = None  # "cudaDriverVersion 12020"
@@ -115,7 +118,9 @@ class NcclDebugSummary:
     collnet_channels: int | None = None
     nvls_available: bool | None = None
     rings: dict[int, list[int]] = field(default_factory=dict)  # channel -> rank order
-    transport_counts: dict[str, int] = field(default_factory=dict)  # "P2P/IPC": lines
+    # Connection lines per transport as printed ("P2P/IPC", "NET/IB/0/GDRDMA"); a NET
+    # connection is logged by both ends ([send] and [receive]), so these count log lines.
+    transport_counts: dict[str, int] = field(default_factory=dict)
     transport_kind_counts: dict[str, int] = field(default_factory=dict)  # "P2P", "SHM", "NET"
     gdrdma_used: bool = False
     env: dict[str, str] = field(default_factory=dict)  # "NCCL_X set by environment to Y"
@@ -171,13 +176,12 @@ def parse_nccl_debug(text: str) -> Parsed[NcclDebugSummary]:
         line = raw.strip()
         if not line:
             continue
-        prefix = _PREFIX.search(line)
+        prefix = _LEVEL.search(line) if ("NCCL" in line or "RCCL" in line) else None
         rank: NcclRankInfo | None = None
         if prefix:
             state.recognised += 1
-            pid = prefix.group("pid")
-            rank = state.rank_of(prefix.group("host"), int(pid) if pid else None,
-                                 int(prefix.group("dev")))
+            host, pid = _host_and_pid(line[:prefix.start()])
+            rank = state.rank_of(host, pid, int(prefix.group("dev")))
             message = prefix.group("msg").strip()
             if prefix.group("level") in ("WARN", "ERROR", "ABORT"):
                 if message and message not in state.summary.log_warnings \
@@ -193,6 +197,17 @@ def parse_nccl_debug(text: str) -> Parsed[NcclDebugSummary]:
     if state.recognised == 0:
         warnings.append("no NCCL/RCCL log lines found")
     return Parsed(state.summary, warnings)
+
+
+def _host_and_pid(before: str) -> tuple[str, int | None]:
+    """("gpu-a", 5101) from "[default0]:gpu-a:5101:5140"; the pid is None where redacted."""
+    tokens = before.split()
+    parts = tokens[-1].split(":") if tokens else [""]
+    if len(parts) >= 3 and parts[-1].isdecimal() and parts[-2].isdecimal():
+        host, pid = parts[-3], int(parts[-2])
+    else:
+        host, pid = parts[-1], None
+    return (host or "unknown"), pid
 
 
 def _handle_message(state: _State, message: str, rank: NcclRankInfo | None, lineno: int,
@@ -231,6 +246,9 @@ def _apply_version(s: NcclDebugSummary, match: re.Match[str]) -> None:
         s.library = lib
     s.version = match.group("ver")
     s.version_suffix = suffix or None
+    full = s.version + suffix
+    if full not in s.versions_seen and len(s.versions_seen) < 16:
+        s.versions_seen.append(full)
     cuda = re.search(r"\+cuda(\d+(?:\.\d+)*)", suffix)
     if cuda:
         s.cuda_version = cuda.group(1)
@@ -239,7 +257,8 @@ def _apply_version(s: NcclDebugSummary, match: re.Match[str]) -> None:
         s.library = "RCCL"
         s.hip_version = s.hip_version or hip.group(1)
     # RCCL: "2.21.5-HEAD:eef7b29", "2.18.3-develop:7c1e2ab", older "2.13.4+hip5.4 HEAD:2bff3e6".
-    revision = re.search(r"([A-Za-z][\w.-]*:[0-9a-fA-F]{6,})", suffix + " " + (extra or ""))
+    revision = re.search(r"([A-Za-z][\w.-]{0,64}:[0-9a-fA-F]{6,40})",
+                         suffix + " " + (extra or ""))
     if revision:
         s.git_revision = revision.group(1)
 
@@ -283,10 +302,10 @@ def _on_bootstrap(state: _State, message: str, rank: NcclRankInfo | None, lineno
 
 
 def _on_network(state: _State, message: str, rank: NcclRankInfo | None, lineno: int) -> bool:
-    match = re.match(r"^Using network\s+(.+?)\s*$", message)
+    match = re.match(r"^Using network\s+(\S.*)$", message)
     if not match:
         return False
-    network = match.group(1)
+    network = match.group(1).rstrip()
     state.networks[network] += 1
     if rank is not None:
         rank.network = network
@@ -301,20 +320,31 @@ def _on_plugin(state: _State, message: str, rank: NcclRankInfo | None, lineno: i
     detail = (match.group(1) if match else message).strip()
     if detail and detail not in s.plugin_messages and len(s.plugin_messages) < 50:
         s.plugin_messages.append(detail)
-    loaded = re.search(r"Loaded (net|coll) plugin\s+(.+?)\s*(?:\(v\d+\))?\s*$", detail, re.I)
+    loaded = re.search(r"Loaded (net|coll) plugin\s+(\S.*)$", detail, re.I)
     if loaded:
+        name = _without_plugin_api_version(loaded.group(2))
         if loaded.group(1).lower() == "net":
-            s.net_plugin = loaded.group(2)
+            s.net_plugin = name
         else:
-            s.coll_plugin = loaded.group(2)
+            s.coll_plugin = name
     elif re.search(r"internal (implementation|network plugin)", detail, re.I):
         if s.net_plugin is None:
             s.net_plugin = "internal"
     return True
 
 
+def _without_plugin_api_version(name: str) -> str:
+    """"AWS Libfabric" from "AWS Libfabric (v6)"."""
+    name = name.rstrip()
+    head, marker, tail = name.rpartition("(v")
+    if marker and tail.endswith(")") and tail[:-1].isdecimal():
+        return head.rstrip() or name
+    return name
+
+
 def _on_net_devices(state: _State, message: str, rank: NcclRankInfo | None, lineno: int) -> bool:
-    match = re.match(r"^NET/(?P<net>[\w .-]+?)\s*:\s*(?P<rest>.*)$", message)
+    match = re.match(r"^NET/(?P<net>[\w.-]{1,64}(?: [\w.-]{1,64}){0,3})\s*:\s*(?P<rest>.*)$",
+                     message)
     if not match:
         return False
     net, rest = match.group("net").strip(), match.group("rest")
@@ -359,7 +389,7 @@ def _add_nic(state: _State, nic: NcclNic) -> None:
 
 
 def _on_gdr(state: _State, message: str, rank: NcclRankInfo | None, lineno: int) -> bool:
-    gdr = _GDR_HCA.search(message)
+    gdr = _GDR_HCA.search(message) if "for HCA" in message else None
     if not gdr:
         return False
     state.summary.gdr_hca[gdr.group("name")] = gdr.group("state").lower() == "enabled"
@@ -379,7 +409,7 @@ def _on_comm(state: _State, message: str, rank: NcclRankInfo | None, lineno: int
         rank.bus_id = match.group("bus")
     if "Init COMPLETE" in message:
         s.init_complete += 1
-    return True
+    return False  # the same line may also carry channel counts ("... nchannels 4")
 
 
 def _on_channel(state: _State, message: str, rank: NcclRankInfo | None, lineno: int) -> bool:
@@ -387,7 +417,9 @@ def _on_channel(state: _State, message: str, rank: NcclRankInfo | None, lineno: 
         return False
     connection = _CONNECTION.match(message)
     if connection:
-        via = re.sub(r"\s+comm\s+0x[0-9a-fA-F]+.*$", "", connection.group("via")).strip()
+        via = connection.group("via")
+        rccl_suffix = via.find(" comm 0x")  # RCCL appends "comm 0x... nRanks NN"
+        via = (via[:rccl_suffix] if rccl_suffix >= 0 else via).strip()
         kind = via.split("/", 1)[0]
         state.transports[via] += 1
         state.kinds[kind] += 1
@@ -414,10 +446,10 @@ def _on_channel_counts(state: _State, message: str, rank: NcclRankInfo | None,
                        lineno: int) -> bool:
     s = state.summary
     handled = False
-    for attribute, pattern in (("coll_channels", r"(\d+) coll channels"),
-                               ("collnet_channels", r"(\d+) collnet channels"),
-                               ("nvls_channels", r"(\d+) nvls channels"),
-                               ("p2p_channels", r"(\d+) p2p channels(?! per peer)")):
+    for attribute, pattern in (("coll_channels", r"(\d{1,6}) coll channels"),
+                               ("collnet_channels", r"(\d{1,6}) collnet channels"),
+                               ("nvls_channels", r"(\d{1,6}) nvls channels"),
+                               ("p2p_channels", r"(\d{1,6}) p2p channels(?! per peer)")):
         match = re.search(pattern, message)
         if match:
             setattr(s, attribute, max(getattr(s, attribute) or 0, int(match.group(1))))

@@ -95,13 +95,13 @@ def _header_tokens(line: str) -> list[str]:
 
 
 def _is_header(tokens: list[str], line: str) -> bool:
-    """The column header starts with GPU0 (or another GPU label) and names no row."""
+    """The column header is indented and starts with a GPU label; when a capture lost the
+    indentation, it is still the only GPU line whose second token is not a link code."""
     if not tokens or not _GPU_LABEL.match(tokens[0]):
         return False
     if line[:1].isspace():
         return True
-    return len(tokens) > 1 and (_GPU_LABEL.match(tokens[1]) is not None
-                                or tokens[1] in _TRAILING_COLUMNS)
+    return len(tokens) > 1 and _link_of(tokens[1])[0] == "unknown"
 
 
 def parse_topo_matrix(text: str) -> Parsed[NvidiaTopo]:
@@ -252,10 +252,9 @@ def _to_bytes(value: str, header_unit: str | None) -> int | None:
 
 def _split_header(cell: str) -> tuple[str, str | None]:
     """("memory.total", "MiB") from "memory.total [MiB]"."""
-    match = re.match(r"^\s*([^\[]+?)\s*(?:\[([^\]]*)\])?\s*$", cell)
-    if not match:
-        return cell.strip(), None
-    return match.group(1).strip().lower(), (match.group(2) or None)
+    name, bracket, rest = cell.partition("[")
+    unit = rest.split("]", 1)[0].strip() if bracket else ""
+    return name.strip().lower(), (unit or None)
 
 
 def parse_query_gpu_csv(text: str, fields: list[str] | None = None) -> Parsed[list[GpuInfo]]:

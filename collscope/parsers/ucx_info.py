@@ -95,7 +95,7 @@ def _parse_configure_options(flags: list[str]) -> dict[str, str | bool]:
 def _split_configure_line(text: str) -> list[str]:
     """Configure flags, keeping quoted values (CFLAGS='-O3 -g') as one flag."""
     flags: list[str] = []
-    for match in re.finditer(r"""(?:[^\s'"]+|'[^']*'|"[^"]*")+""", text):
+    for match in re.finditer(r"""(?:[^\s'"]|'[^']*'|"[^"]*")+""", text):
         flags.append(match.group(0))
     return flags
 
@@ -247,7 +247,8 @@ class UcxDevices:
             t.device for t in self.transports if t.device and rdma.match(t.name)))
 
 
-_NUMBER = r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"
+# Bounded repetitions keep every search linear on pathological lines.
+_NUMBER = r"[-+]?\d{1,30}(?:\.\d{1,30})?(?:[eE][-+]?\d{1,4})?"
 
 
 def _parse_bandwidth(value: str) -> tuple[float | None, float | None]:
@@ -286,7 +287,7 @@ def _first_number(value: str) -> float | None:
 
 def _memory_types(value: str) -> list[str]:
     """["host", "cuda", "cuda-managed"] from "host (reg), cuda (access,alloc), ..."."""
-    without_details = re.sub(r"\([^)]*\)?", "", value)
+    without_details = re.sub(r"\([^)]{0,200}\)?", "", value)
     return [part.strip() for part in without_details.split(",") if part.strip()]
 
 
@@ -336,7 +337,7 @@ def parse_ucx_devices(text: str) -> Parsed[UcxDevices]:
             if md is not None and current is None:
                 md.component = value or None
             elif md is None:
-                # Newer layouts may name the component first; keep it for the next MD.
+                # A Component line with no Memory domain before it (e.g. a cut capture).
                 md = UcxMemoryDomain(name=value or "unknown", component=value or None)
                 result.memory_domains.append(md)
         elif key == "connection manager":
