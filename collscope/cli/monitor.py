@@ -1,0 +1,79 @@
+"""`collscope monitor`: parse flags into a MonitorConfig, then sample (one sampler per node)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Sequence
+from typing import Any
+
+EXAMPLES = """\
+examples:
+  collscope monitor                                # live view: GPUs, NICs, RDMA ports, memory
+  collscope monitor --duration 60 --jsonl mon.jsonl
+  collscope monitor --prometheus 9400              # http://127.0.0.1:9400/metrics
+  collscope monitor --prometheus 0.0.0.0:9400      # reachable from other hosts
+  collscope monitor --interval 0.1 --summary-json s.json -- torchrun --nproc-per-node 8 train.py
+  srun -N 2 --ntasks-per-node 8 collscope monitor --jsonl mon.jsonl -- python train.py
+      (under torchrun/srun/mpirun only local rank 0 samples; every rank runs the command;
+       in a multi-node job each node writes mon.node<N>.jsonl, or use {host} / {node})
+
+metrics (flat names in JSON Lines, gauges in Prometheus): cpu.percent, mem.used_bytes,
+mem.total_bytes, net.<iface>.rx_bytes_per_s / tx_bytes_per_s, rdma.<dev>.<port>.rx_bytes_per_s
+/ tx_bytes_per_s, gpu.<i>.util_percent, gpu.<i>.mem_used_bytes, gpu.<i>.power_w, ...
+A metric the source does not report is absent, never 0. Rates are counter deltas over the
+interval; rates in decimal units (1 MB/s = 1e6 B/s).
+exit codes: the command's own (128 + N if signal N ended it); without a command 0, or 130 when
+interrupted; 2 bad input.
+"""
+
+
+def add_parser(commands: Any) -> None:
+    p = commands.add_parser(
+        "monitor", help="live and recorded GPU, memory and network-bandwidth monitoring",
+        description="Sample GPU utilization/memory/power, host CPU and memory, per-NIC and "
+                    "per-RDMA-port bandwidth; show it live, record it as JSON Lines, serve it "
+                    "to Prometheus, or wrap a command and summarise its run.",
+        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
+        usage="collscope monitor [--interval S] [--duration S] [--jsonl FILE] "
+              "[--prometheus [HOST:]PORT] [--summary-json FILE] [--gpu-backend NAME] "
+              "[-- CMD ARGS...]")
+    p.add_argument("--interval", type=float, default=1.0, metavar="S",
+                   help="seconds between samples (default 1)")
+    p.add_argument("--duration", type=float, default=None, metavar="S",
+                   help="stop sampling after S seconds (a wrapped command keeps running)")
+    p.add_argument("--jsonl", metavar="FILE",
+                   help="write JSON Lines: a run record, then a sample record per interval "
+                        "(each flushed as written)")
+    p.add_argument("--prometheus", metavar="[HOST:]PORT",
+                   help="serve the latest sample on http://HOST:PORT/metrics "
+                        "(host 127.0.0.1 unless given)")
+    p.add_argument("--summary-json", metavar="FILE",
+                   help="write the summary (mean and peak per metric, bytes moved) as JSON")
+    p.add_argument("--gpu-backend", default="auto", metavar="NAME",
+                   help="auto (amd, then nvidia, else none), amd, nvidia or none")
+    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ARGS",
+                   help="run this command (no shell), sample while it runs, exit with its code")
+    p.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    from collscope.monitor.config import MonitorConfig
+    from collscope.runtime.launchers import detect_launcher
+
+    config = MonitorConfig(interval_s=args.interval, duration_s=args.duration,
+                           jsonl=args.jsonl, prometheus=args.prometheus,
+                           summary_json=args.summary_json, gpu_backend=args.gpu_backend,
+                           command=list(args.cmd or []))
+    launch = detect_launcher(os.environ)
+    if launch is not None and launch.local_rank != 0:
+        # One sampler per node: the other local ranks only run the command (or nothing).
+        if not config.command:
+            return 0
+        from collscope.monitor.wrap import check_command
+
+        check_command(config.command)
+        os.execvp(config.command[0], config.command)
+    from collscope.monitor.run import run_monitor
+
+    return run_monitor(config, launch)

@@ -1,0 +1,233 @@
+"""``collscope monitor`` end to end: sources, sinks, the wrapped command, the summary.
+
+The CLI builds a MonitorConfig and calls ``run_monitor``; everything here is I/O glue around
+the pure pieces (rates, summary, Prometheus text, compact line).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import signal
+import socket
+import sys
+from contextlib import ExitStack
+from dataclasses import asdict
+from typing import IO, Any
+
+from collscope import __version__
+from collscope.errors import UsageError
+from collscope.monitor.config import MonitorConfig
+from collscope.monitor.record import SampleRecord
+from collscope.monitor.sampler import Sampler, default_sources
+from collscope.monitor.summary import format_summary
+
+TIMING = ("baseline reading at start, then every interval on a fixed schedule plus a final "
+          "reading at stop; gauges are instantaneous (cpu.percent is psutil's busy share over "
+          "the interval); *_per_s = counter delta / monotonic time between the two readings; "
+          "intervals where a counter went backwards (reset, wrap) get no rate")
+
+
+def output_path(path: str, host: str, launch: Any) -> str:
+    """Where this node writes ``path``: ``{host}`` / ``{node}`` are filled in; in a multi-node
+    job a path without them gets ``.node<N>`` (or ``.<host>``) before its suffix, so nodes that
+    share a file system do not overwrite each other's file."""
+    node = "" if launch is None or launch.node_rank is None else str(launch.node_rank)
+    if "{" in path:
+        try:
+            return path.format(host=host, node=node)
+        except (KeyError, IndexError, ValueError):
+            raise UsageError(f"{path!r}: only {{host}} and {{node}} can be filled in") from None
+    if launch is not None and launch.world_size > launch.local_world_size:
+        stem, suffix = os.path.splitext(path)
+        return f"{stem}.{'node' + node if node else host}{suffix}"
+    return path
+
+
+def library_versions(backend_name: str) -> dict[str, str | None]:
+    from importlib import metadata
+
+    versions: dict[str, str | None] = {"collscope": __version__,
+                                       "python": platform.python_version()}
+    packages = {"psutil": "psutil", "amd": "amdsmi", "nvidia": "nvidia-ml-py"}
+    for key in ("psutil", backend_name):
+        if key in packages:
+            try:
+                versions[packages[key]] = metadata.version(packages[key])
+            except metadata.PackageNotFoundError:
+                versions[packages[key]] = None
+    return versions
+
+
+def run_record(config: MonitorConfig, sampler: Sampler, backend: Any, inventory: list[Any],
+               launch: Any) -> dict[str, Any]:
+    from collscope.results import RunRecord, recorded_env
+
+    world = launch.world_size if launch else 1
+    per_node = launch.local_world_size if launch else 1
+    return RunRecord(
+        command="monitor", collscope_version=__version__, argv=list(sys.argv),
+        launcher=launch.launcher if launch else "local", backend="",
+        world_size=world, nodes=max(1, world // max(1, per_node)), ranks_per_node=per_node,
+        hosts=[sampler.host], devices=[asdict(gpu) for gpu in inventory],
+        versions=library_versions(backend.name), env=recorded_env(), timing=TIMING,
+        started_at=sampler.started_at or 0.0,
+        extra={"interval_s": config.interval_s, "duration_s": config.duration_s,
+               "gpu_backend": backend.name, "command": config.command,
+               "node_rank": launch.node_rank if launch else None,
+               "sources": [source.name for source in sampler.sources]},
+    ).to_dict()
+
+
+def _open_jsonl(path: str) -> Any:
+    from collscope.results import JsonlWriter
+
+    try:
+        return JsonlWriter(path)
+    except OSError as error:
+        raise UsageError(f"--jsonl: cannot write {path}: {error.strerror or error}") from None
+
+
+def _pick_backend(name: str) -> Any:
+    from collscope.hw import detect_backend, make_backend
+
+    if name == "auto":
+        return detect_backend()
+    backend = make_backend(name)
+    if not backend.available():
+        backend.close()
+        hint = {"amd": " (is amdsmi installed: pip install collscope[amd], and the amdgpu "
+                       "driver loaded?)",
+                "nvidia": " (is nvidia-ml-py installed: pip install collscope[nvidia], and the "
+                          "NVIDIA driver loaded?)"}.get(name, "")
+        raise UsageError(f"--gpu-backend: {name} sees no GPU here{hint}")
+    return backend
+
+
+def run_monitor(config: MonitorConfig, launch: Any = None, out: IO[str] | None = None,
+                err: IO[str] | None = None) -> int:
+    """Sample until ``duration``, Ctrl-C or the end of the wrapped command; the exit code."""
+    from collscope.monitor.sources import ProcessTreeSource
+
+    out = out or sys.stdout
+    err = err or sys.stderr
+    host = socket.gethostname()
+    with ExitStack() as stack:
+        writer = None
+        if config.jsonl:
+            writer = _open_jsonl(output_path(config.jsonl, host, launch))
+            stack.callback(writer.close)
+        exporter = None
+        if config.listen is not None:
+            from collscope.monitor.prometheus import PrometheusExporter
+
+            exporter = PrometheusExporter(*config.listen)
+            stack.callback(exporter.close)
+        if config.command:
+            from collscope.monitor.wrap import check_command
+
+            check_command(config.command)
+
+        backend = _pick_backend(config.gpu_backend)
+        stack.callback(backend.close)
+        inventory = backend.inventory()
+        sources = default_sources(gpu_backend=backend)
+        process_source = ProcessTreeSource() if config.command else None
+        if process_source is not None:
+            sources.append(process_source)
+        sinks: list[Any] = []
+        if writer is not None:
+            sinks.append(lambda record: writer.write(record.to_dict()))
+        if exporter is not None:
+            sinks.append(exporter)
+        view = _view(config, out)
+        if view is not None:
+            sinks.append(view)
+        sampler = Sampler(interval=config.interval_s, sources=sources, sinks=sinks, host=host,
+                          duration=config.duration_s)
+        sampler.baseline()
+        if writer is not None:
+            writer.write(run_record(config, sampler, backend, inventory, launch))
+        if exporter is not None:
+            exporter.start()
+            err.write(f"collscope monitor: Prometheus metrics at {exporter.url}\n")
+            err.flush()
+        if hasattr(view, "start"):
+            view.start()
+            stack.callback(view.close)
+
+        if config.command:
+            code = _run_command(config, sampler, process_source)
+        else:
+            code = _wait(sampler)
+        sampler.stop()
+
+        summary = sampler.summary(command=config.command or None,
+                                  exit_code=code if config.command else None,
+                                  gpu_backend=backend.name)
+        if hasattr(view, "close"):
+            view.close()
+        if config.summary_json:
+            path = output_path(config.summary_json, host, launch)
+            try:
+                with open(path, "w", encoding="utf-8") as handle:
+                    json.dump(summary.to_dict(), handle, indent=1)
+                    handle.write("\n")
+            except OSError as error:
+                err.write(f"collscope monitor: --summary-json: cannot write {path}: "
+                          f"{error.strerror or error}\n")
+                code = code or 1
+        stream = err if config.command else out
+        stream.write("\n".join(format_summary(summary)) + "\n")
+        for source, problem in sampler.errors.items():
+            err.write(f"collscope monitor: {source} skipped in some samples: {problem}\n")
+        stream.flush()
+        return code
+
+
+def _view(config: MonitorConfig, out: IO[str]) -> Any:
+    """Live view on a terminal, a compact line per sample in a pipe, nothing while a wrapped
+    command owns the output."""
+    if config.command:
+        return None
+    if out.isatty():
+        from collscope.monitor.view import LiveView
+
+        return LiveView(interval=config.interval_s)
+    from collscope.monitor.view import compact_line
+
+    def print_line(record: SampleRecord) -> None:
+        out.write(compact_line(record) + "\n")
+        out.flush()
+
+    return print_line
+
+
+def _wait(sampler: Sampler) -> int:
+    """Sample until the duration ends or Ctrl-C / SIGTERM; 0, or 128 + the signal."""
+    stopped_by: list[int] = []
+
+    def interrupt(signum: int, _frame: object) -> None:
+        stopped_by.append(signum)
+        raise KeyboardInterrupt
+
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        sampler.start()
+        sampler.finished.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 128 + stopped_by[0] if stopped_by else 0
+
+
+def _run_command(config: MonitorConfig, sampler: Sampler, process_source: Any) -> int:
+    from collscope.monitor.wrap import start_command, supervise
+
+    process = start_command(config.command)
+    process_source.pid = process.pid
+    sampler.start()
+    return supervise(process)
