@@ -161,7 +161,7 @@ class Reporter:
             self.json = JsonlWriter(self.args.json)
             layout = self.session.layout
             self.json.write(RunRecord(
-                command="bench", collscope_version=__version__, argv=sys.argv,
+                command="bench", collscope_version=__version__, argv=["collscope", *sys.argv[1:]],
                 launcher=self.launcher_name, backend=self.session.label,
                 world_size=self.session.world_size, nodes=layout.nodes,
                 ranks_per_node=layout.ranks_per_node, hosts=layout.hosts,
