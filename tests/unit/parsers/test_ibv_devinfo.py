@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
+from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from collscope.parsers.common import Parsed
 from collscope.parsers.ibv_devinfo import HcaInfo, parse_ibv_devinfo
-from tests.conftest import OWN_FIXTURES, SHARED_FIXTURES, shared_fixture
+from tests.conftest import OWN_FIXTURES, shared_fixture
+from tests.unit.parsers import mutations
 
 OWN = OWN_FIXTURES / "tool-outputs"
 
@@ -100,55 +100,23 @@ def test_garbled_values_become_none_with_warnings() -> None:
     assert len(parsed.warnings) == 3
 
 
-_SAMPLES = [
-    SHARED_FIXTURES / "tool-outputs" / "ibv_devinfo_vv_connectx6_2hca.txt",
-    OWN / "ibv_devinfo_roce_cx6dx_bnxt_sample.txt",
-]
-_PRESENT = [p for p in _SAMPLES if p.exists()]
+SAMPLES = mutations.sample_params(["ibv_devinfo_vv_connectx6_2hca.txt"],
+                                  ["ibv_devinfo_roce_cx6dx_bnxt_sample.txt"])
 
 
-@st.composite
-def mutated(draw: st.DrawFn, text: str) -> str:
-    """The text after a few random edits: line deletions/duplications, character substitutions,
-    random unicode insertions, truncation."""
-    lines = text.splitlines(keepends=True)
-    for op in draw(st.lists(st.sampled_from(["del", "dup", "sub", "ins", "cut", "swap"]),
-                            min_size=1, max_size=6)):
-        if not lines:
-            break
-        i = draw(st.integers(0, len(lines) - 1))
-        if op == "del":
-            del lines[i]
-        elif op == "dup":
-            lines.insert(i, lines[i])
-        elif op == "swap":
-            j = draw(st.integers(0, len(lines) - 1))
-            lines[i], lines[j] = lines[j], lines[i]
-        elif op == "cut":
-            joined = "".join(lines)
-            lines = joined[:draw(st.integers(0, len(joined)))].splitlines(keepends=True)
-        else:
-            line = lines[i]
-            k = draw(st.integers(0, len(line)))
-            piece = draw(st.text(min_size=1, max_size=8))
-            lines[i] = line[:k] + piece + line[k + (1 if op == "sub" else 0):]
-    return "".join(lines)
-
-
-@pytest.mark.parametrize("path", _PRESENT, ids=[p.name for p in _PRESENT])
-@settings(max_examples=80, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data())
-def test_mutated_samples_never_raise(path: Path, data: st.DataObject) -> None:
-    result = parse_ibv_devinfo(data.draw(mutated(path.read_text())))
-    assert isinstance(result, Parsed)
+def _check(_parser: object, result: Parsed[Any]) -> None:
+    assert isinstance(result.value, list)
     assert all(isinstance(h, HcaInfo) for h in result.value)
 
 
-@settings(max_examples=80, deadline=None, database=None)
-@given(text=st.text())
-def test_arbitrary_text_never_raises(text: str) -> None:
-    assert isinstance(parse_ibv_devinfo(text).value, list)
+@pytest.mark.parametrize("path", SAMPLES)
+def test_mutated_samples_never_raise(path: Path) -> None:
+    mutations.assert_parsers_never_raise([parse_ibv_devinfo], path, check=_check, max_examples=80)
+
+
+def test_arbitrary_text_never_raises() -> None:
+    mutations.assert_parsers_never_raise([parse_ibv_devinfo], st.text(), check=_check,
+                                         max_examples=80)
 
 
 @pytest.mark.parametrize("text", [
@@ -157,7 +125,4 @@ def test_arbitrary_text_never_raises(text: str) -> None:
     "hca_id: x\n\tport: 1\n\t\tactive_width: " + "(1)" * 30_000,
 ])
 def test_long_lines_stay_linear(text: str) -> None:
-    # A backtracking regex would take minutes here; linear parsing takes milliseconds.
-    started = time.perf_counter()
-    parse_ibv_devinfo(text)
-    assert time.perf_counter() - started < 2.0
+    mutations.assert_long_lines_stay_fast([parse_ibv_devinfo], [text], 2.0)

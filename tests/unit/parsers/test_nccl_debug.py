@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
+from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from collscope.parsers.common import Parsed
 from collscope.parsers.nccl_debug import NcclDebugSummary, NcclNic, parse_nccl_debug
-from tests.conftest import OWN_FIXTURES, SHARED_FIXTURES, shared_fixture
+from tests.conftest import OWN_FIXTURES, shared_fixture
+from tests.unit.parsers import mutations
 
 OWN = OWN_FIXTURES / "tool-outputs"
 
@@ -198,60 +198,31 @@ def test_text_without_nccl_lines_warns() -> None:
     assert parsed.warnings == ["no NCCL/RCCL log lines found"]
 
 
-_SAMPLES = [
-    SHARED_FIXTURES / "tool-outputs" / "nccl_debug_info_h800_8gpu_socket_init_excerpt.txt",
-    SHARED_FIXTURES / "tool-outputs" / "rccl_debug_info_mi300x_8gpu_azure_net_ib_excerpt.txt",
-    SHARED_FIXTURES / "tool-outputs"
-    / "rccl_debug_info_mi300x_8gpu_azure_version_header_excerpt.txt",
-    OWN / "nccl_debug_info_2node_ib_gdr_sample.txt",
-    OWN / "rccl_debug_info_mi250x_xgmi_sample.txt",
-]
-_PRESENT = [p for p in _SAMPLES if p.exists()]
+SAMPLES = mutations.sample_params(
+    ["nccl_debug_info_h800_8gpu_socket_init_excerpt.txt",
+     "rccl_debug_info_mi300x_8gpu_azure_net_ib_excerpt.txt",
+     "rccl_debug_info_mi300x_8gpu_azure_version_header_excerpt.txt"],
+    ["nccl_debug_info_2node_ib_gdr_sample.txt", "rccl_debug_info_mi250x_xgmi_sample.txt"],
+)
 
 
-@st.composite
-def mutated(draw: st.DrawFn, text: str) -> str:
-    """The text after a few random edits: line deletions/duplications, character substitutions,
-    random unicode insertions, truncation."""
-    lines = text.splitlines(keepends=True)
-    for op in draw(st.lists(st.sampled_from(["del", "dup", "sub", "ins", "cut", "swap"]),
-                            min_size=1, max_size=6)):
-        if not lines:
-            break
-        i = draw(st.integers(0, len(lines) - 1))
-        if op == "del":
-            del lines[i]
-        elif op == "dup":
-            lines.insert(i, lines[i])
-        elif op == "swap":
-            j = draw(st.integers(0, len(lines) - 1))
-            lines[i], lines[j] = lines[j], lines[i]
-        elif op == "cut":
-            joined = "".join(lines)
-            lines = joined[:draw(st.integers(0, len(joined)))].splitlines(keepends=True)
-        else:
-            line = lines[i]
-            k = draw(st.integers(0, len(line)))
-            piece = draw(st.text(min_size=1, max_size=8))
-            lines[i] = line[:k] + piece + line[k + (1 if op == "sub" else 0):]
-    return "".join(lines)
-
-
-@pytest.mark.parametrize("path", _PRESENT, ids=[p.name for p in _PRESENT])
-@settings(max_examples=50, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data())
-def test_mutated_samples_never_raise(path: Path, data: st.DataObject) -> None:
-    result = parse_nccl_debug(data.draw(mutated(path.read_text())))
-    assert isinstance(result, Parsed)
+def _summary(_parser: object, result: Parsed[Any]) -> None:
     assert isinstance(result.value, NcclDebugSummary)
+
+
+def _few_warnings(parser: object, result: Parsed[Any]) -> None:
+    _summary(parser, result)
     assert len(result.warnings) <= 30
 
 
-@settings(max_examples=80, deadline=None, database=None)
-@given(text=st.text())
-def test_arbitrary_text_never_raises(text: str) -> None:
-    assert isinstance(parse_nccl_debug(text).value, NcclDebugSummary)
+@pytest.mark.parametrize("path", SAMPLES)
+def test_mutated_samples_never_raise(path: Path) -> None:
+    mutations.assert_parsers_never_raise([parse_nccl_debug], path, check=_few_warnings)
+
+
+def test_arbitrary_text_never_raises() -> None:
+    mutations.assert_parsers_never_raise([parse_nccl_debug], st.text(), check=_summary,
+                                         max_examples=80)
 
 
 @pytest.mark.parametrize("line", [
@@ -262,7 +233,4 @@ def test_arbitrary_text_never_raises(text: str) -> None:
     "h:1:1 [0] NCCL INFO " + "1" * 100_000 + " coll channels",
 ])
 def test_long_lines_stay_linear(line: str) -> None:
-    # A backtracking regex would take minutes here; linear parsing takes milliseconds.
-    started = time.perf_counter()
-    parse_nccl_debug(line)
-    assert time.perf_counter() - started < 2.0
+    mutations.assert_long_lines_stay_fast([parse_nccl_debug], [line], 2.0)

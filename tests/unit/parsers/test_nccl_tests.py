@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from collscope.parsers.common import Parsed
 from collscope.parsers.nccl_tests import (
     ParsedTest,
     Row,
@@ -21,6 +22,7 @@ from collscope.parsers.nccl_tests import (
     printed_unit,
 )
 from tests.conftest import OWN_FIXTURES, SHARED_FIXTURES, shared_fixture
+from tests.unit.parsers import mutations
 
 OWN = OWN_FIXTURES / "nccl-tests-logs"
 REAL = SHARED_FIXTURES / "nccl-tests-logs"
@@ -571,36 +573,7 @@ SAMPLES = _samples()
 _NOISE = st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=60)
 
 
-@st.composite
-def mutated_logs(draw: st.DrawFn) -> str:
-    lines = draw(st.sampled_from(SAMPLES)).splitlines()
-    for _ in range(draw(st.integers(0, 8))):
-        if not lines:
-            break
-        i = draw(st.integers(0, len(lines) - 1))
-        op = draw(st.sampled_from(["delete", "duplicate", "swap", "insert", "cut", "token"]))
-        if op == "delete":
-            del lines[i]
-        elif op == "duplicate":
-            lines.insert(i, lines[i])
-        elif op == "swap":
-            j = draw(st.integers(0, len(lines) - 1))
-            lines[i], lines[j] = lines[j], lines[i]
-        elif op == "insert":
-            lines.insert(i, draw(_NOISE))
-        elif op == "cut":
-            lines[i] = lines[i][: draw(st.integers(0, len(lines[i])))]
-        else:
-            tokens = lines[i].split(" ")
-            k = draw(st.integers(0, len(tokens) - 1))
-            tokens[k] = draw(st.sampled_from(["N/A", "-1", "nan", "inf", "1e999", "0", "", "#",
-                                              "\\", "*", "1_0", "-", "9" * 30, "é"]))
-            lines[i] = " ".join(tokens)
-    return "\n".join(lines)
-
-
-def _check_parse(text: str) -> None:
-    parsed = parse_nccl_tests(text)
+def _check(_parser: object, parsed: Parsed[Any]) -> None:
     for warning in parsed.warnings:
         assert LINE_REF.match(warning) or warning.startswith("test "), warning
         assert "could not be read" not in warning and "analysis failed" not in warning
@@ -612,17 +585,21 @@ def _check_parse(text: str) -> None:
                                (p.time_us, p.algbw_gbs, p.busbw_gbs)))
 
 
+def mutated_logs() -> st.SearchStrategy[str]:
+    """A sample log damaged by up to 8 edits (the report importer's tests use it too)."""
+    return st.sampled_from(SAMPLES).flatmap(lambda text: mutations.mutated(text, max_ops=8))
+
+
 @pytest.mark.skipif(not SAMPLES, reason="no sample logs")
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(mutated_logs())
-def test_mutated_logs_never_raise(text: str) -> None:
-    _check_parse(text)
+def test_mutated_logs_never_raise() -> None:
+    mutations.assert_parsers_never_raise([parse_nccl_tests], mutated_logs(), check=_check,
+                                         max_examples=80)
 
 
-@settings(max_examples=60, deadline=None)
-@given(st.lists(st.one_of(_NOISE, st.sampled_from(_NEW_HEADER.splitlines() + [
-    "# Using devices", "...", "====== x ======", "$ ./all_reduce_perf \\", "# Collective test "
-    "concluded: x", "   8  2  float  sum  -1  1.0  0.00  0.00  0  1.0  0.00  0.00  0",
-    "# Out of bounds values : 1 FAILED"])), max_size=30))
-def test_arbitrary_lines_never_raise(lines: list[str]) -> None:
-    _check_parse("\n".join(lines))
+def test_arbitrary_lines_never_raise() -> None:
+    lines = st.lists(st.one_of(_NOISE, st.sampled_from(_NEW_HEADER.splitlines() + [
+        "# Using devices", "...", "====== x ======", "$ ./all_reduce_perf \\", "# Collective test "
+        "concluded: x", "   8  2  float  sum  -1  1.0  0.00  0.00  0  1.0  0.00  0.00  0",
+        "# Out of bounds values : 1 FAILED"])), max_size=30)
+    mutations.assert_parsers_never_raise([parse_nccl_tests], lines.map("\n".join),
+                                         check=_check)

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import time
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from collscope.parsers.common import LINK_TYPES, GpuInfo, Parsed
 from collscope.parsers.nvidia_smi import NvidiaTopo, parse_query_gpu_csv, parse_topo_matrix
-from tests.conftest import OWN_FIXTURES, SHARED_FIXTURES, shared_fixture
+from tests.conftest import OWN_FIXTURES, shared_fixture
+from tests.unit.parsers import mutations
 
 OWN = OWN_FIXTURES / "tool-outputs"
 MIB = 1024 * 1024
@@ -184,71 +185,36 @@ def test_query_gpu_ragged_rows_warn() -> None:
 
 # --- robustness -------------------------------------------------------------------------------
 
-_TOPO = [
-    SHARED_FIXTURES / "tool-outputs" / "nvidia-smi_topo_m_h200_8gpu_8nic.txt",
-    OWN / "nvidia-smi_topo_m_4gpu_2nic_spaces_ansi_sample.txt",
-    OWN / "nvidia-smi_topo_m_4gpu_pcie_numa_id_sample.txt",
-]
-_CSV = [
-    SHARED_FIXTURES / "tool-outputs" / "nvidia-smi_query-gpu_csv_h200_8gpu.txt",
-    OWN / "nvidia-smi_query-gpu_csv_a100_full_sample.txt",
-    OWN / "nvidia-smi_query-gpu_csv_t4_nounits_sample.txt",
-]
-_PRESENT = [p for p in _TOPO + _CSV if p.exists()]
+SAMPLES = mutations.sample_params(
+    ["nvidia-smi_topo_m_h200_8gpu_8nic.txt", "nvidia-smi_query-gpu_csv_h200_8gpu.txt"],
+    ["nvidia-smi_topo_m_4gpu_2nic_spaces_ansi_sample.txt",
+     "nvidia-smi_topo_m_4gpu_pcie_numa_id_sample.txt",
+     "nvidia-smi_query-gpu_csv_a100_full_sample.txt",
+     "nvidia-smi_query-gpu_csv_t4_nounits_sample.txt"],
+)
+PARSERS = [parse_topo_matrix, parse_query_gpu_csv,
+           partial(parse_query_gpu_csv, fields=["index", "name", "memory.total [MiB]"])]
 
 
-@st.composite
-def mutated(draw: st.DrawFn, text: str) -> str:
-    """The text after a few random edits: line deletions/duplications, character substitutions,
-    random unicode insertions, truncation."""
-    lines = text.splitlines(keepends=True)
-    for op in draw(st.lists(st.sampled_from(["del", "dup", "sub", "ins", "cut", "swap"]),
-                            min_size=1, max_size=6)):
-        if not lines:
-            break
-        i = draw(st.integers(0, len(lines) - 1))
-        if op == "del":
-            del lines[i]
-        elif op == "dup":
-            lines.insert(i, lines[i])
-        elif op == "swap":
-            j = draw(st.integers(0, len(lines) - 1))
-            lines[i], lines[j] = lines[j], lines[i]
-        elif op == "cut":
-            joined = "".join(lines)
-            lines = joined[:draw(st.integers(0, len(joined)))].splitlines(keepends=True)
-        else:
-            line = lines[i]
-            k = draw(st.integers(0, len(line)))
-            piece = draw(st.text(min_size=1, max_size=8))
-            lines[i] = line[:k] + piece + line[k + (1 if op == "sub" else 0):]
-    return "".join(lines)
+def _check(parser: object, result: Parsed[Any]) -> None:
+    if parser is parse_topo_matrix:
+        assert isinstance(result.value, NvidiaTopo)
+        t = result.value.topology
+        assert len(t.link_type) == t.gpus == len(t.weight) == len(t.numa_node)
+        assert all(len(row) == t.gpus for row in t.link_type)
+        assert all(link in LINK_TYPES for row in t.link_type for link in row)
+    else:
+        assert isinstance(result.value, list)
+        assert all(isinstance(g, GpuInfo) for g in result.value)
 
 
-def _check_topo(result: Parsed[NvidiaTopo]) -> None:
-    t = result.value.topology
-    assert len(t.link_type) == t.gpus == len(t.weight) == len(t.numa_node)
-    assert all(len(row) == t.gpus for row in t.link_type)
-    assert all(link in LINK_TYPES for row in t.link_type for link in row)
+@pytest.mark.parametrize("path", SAMPLES)
+def test_mutated_samples_never_raise(path: Path) -> None:
+    mutations.assert_parsers_never_raise(PARSERS, path, check=_check)
 
 
-@pytest.mark.parametrize("path", _PRESENT, ids=[p.name for p in _PRESENT])
-@settings(max_examples=50, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data())
-def test_mutated_samples_never_raise(path: Path, data: st.DataObject) -> None:
-    text = data.draw(mutated(path.read_text()))
-    _check_topo(parse_topo_matrix(text))
-    gpus = parse_query_gpu_csv(text)
-    assert all(isinstance(g, GpuInfo) for g in gpus.value)
-    parse_query_gpu_csv(text, fields=["index", "name", "memory.total [MiB]"])
-
-
-@settings(max_examples=80, deadline=None, database=None)
-@given(text=st.text())
-def test_arbitrary_text_never_raises(text: str) -> None:
-    _check_topo(parse_topo_matrix(text))
-    assert isinstance(parse_query_gpu_csv(text).value, list)
+def test_arbitrary_text_never_raises() -> None:
+    mutations.assert_parsers_never_raise(PARSERS, st.text(), check=_check, max_examples=80)
 
 
 @pytest.mark.parametrize("text", [
@@ -257,8 +223,4 @@ def test_arbitrary_text_never_raises(text: str) -> None:
     "index, memory.total [MiB]\n0, " + "1" * 100_000 + " x\n",
 ])
 def test_long_lines_stay_linear(text: str) -> None:
-    # A backtracking regex would take minutes here; linear parsing takes milliseconds.
-    started = time.perf_counter()
-    parse_topo_matrix(text)
-    parse_query_gpu_csv(text)
-    assert time.perf_counter() - started < 2.0
+    mutations.assert_long_lines_stay_fast(PARSERS, [text], 2.0)

@@ -7,20 +7,17 @@ product-name keys, mixed XGMI/PCIe topologies, --showmeminfo all, --showtopo --j
 
 from __future__ import annotations
 
-import json
-import re
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from collscope.parsers import rocm_smi
 from collscope.parsers.common import Parsed, Topology
-from tests.conftest import OWN_FIXTURES, shared_fixture
+from tests.conftest import OWN_FIXTURES
+from tests.unit.parsers import mutations
+from tests.unit.parsers.mutations import own, real
 
 OWN = OWN_FIXTURES / "tool-outputs"
 REAL_FILES = [
@@ -40,14 +37,6 @@ PARSERS: list[Callable[[str], Parsed[Any]]] = [
     rocm_smi.parse_json_status,
     rocm_smi.parse_json_topology,
 ]
-
-
-def real(name: str) -> str:
-    return shared_fixture("tool-outputs", name).read_text(encoding="utf-8")
-
-
-def own(name: str) -> str:
-    return (OWN / name).read_text(encoding="utf-8")
 
 
 def off_diagonal(matrix: list[list]) -> set:
@@ -286,80 +275,10 @@ def test_unknown_link_type_is_reported() -> None:
     assert any("WARP" in w for w in parsed.warnings)
 
 
-# --------------------------------------------------------------------------- mutations
+# --------------------------------------------------------------------------- damaged input
 
-_NUMBERS = re.compile(r"\d+(?:\.\d+)?")
-_ODD_NUMBERS = ["N/A", "-1", "", "1e999", "nan", "0x", "9" * 40, "٣", "１２"]
-
-
-@st.composite
-def mutated(draw: st.DrawFn, text: str) -> str:
-    """The sample damaged the ways captured output gets damaged: lines lost, repeated or
-    reordered, characters replaced (encoding slips, random unicode), numbers garbled, text
-    inserted, output cut short."""
-    lines = text.splitlines(keepends=True)
-    for _ in range(draw(st.integers(1, 6))):
-        op = draw(
-            st.sampled_from(
-                ["delete", "duplicate", "swap", "substitute", "insert", "truncate", "number"]
-            )
-        )
-        if op == "truncate":
-            joined = "".join(lines)
-            lines = joined[: draw(st.integers(0, len(joined)))].splitlines(keepends=True)
-        elif op == "insert":
-            at = draw(st.integers(0, len(lines)))
-            lines.insert(at, draw(st.text(max_size=60)) + draw(st.sampled_from(["\n", ""])))
-        elif not lines:
-            continue
-        elif op == "delete":
-            del lines[draw(st.integers(0, len(lines) - 1))]
-        elif op == "duplicate":
-            at = draw(st.integers(0, len(lines) - 1))
-            lines.insert(at, lines[at])
-        elif op == "swap":
-            a, b = draw(st.integers(0, len(lines) - 1)), draw(st.integers(0, len(lines) - 1))
-            lines[a], lines[b] = lines[b], lines[a]
-        elif op == "substitute":
-            at = draw(st.integers(0, len(lines) - 1))
-            line = lines[at]
-            if line:
-                pos = draw(st.integers(0, len(line) - 1))
-                lines[at] = line[:pos] + draw(st.characters()) + line[pos + 1 :]
-        elif op == "number":
-            at = draw(st.integers(0, len(lines) - 1))
-            found = list(_NUMBERS.finditer(lines[at]))
-            if found:
-                match = found[draw(st.integers(0, len(found) - 1))]
-                odd = draw(st.sampled_from(_ODD_NUMBERS))
-                lines[at] = lines[at][: match.start()] + odd + lines[at][match.end() :]
-    return "".join(lines)
-
-
-def _sample(kind: str, name: str) -> str:
-    return real(name) if kind == "real" else own(name)
-
-
-SAMPLES = [("real", n) for n in REAL_FILES] + [("own", n) for n in OWN_FILES]
-
-
-@pytest.mark.parametrize("kind,name", SAMPLES, ids=[n for _, n in SAMPLES])
-def test_mutated_samples_never_raise(kind: str, name: str) -> None:
-    text = _sample(kind, name)
-
-    @settings(
-        max_examples=60,
-        deadline=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    )
-    @given(mutated(text))
-    def run(damaged: str) -> None:
-        for parser in PARSERS:
-            result = parser(damaged)
-            assert isinstance(result, Parsed)
-            assert isinstance(result.warnings, list)
-
-    run()
+SAMPLES = mutations.sample_params(REAL_FILES, OWN_FILES)
+JSON_SAMPLES = [s for s in SAMPLES if s.id.endswith(".json")]
 
 
 def test_own_samples_exist() -> None:
@@ -367,97 +286,15 @@ def test_own_samples_exist() -> None:
     assert all(isinstance(p, Path) for p in OWN.glob("rocm-smi_*"))
 
 
-# --------------------------------------------------------------------------- JSON structure
+@pytest.mark.parametrize("path", JSON_SAMPLES)
+def test_restructured_json_never_raises(path: Path) -> None:
+    mutations.assert_parsers_never_raise(PARSERS, path, damage=mutations.mutated_json)
 
 
-def _json_containers(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
-    return st.lists(children, max_size=4) | st.dictionaries(
-        st.text(max_size=10), children, max_size=4
-    )
-
-
-JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
-    _json_containers,
-    max_leaves=10,
-)
-
-
-def _slots(node: Any, depth: int = 0) -> list[tuple[Any, Any]]:
-    """Every (container, key-or-index) in a decoded JSON document."""
-    if depth > 20:
-        return []
-    slots: list[tuple[Any, Any]] = []
-    if isinstance(node, dict):
-        for key, value in node.items():
-            slots.append((node, key))
-            slots.extend(_slots(value, depth + 1))
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            slots.append((node, index))
-            slots.extend(_slots(value, depth + 1))
-    return slots
-
-
-@st.composite
-def mutated_json(draw: st.DrawFn, text: str) -> str:
-    """Valid JSON of the sample's shape with values replaced by any JSON or removed, which is
-    what a changed tool version looks like to the parser (text damage mostly just breaks
-    the JSON syntax)."""
-    doc = json.loads(text[text.find("{") if text.lstrip()[:1] != "[" else text.find("[") :])
-    for _ in range(draw(st.integers(1, 5))):
-        slots = _slots(doc)
-        if not slots:
-            break
-        container, key = draw(st.sampled_from(slots))
-        if draw(st.booleans()):
-            del container[key]
-        else:
-            container[key] = draw(JSON_VALUES)
-    return json.dumps(doc)
-
-
-JSON_SAMPLES = [s for s in SAMPLES if s[1].endswith(".json")]
-
-
-@pytest.mark.parametrize("kind,name", JSON_SAMPLES, ids=[n for _, n in JSON_SAMPLES])
-def test_restructured_json_never_raises(kind: str, name: str) -> None:
-    text = real(name) if kind == "real" else own(name)
-
-    @settings(
-        max_examples=60,
-        deadline=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    )
-    @given(mutated_json(text))
-    def run(changed: str) -> None:
-        for parser in PARSERS:
-            assert isinstance(parser(changed), Parsed)
-
-    run()
-
-
-# --------------------------------------------------------------------------- speed
-
-LONG = 20_000
-LONG_LINES = [
-    "=" * LONG + "x",
-    " " * LONG + "x",
-    "1" * LONG,
-    "a" + " " * LONG + ":",
-    "  key: a" + " " * LONG + "b",
-    "GPU0 " + "1" * LONG + " Gb/s",
-    "GPU[" + "1" * LONG + "] : key: value",
-    "GPU0 GPU" + "1" * LONG + "\nGPU" + "2" * LONG + " 1",
-    "Temp GPU%\n0 " + "1  " * (LONG // 3),
-]
+@pytest.mark.parametrize("path", SAMPLES)
+def test_mutated_samples_never_raise(path: Path) -> None:
+    mutations.assert_parsers_never_raise(PARSERS, path)
 
 
 def test_long_damaged_lines_stay_fast() -> None:
-    """A regex that backtracks on long runs (a banner of '=' once took a minute for 2,000
-    characters) turns damaged input into a hang; every parser must stay linear."""
-    started = time.perf_counter()
-    for text in LONG_LINES:
-        for parser in PARSERS:
-            assert isinstance(parser(text), Parsed)
-    assert time.perf_counter() - started < 5.0
+    mutations.assert_long_lines_stay_fast(PARSERS, mutations.LONG_LINES, 5.0)

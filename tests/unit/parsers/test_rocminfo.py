@@ -7,30 +7,22 @@ on an MI250X node: newer 'ROCk module is loaded' banner, trailing blanks, two GP
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from collscope.parsers import rocminfo
 from collscope.parsers.common import Parsed
-from tests.conftest import OWN_FIXTURES, shared_fixture
+from tests.conftest import OWN_FIXTURES
+from tests.unit.parsers import mutations
+from tests.unit.parsers.mutations import own, real
 
 OWN = OWN_FIXTURES / "tool-outputs"
 REAL_FILES = ["rocminfo_mi300x_excerpt_agents1-3.txt"]
 OWN_FILES = sorted(p.name for p in OWN.glob("rocminfo_*"))
 PARSERS: list[Callable[[str], Parsed[Any]]] = [rocminfo.parse_rocminfo, rocminfo.parse_gpus]
-
-
-def real(name: str) -> str:
-    return shared_fixture("tool-outputs", name).read_text(encoding="utf-8")
-
-
-def own(name: str) -> str:
-    return (OWN / name).read_text(encoding="utf-8")
 
 
 def test_mi300x_versions_and_system() -> None:
@@ -138,99 +130,13 @@ def test_empty_input_warns() -> None:
     assert parsed.value.agents == [] and len(parsed.warnings) == 2
 
 
-# --------------------------------------------------------------------------- mutations
-
-_NUMBERS = re.compile(r"\d+(?:\.\d+)?")
-_ODD_NUMBERS = ["N/A", "-1", "", "1e999", "nan", "0x", "9" * 40, "٣", "１２"]
+# --------------------------------------------------------------------------- damaged input
 
 
-@st.composite
-def mutated(draw: st.DrawFn, text: str) -> str:
-    """The sample damaged the ways captured output gets damaged: lines lost, repeated or
-    reordered, characters replaced (encoding slips, random unicode), numbers garbled, text
-    inserted, output cut short."""
-    lines = text.splitlines(keepends=True)
-    for _ in range(draw(st.integers(1, 6))):
-        op = draw(
-            st.sampled_from(
-                ["delete", "duplicate", "swap", "substitute", "insert", "truncate", "number"]
-            )
-        )
-        if op == "truncate":
-            joined = "".join(lines)
-            lines = joined[: draw(st.integers(0, len(joined)))].splitlines(keepends=True)
-        elif op == "insert":
-            at = draw(st.integers(0, len(lines)))
-            lines.insert(at, draw(st.text(max_size=60)) + draw(st.sampled_from(["\n", ""])))
-        elif not lines:
-            continue
-        elif op == "delete":
-            del lines[draw(st.integers(0, len(lines) - 1))]
-        elif op == "duplicate":
-            at = draw(st.integers(0, len(lines) - 1))
-            lines.insert(at, lines[at])
-        elif op == "swap":
-            a, b = draw(st.integers(0, len(lines) - 1)), draw(st.integers(0, len(lines) - 1))
-            lines[a], lines[b] = lines[b], lines[a]
-        elif op == "substitute":
-            at = draw(st.integers(0, len(lines) - 1))
-            line = lines[at]
-            if line:
-                pos = draw(st.integers(0, len(line) - 1))
-                lines[at] = line[:pos] + draw(st.characters()) + line[pos + 1 :]
-        elif op == "number":
-            at = draw(st.integers(0, len(lines) - 1))
-            found = list(_NUMBERS.finditer(lines[at]))
-            if found:
-                match = found[draw(st.integers(0, len(found) - 1))]
-                odd = draw(st.sampled_from(_ODD_NUMBERS))
-                lines[at] = lines[at][: match.start()] + odd + lines[at][match.end() :]
-    return "".join(lines)
-
-
-SAMPLES = [("real", n) for n in REAL_FILES] + [("own", n) for n in OWN_FILES]
-
-
-@pytest.mark.parametrize("kind,name", SAMPLES, ids=[n for _, n in SAMPLES])
-def test_mutated_samples_never_raise(kind: str, name: str) -> None:
-    text = real(name) if kind == "real" else own(name)
-
-    @settings(
-        max_examples=80,
-        deadline=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    )
-    @given(mutated(text))
-    def run(damaged: str) -> None:
-        for parser in PARSERS:
-            result = parser(damaged)
-            assert isinstance(result, Parsed)
-            assert isinstance(result.warnings, list)
-
-    run()
-
-
-# --------------------------------------------------------------------------- speed
-
-LONG = 20_000
-LONG_LINES = [
-    "=" * LONG + "x",
-    " " * LONG + "x",
-    "1" * LONG,
-    "a" + " " * LONG + ":",
-    "  key: a" + " " * LONG + "b",
-    "GPU0 " + "1" * LONG + " Gb/s",
-    "GPU[" + "1" * LONG + "] : key: value",
-    "GPU0 GPU" + "1" * LONG + "\nGPU" + "2" * LONG + " 1",
-    "Temp GPU%\n0 " + "1  " * (LONG // 3),
-]
+@pytest.mark.parametrize("path", mutations.sample_params(REAL_FILES, OWN_FILES))
+def test_mutated_samples_never_raise(path: Path) -> None:
+    mutations.assert_parsers_never_raise(PARSERS, path, max_examples=80)
 
 
 def test_long_damaged_lines_stay_fast() -> None:
-    """A regex that backtracks on long runs (a banner of '=' once took a minute for 2,000
-    characters) turns damaged input into a hang; every parser must stay linear."""
-    started = time.perf_counter()
-    for text in LONG_LINES:
-        for parser in PARSERS:
-            assert isinstance(parser(text), Parsed)
-    assert time.perf_counter() - started < 5.0
+    mutations.assert_long_lines_stay_fast(PARSERS, mutations.LONG_LINES, 5.0)

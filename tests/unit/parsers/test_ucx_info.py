@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
+from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from collscope.parsers.common import Parsed
@@ -16,7 +15,8 @@ from collscope.parsers.ucx_info import (
     parse_ucx_devices,
     parse_ucx_version,
 )
-from tests.conftest import OWN_FIXTURES, SHARED_FIXTURES, shared_fixture
+from tests.conftest import OWN_FIXTURES, shared_fixture
+from tests.unit.parsers import mutations
 
 OWN = OWN_FIXTURES / "tool-outputs"
 
@@ -192,62 +192,26 @@ def test_devices_of_unrelated_text_warns() -> None:
 
 # --- robustness -------------------------------------------------------------------------------
 
-_SAMPLES = [
-    SHARED_FIXTURES / "tool-outputs" / "ucx_info_v_ucx1.15_cuda_h100.txt",
-    SHARED_FIXTURES / "tool-outputs" / "ucx_info_v_ucx1.18_rocm_mi308x.txt",
-    SHARED_FIXTURES / "tool-outputs" / "ucx_info_d_ucx1.16_cuda_connectx6_ib.txt",
-    OWN / "ucx_info_v_ucx1.9_legacy_sample.txt",
-    OWN / "ucx_info_d_rocm_roce_sample.txt",
-    OWN / "ucx_info_d_legacy_layout_sample.txt",
-]
-_PRESENT = [p for p in _SAMPLES if p.exists()]
+SAMPLES = mutations.sample_params(
+    ["ucx_info_v_ucx1.15_cuda_h100.txt", "ucx_info_v_ucx1.18_rocm_mi308x.txt",
+     "ucx_info_d_ucx1.16_cuda_connectx6_ib.txt"],
+    ["ucx_info_v_ucx1.9_legacy_sample.txt", "ucx_info_d_rocm_roce_sample.txt",
+     "ucx_info_d_legacy_layout_sample.txt"],
+)
+PARSERS = [parse_ucx_version, parse_ucx_devices]
 
 
-@st.composite
-def mutated(draw: st.DrawFn, text: str) -> str:
-    """The text after a few random edits: line deletions/duplications, character substitutions,
-    random unicode insertions, truncation."""
-    lines = text.splitlines(keepends=True)
-    for op in draw(st.lists(st.sampled_from(["del", "dup", "sub", "ins", "cut", "swap"]),
-                            min_size=1, max_size=6)):
-        if not lines:
-            break
-        i = draw(st.integers(0, len(lines) - 1))
-        if op == "del":
-            del lines[i]
-        elif op == "dup":
-            lines.insert(i, lines[i])
-        elif op == "swap":
-            j = draw(st.integers(0, len(lines) - 1))
-            lines[i], lines[j] = lines[j], lines[i]
-        elif op == "cut":
-            joined = "".join(lines)
-            lines = joined[:draw(st.integers(0, len(joined)))].splitlines(keepends=True)
-        else:
-            line = lines[i]
-            k = draw(st.integers(0, len(line)))
-            piece = draw(st.text(min_size=1, max_size=8))
-            lines[i] = line[:k] + piece + line[k + (1 if op == "sub" else 0):]
-    return "".join(lines)
+def _check(parser: object, result: Parsed[Any]) -> None:
+    assert isinstance(result.value, UcxVersion if parser is parse_ucx_version else UcxDevices)
 
 
-@pytest.mark.parametrize("path", _PRESENT, ids=[p.name for p in _PRESENT])
-@settings(max_examples=60, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data())
-def test_mutated_samples_never_raise(path: Path, data: st.DataObject) -> None:
-    text = data.draw(mutated(path.read_text()))
-    for parser in (parse_ucx_version, parse_ucx_devices):
-        result = parser(text)
-        assert isinstance(result, Parsed)
-        assert all(isinstance(w, str) for w in result.warnings)
+def test_arbitrary_text_never_raises() -> None:
+    mutations.assert_parsers_never_raise(PARSERS, st.text(), check=_check, max_examples=80)
 
 
-@settings(max_examples=80, deadline=None, database=None)
-@given(text=st.text())
-def test_arbitrary_text_never_raises(text: str) -> None:
-    assert isinstance(parse_ucx_version(text).value, UcxVersion)
-    assert isinstance(parse_ucx_devices(text).value, UcxDevices)
+@pytest.mark.parametrize("path", SAMPLES)
+def test_mutated_samples_never_raise(path: Path) -> None:
+    mutations.assert_parsers_never_raise(PARSERS, path, check=_check)
 
 
 @pytest.mark.parametrize("text", [
@@ -258,8 +222,4 @@ def test_arbitrary_text_never_raises(text: str) -> None:
     "# version " + "1." * 50_000,
 ])
 def test_long_lines_stay_linear(text: str) -> None:
-    # A backtracking regex would take minutes here; linear parsing takes milliseconds.
-    started = time.perf_counter()
-    parse_ucx_version(text)
-    parse_ucx_devices(text)
-    assert time.perf_counter() - started < 2.0
+    mutations.assert_long_lines_stay_fast(PARSERS, [text], 2.0)
