@@ -11,10 +11,15 @@ lists of accumulated KB.
 
 from __future__ import annotations
 
+import os
+import shutil
+import signal
+import subprocess
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from collscope.hw import GpuBackend, GpuMetrics
-from collscope.parsers.common import GpuInfo
+from collscope.parsers.common import GpuInfo, Topology
 
 INSTALL_HINT = ("the AMD backend needs the amdsmi Python library: pip install collscope[amd] "
                 "(or add ROCm's copy, /opt/rocm/share/amd_smi, to PYTHONPATH)")
@@ -151,6 +156,10 @@ class AmdBackend(GpuBackend):
             xgmi_write_bytes=link_total(gpu.get("xgmi_write_data_acc"), KIB),
         )
 
+    def topology(self) -> Topology | None:
+        """GPU x GPU links from the amd-smi / rocm-smi tools that ship with amdsmi."""
+        return cli_topology()
+
     def close(self) -> None:
         smi, self._smi = self._smi, None
         self._handles = []
@@ -170,3 +179,115 @@ def _text(value: Any) -> str | None:
         return None
     text = value.decode() if isinstance(value, bytes) else str(value)
     return None if text.strip().lower() in ABSENT_STRINGS else text
+
+
+# --------------------------------------------------------------------------- command-line tools
+# Fallback when the amdsmi library is not importable: the amd-smi / rocm-smi / rocminfo tools
+# through collscope's parsers. Every tool runs from an argument list (no shell) under a
+# timeout; a missing, failing or hung tool gives None, never an exception.
+
+CLI_TIMEOUT_S = 20.0
+ToolRunner = Callable[[Sequence[str]], "str | None"]
+
+
+def tool_output(argv: Sequence[str], timeout_s: float = CLI_TIMEOUT_S) -> str | None:
+    """stdout of ``argv`` (searched on PATH, then /opt/rocm/bin), or None when the tool is
+    missing, exits non-zero without output, or outlives ``timeout_s`` (its whole process group
+    is killed: hung vendor tools leave helpers holding the pipe)."""
+    exe = shutil.which(argv[0]) or shutil.which(argv[0], path="/opt/rocm/bin")
+    if exe is None:
+        return None
+    try:
+        child = subprocess.Popen([exe, *argv[1:]], stdin=subprocess.DEVNULL,
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                 start_new_session=True, env=dict(os.environ, LC_ALL="C"))
+    except OSError:
+        return None
+    try:
+        out, _ = child.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(child.pid, signal.SIGKILL)
+        except OSError:
+            child.kill()
+        child.wait()
+        return None
+    # Output is kept even with a non-zero exit: rocm-smi can exit non-zero after printing
+    # valid tables (e.g. when some value is unsupported).
+    text = out.decode("utf-8", errors="replace")
+    return text if text.strip() else None
+
+
+def _parsed_list(run: ToolRunner, argv: Sequence[str], parse: Callable[[str], Any]) -> list[Any]:
+    text = run(argv)
+    return list(parse(text).value) if text else []
+
+
+class AmdCliBackend(GpuBackend):
+    """AMD GPUs through amd-smi, else rocm-smi, else rocminfo (inventory only)."""
+
+    name = "amd"
+
+    def __init__(self, run: ToolRunner | None = None) -> None:
+        self._run: ToolRunner = run or tool_output
+        self._gpus: list[GpuInfo] | None = None
+
+    def available(self) -> bool:
+        try:
+            return bool(self.inventory())
+        except Exception:  # never raises, as the interface promises
+            return False
+
+    def inventory(self) -> list[GpuInfo]:
+        if self._gpus is None:
+            from collscope.parsers import amd_smi, rocm_smi, rocminfo
+
+            gpus = _parsed_list(self._run, ("amd-smi", "static"), amd_smi.parse_static)
+            if not gpus:
+                gpus = _parsed_list(self._run, ("rocm-smi", "--showproductname"),
+                                    rocm_smi.parse_productname)
+                memory = {g.index: g.memory_bytes for g in _parsed_list(
+                    self._run, ("rocm-smi", "--showmeminfo", "vram"), rocm_smi.parse_showmeminfo)}
+                for gpu in gpus:
+                    gpu.memory_bytes = gpu.memory_bytes or memory.get(gpu.index)
+            if not gpus:
+                gpus = _parsed_list(self._run, ("rocminfo",), rocminfo.parse_gpus)
+            self._gpus = gpus
+        return self._gpus
+
+    def metrics(self) -> list[GpuMetrics]:
+        from collscope.parsers import amd_smi, rocm_smi
+
+        rows = _parsed_list(self._run, ("amd-smi", "metric"), amd_smi.parse_metric)
+        if rows:
+            return [GpuMetrics(
+                index=m.index, util_percent=m.gfx_activity_percent,
+                mem_util_percent=m.umc_activity_percent, mem_used_bytes=m.vram_used_bytes,
+                mem_total_bytes=m.vram_total_bytes, power_w=m.power_w,
+                temperature_c=(m.temperature_hotspot_c if m.temperature_hotspot_c is not None
+                               else m.temperature_edge_c),
+                # amd-smi prints PCIe bandwidth in Mb/s, both directions together
+                pcie_bytes_per_s=(None if m.pcie_bandwidth_mbps is None
+                                  else m.pcie_bandwidth_mbps * 1e6 / 8))
+                for m in rows]
+        statuses = _parsed_list(self._run, ("rocm-smi",), rocm_smi.parse_concise)
+        return [GpuMetrics(index=s.index, util_percent=s.gpu_percent, power_w=s.power_w,
+                           temperature_c=s.temperature_c) for s in statuses]
+
+    def topology(self) -> Topology | None:
+        """GPU x GPU link types and weights: amd-smi topology, else rocm-smi --showtopo."""
+        return cli_topology(self._run)
+
+
+def cli_topology(run: ToolRunner | None = None) -> Topology | None:
+    from collscope.parsers import amd_smi, rocm_smi
+
+    run = run or tool_output
+    for argv, parse in ((("amd-smi", "topology"), amd_smi.parse_topology),
+                        (("rocm-smi", "--showtopo"), rocm_smi.parse_showtopo)):
+        text = run(argv)
+        if text:
+            topology = parse(text).value
+            if topology.gpus > 0:
+                return topology
+    return None

@@ -15,7 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from collscope.hw import GpuBackend, GpuMetrics
-from collscope.parsers.common import GpuInfo
+from collscope.hw.amd import ToolRunner, tool_output
+from collscope.parsers.common import GpuInfo, Topology
 
 INSTALL_HINT = "the NVIDIA backend needs NVML's Python bindings: pip install collscope[nvidia]"
 KIB = 1024
@@ -155,6 +156,10 @@ class NvidiaBackend(GpuBackend):
                   for v in values)
         return rx, tx
 
+    def topology(self) -> Topology | None:
+        """GPU x GPU links from ``nvidia-smi topo -m`` (installed with the driver)."""
+        return smi_topology()
+
     def close(self) -> None:
         pool, self._pool = self._pool, None
         if pool is not None:
@@ -166,3 +171,74 @@ class NvidiaBackend(GpuBackend):
                 nvml.nvmlShutdown()
             except nvml.NVMLError:
                 pass
+
+
+# --------------------------------------------------------------------------- nvidia-smi
+# Fallback when NVML's Python bindings are not installed: nvidia-smi's CSV queries and
+# `topo -m` through collscope's parsers (argument lists, a timeout, None on any trouble).
+
+INVENTORY_FIELDS = "index,name,memory.total,driver_version,pci.bus_id,uuid,vbios_version"
+METRIC_FIELDS = ("index,utilization.gpu,utilization.memory,memory.used,memory.total,"
+                 "power.draw,temperature.gpu")
+
+
+def _csv_number(gpu: GpuInfo, field: str) -> float | None:
+    """A number from a query-gpu extra field such as "97 %" or "350.12 W"; None otherwise."""
+    value = gpu.extra.get(field, "").split()
+    try:
+        return float(value[0]) if value else None
+    except ValueError:
+        return None
+
+
+class NvidiaSmiBackend(GpuBackend):
+    """NVIDIA GPUs through nvidia-smi (indices as nvidia-smi prints them)."""
+
+    name = "nvidia"
+
+    def __init__(self, run: ToolRunner | None = None) -> None:
+        self._run: ToolRunner = run or tool_output
+        self._gpus: list[GpuInfo] | None = None
+
+    def _query(self, fields: str) -> list[GpuInfo]:
+        from collscope.parsers.nvidia_smi import parse_query_gpu_csv
+
+        text = self._run(("nvidia-smi", f"--query-gpu={fields}", "--format=csv"))
+        return list(parse_query_gpu_csv(text).value) if text else []
+
+    def available(self) -> bool:
+        try:
+            return bool(self.inventory())
+        except Exception:  # never raises, as the interface promises
+            return False
+
+    def inventory(self) -> list[GpuInfo]:
+        if self._gpus is None:
+            self._gpus = self._query(INVENTORY_FIELDS)
+        return self._gpus
+
+    def metrics(self) -> list[GpuMetrics]:
+        rows = []
+        for gpu in self._query(METRIC_FIELDS):
+            rows.append(GpuMetrics(
+                index=gpu.index,
+                util_percent=_csv_number(gpu, "utilization.gpu"),
+                mem_util_percent=_csv_number(gpu, "utilization.memory"),
+                mem_used_bytes=gpu.memory_used_bytes, mem_total_bytes=gpu.memory_bytes,
+                power_w=_csv_number(gpu, "power.draw"),
+                temperature_c=_csv_number(gpu, "temperature.gpu")))
+        return rows
+
+    def topology(self) -> Topology | None:
+        return smi_topology(self._run)
+
+
+def smi_topology(run: ToolRunner | None = None) -> Topology | None:
+    """GPU x GPU links (NVLink counts as weights) from ``nvidia-smi topo -m``."""
+    from collscope.parsers.nvidia_smi import parse_topo_matrix
+
+    text = (run or tool_output)(("nvidia-smi", "topo", "-m"))
+    if not text:
+        return None
+    topology = parse_topo_matrix(text).value.topology
+    return topology if topology.gpus > 0 else None

@@ -1,0 +1,140 @@
+"""`collscope doctor`: check this node (or a bundle, or every node of a job) and explain fixes."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+EXAMPLES = """\
+examples:
+  collscope doctor                                 # this node: report grouped by area
+  collscope doctor --json > doctor.json            # {"findings": [...], "inventory": {...}}
+  collscope doctor --collect node0.tar.gz          # also save every raw output read
+  collscope doctor --from node0.tar.gz             # check a bundle anywhere (or a directory)
+  collscope doctor --explain env.ib-hca            # what a check looks at, and why
+  torchrun --nnodes 2 --nproc-per-node 8 ... -m collscope doctor --all-ranks
+  srun -N 4 --ntasks-per-node 1 collscope doctor --all-ranks   # what differs between nodes
+  collscope doctor --all-ranks --nproc 2           # cluster mode on local ranks
+
+checks: gpu.inventory gpu.torch-visible torch.build topology.links topology.fabric
+topology.numa host.numa-balancing host.iommu host.pcie-acs host.memlock network.interfaces
+network.rdma-ports network.roce-gids ucx.build nccl.log env.socket-ifname env.gloo-ifname
+env.ib-hca env.debug-knobs env.nccl-debug env.obsolete env.typo selftest.allreduce
+tools.availability cluster.differences
+exit codes: 0 nothing failed (warnings allowed), 1 a check failed, 2 bad input.
+"""
+
+
+def add_parser(commands: Any) -> None:
+    p = commands.add_parser(
+        "doctor", help="check GPUs, topology, RCCL/NCCL, UCX, RDMA, env and kernel settings",
+        description="Check this node's communication stack (or a captured bundle, or every "
+                    "node of a job): each finding says what was found, why it matters and how "
+                    "to fix it.", epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--json", action="store_true",
+                   help='print {"findings": [...], "inventory": {...}} as JSON')
+    p.add_argument("--collect", metavar="FILE.tar.gz",
+                   help="also save every raw output read as a bundle (with --all-ranks one "
+                        "per node: {node} and {host} in the name are replaced)")
+    p.add_argument("--from", dest="source", metavar="BUNDLE",
+                   help="check a bundle (.tar.gz or directory) instead of this node")
+    p.add_argument("--explain", metavar="ID", help="print what check ID looks at and why")
+    p.add_argument("--no-selftest", action="store_true",
+                   help="skip the 2-rank all_reduce self-test")
+    p.add_argument("--all-ranks", action="store_true",
+                   help="cluster mode: under torchrun/srun/mpirun gather every node's facts "
+                        "to rank 0 and show what differs between nodes")
+    p.add_argument("--nproc", type=int, default=None,
+                   help="with --all-ranks and no launcher: spawn N local ranks")
+    p.add_argument("--backend", default="auto",
+                   help="with --all-ranks: auto (nccl/rccl with GPUs, else gloo), nccl, gloo")
+    p.add_argument("--timeout", type=float, default=60.0, metavar="S",
+                   help="seconds the self-test or the cluster exchange may wait (default 60)")
+    p.add_argument("--tool-timeout", type=float, default=20.0, metavar="S",
+                   help="seconds each external tool may run before it is killed (default 20)")
+    # Internal: one rank of the GPU self-test (spawned by doctor itself).
+    p.add_argument("--selftest-rank", metavar="FILE", help=argparse.SUPPRESS)
+    p.add_argument("--selftest-timeout", type=float, default=60.0, help=argparse.SUPPRESS)
+    p.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    from collscope.errors import UsageError
+
+    if args.selftest_rank:
+        from collscope.doctor.selftest import rank_main
+
+        return rank_main(args.selftest_rank, args.selftest_timeout)
+    if args.explain is not None:
+        from collscope.doctor.checks import RULES, explain
+
+        text = explain(args.explain)
+        if text is None:
+            raise UsageError(f"--explain: unknown check {args.explain!r}; known: "
+                             f"{', '.join(sorted(RULES))}")
+        sys.stdout.write(text)
+        return 0
+    from collscope.doctor import DoctorConfig
+    from collscope.doctor.bundle import check_target
+
+    config = DoctorConfig(json=args.json, collect=args.collect, source=args.source,
+                          selftest=not args.no_selftest, all_ranks=args.all_ranks,
+                          nproc=args.nproc, backend=args.backend, timeout_s=args.timeout,
+                          tool_timeout_s=args.tool_timeout)
+    if config.collect and "{" not in config.collect:
+        check_target(config.collect)
+    if config.all_ranks:
+        from collscope.doctor.cluster import run_cluster
+
+        return run_cluster(config, list(argv))
+    if config.source is None and not _local_rank_zero():
+        return 0  # under a launcher without --all-ranks: one report per node, not per rank
+    return run_node(config)
+
+
+def _local_rank_zero() -> bool:
+    """False for the other local ranks of a torchrun/srun/mpirun job (they stay quiet)."""
+    import os
+
+    from collscope.errors import UsageError
+    from collscope.runtime.launchers import detect_launcher
+
+    try:
+        launch = detect_launcher(os.environ)
+    except UsageError:
+        return True
+    return launch is None or launch.local_rank == 0
+
+
+def run_node(config: Any) -> int:
+    """This node (or a bundle): capture, check, print; the exit code."""
+    from collscope.doctor import collect_local, diagnose, json_report, report
+    from collscope.doctor.bundle import read_bundle, write_bundle
+    from collscope.doctor.checks import exit_code
+
+    start = time.monotonic()
+    capture = read_bundle(config.source) if config.source else collect_local(config)
+    facts, findings = diagnose(capture)
+    notes = []
+    if config.collect:
+        count = write_bundle(capture, config.collect)
+        notes.append(f"bundle: {count} files written to {config.collect}")
+    elapsed = time.monotonic() - start
+    if config.json:
+        sys.stdout.write(json.dumps(json_report(findings, facts), indent=1, default=str) + "\n")
+        for note in notes:
+            sys.stderr.write(f"collscope doctor: {note}\n")
+        return exit_code(findings)
+    where = f"bundle {config.source}" if config.source else \
+        f"host {facts.host.hostname or socket.gethostname()}"
+    gpus = f"{len(facts.gpus)} {facts.vendor.upper()} GPU(s)" if facts.gpus else "no GPU"
+    header = f"collscope doctor: {where}; {gpus}; {elapsed:.1f} s"
+    footer = "\n".join(notes + ["explain a check: collscope doctor --explain ID"])
+    report.render(findings, header, sys.stdout, footer)
+    return exit_code(findings)

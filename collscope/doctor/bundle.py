@@ -1,0 +1,144 @@
+"""Bundles: a RawCapture written to / read from a .tar.gz or a directory.
+
+A bundle is the raw text doctor read on a node, one file per command (README, "collscope
+doctor", lists the names), so `collscope doctor --from` can run every check anywhere, and
+users can assemble one by hand from outputs they already have.
+
+Reading is safe with untrusted archives: nothing is extracted to disk. Members are read into
+memory, only regular files are taken, names must be relative without ``..`` (no path
+traversal), links and devices are skipped, and sizes are capped (no decompression bomb).
+Directories are walked without following symbolic links.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import tarfile
+import time
+from pathlib import Path, PurePosixPath
+
+from collscope.doctor.probes import RawCapture
+from collscope.errors import UsageError
+
+TOP_DIR = "collscope-doctor"
+MAX_MEMBER_BYTES = 16 * 1024 * 1024
+MAX_TOTAL_BYTES = 256 * 1024 * 1024
+MAX_MEMBERS = 50_000
+
+
+def safe_name(name: str) -> str | None:
+    """The member name as a clean relative POSIX path, or None when it is unsafe."""
+    if not name or "\x00" in name:
+        return None
+    text = name.replace("\\", "/")
+    while text.startswith("./"):
+        text = text[2:]
+    path = PurePosixPath(text)
+    if path.is_absolute() or (path.parts and ":" in path.parts[0]):
+        return None
+    parts = [p for p in path.parts if p not in ("", ".")]
+    if not parts or any(p == ".." for p in parts):
+        return None
+    return "/".join(parts)
+
+
+def _strip_top(files: RawCapture) -> RawCapture:
+    """Drop one directory level that every file shares (``tar czf b.tgz mydir/``)."""
+    tops = {name.split("/", 1)[0] for name in files}
+    if len(tops) == 1 and all("/" in n for n in files) and next(iter(tops)) != "sysfs":
+        return {name.split("/", 1)[1]: text for name, text in files.items()}
+    return files
+
+
+def check_target(path: str | os.PathLike[str]) -> None:
+    """Fail early (before minutes of probing) when --collect cannot be written."""
+    target = Path(path)
+    if not target.parent.is_dir():
+        raise UsageError(f"--collect: directory {str(target.parent)!r} does not exist")
+    if target.is_dir():
+        raise UsageError(f"--collect: {str(target)!r} is a directory; name a .tar.gz file")
+
+
+def write_bundle(capture: RawCapture, path: str | os.PathLike[str]) -> int:
+    """Write ``capture`` as a gzip tar under one top directory; the number of files."""
+    target = Path(path)
+    check_target(target)
+    now = time.time()
+    try:
+        with tarfile.open(target, "w:gz") as tar:
+            for name in sorted(capture):
+                clean = safe_name(name)
+                if clean is None:
+                    continue
+                data = capture[name].encode("utf-8")
+                info = tarfile.TarInfo(f"{TOP_DIR}/{clean}")
+                info.size, info.mtime, info.mode = len(data), int(now), 0o644
+                tar.addfile(info, io.BytesIO(data))
+    except OSError as error:
+        raise UsageError(f"--collect: cannot write {str(target)!r}: {error.strerror}") from None
+    return len(capture)
+
+
+def read_bundle(path: str | os.PathLike[str]) -> RawCapture:
+    """A bundle (.tar.gz, .tgz, .tar or a directory) as a RawCapture."""
+    source = Path(path)
+    if source.is_dir():
+        return _strip_top(_read_dir(source))
+    if not source.is_file():
+        raise UsageError(f"--from: {str(source)!r} is neither a bundle file nor a directory")
+    try:
+        with tarfile.open(source, "r:*") as tar:
+            return _strip_top(_read_tar(tar))
+    except (tarfile.TarError, EOFError, OSError) as error:
+        raise UsageError(f"--from: {str(source)!r} is not a readable .tar.gz bundle "
+                         f"({error})") from None
+
+
+def _read_tar(tar: tarfile.TarFile) -> RawCapture:
+    files: RawCapture = {}
+    total = 0
+    for count, member in enumerate(tar):
+        if count >= MAX_MEMBERS:
+            raise UsageError(f"--from: more than {MAX_MEMBERS} members; not a doctor bundle")
+        if not member.isfile():
+            continue  # directories, symlinks, hard links, devices: never followed
+        name = safe_name(member.name)
+        if name is None or member.size > MAX_MEMBER_BYTES:
+            continue
+        total += member.size
+        if total > MAX_TOTAL_BYTES:
+            raise UsageError(f"--from: bundle larger than {MAX_TOTAL_BYTES >> 20} MiB")
+        handle = tar.extractfile(member)
+        if handle is None:
+            continue
+        files[name] = handle.read(MAX_MEMBER_BYTES + 1)[:MAX_MEMBER_BYTES].decode(
+            "utf-8", errors="replace")
+    return files
+
+
+def _read_dir(root: Path) -> RawCapture:
+    files: RawCapture = {}
+    total = 0
+    for directory, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(directory, d))]
+        for filename in filenames:
+            full = Path(directory) / filename
+            if full.is_symlink() or not full.is_file():
+                continue
+            name = safe_name(full.relative_to(root).as_posix())
+            try:
+                size = full.stat().st_size
+            except OSError:
+                continue
+            if name is None or size > MAX_MEMBER_BYTES:
+                continue
+            total += size
+            if total > MAX_TOTAL_BYTES or len(files) >= MAX_MEMBERS:
+                raise UsageError(f"--from: directory {str(root)!r} is too large for a bundle")
+            try:
+                files[name] = full.read_bytes()[:MAX_MEMBER_BYTES].decode("utf-8",
+                                                                          errors="replace")
+            except OSError:
+                continue
+    return files
