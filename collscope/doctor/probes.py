@@ -18,10 +18,7 @@ import json
 import os
 import platform
 import resource
-import shutil
-import signal
 import socket
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -31,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from collscope import __version__
+from collscope.hw.tools import ToolRun, run_command
 from collscope.results import is_secret_name
 
 RawCapture = dict[str, str]
@@ -51,11 +49,7 @@ HW_INVENTORY_FILE = "hw-inventory.json"
 SYSFS_DIR = "sysfs"
 
 DEFAULT_TOOL_TIMEOUT_S = 20.0
-# Captured output beyond this is cut: a tool gone wild must not exhaust memory or a bundle.
-MAX_OUTPUT_BYTES = 8 * 1024 * 1024
 MAX_FILE_BYTES = 256 * 1024
-# ROCm and admin tools are often installed off the user's PATH.
-EXTRA_TOOL_DIRS = ("/opt/rocm/bin", "/usr/sbin", "/sbin")
 
 
 @dataclass(frozen=True)
@@ -104,79 +98,10 @@ MAX_GIDS_PER_PORT = 64
 MAX_PCI_DEVICES = 1024
 
 
-@dataclass
-class ToolRun:
-    """How one command went: ok, missing, timeout or error (non-zero exit, cannot start)."""
-
-    file: str
-    argv: list[str]
-    status: str
-    returncode: int | None = None
-    seconds: float = 0.0
-    path: str | None = None
-    stderr: str = ""
-
-
-def find_tool(name: str, path: str | None = None) -> str | None:
-    """The executable ``name`` on PATH, else in the usual off-PATH ROCm/sbin directories."""
-    found = shutil.which(name, path=path)
-    if found:
-        return found
-    extra = os.pathsep.join(d for d in EXTRA_TOOL_DIRS if os.path.isdir(d))
-    return shutil.which(name, path=extra) if extra and path is None else None
-
-
 def run_tool(spec: ToolSpec, timeout_s: float,
              path: str | None = None) -> tuple[ToolRun, str | None]:
-    """Run one tool; (what happened, its stdout or None). Never raises for tool trouble.
-
-    The child gets its own session so a timeout kills the whole process group: a wedged
-    rocm-smi often leaves helper processes holding the output pipe open.
-    """
-    start = time.monotonic()
-    exe = find_tool(spec.argv[0], path)
-    run = ToolRun(spec.file, list(spec.argv), "missing")
-    if exe is None:
-        return run, None
-    run.path = exe
-    env = dict(os.environ, LC_ALL="C", LANG="C")
-    try:
-        child = subprocess.Popen([exe, *spec.argv[1:]], stdin=subprocess.DEVNULL,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                 start_new_session=True, env=env)
-    except OSError as error:
-        run.status, run.stderr = "error", f"cannot start: {error}"
-        return run, None
-    try:
-        out, err = child.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        _kill_group(child)
-        try:
-            out, err = child.communicate(timeout=2)
-        except subprocess.TimeoutExpired:
-            out, err = b"", b""
-        run.status = "timeout"
-        run.seconds = round(time.monotonic() - start, 3)
-        run.stderr = f"no answer within {timeout_s:g} s; killed"
-        text = _decode(out)
-        return run, text or None
-    run.returncode = child.returncode
-    run.seconds = round(time.monotonic() - start, 3)
-    run.stderr = _decode(err)[-2000:].strip()
-    run.status = "ok" if child.returncode == 0 else "error"
-    text = _decode(out)
-    return run, text or None
-
-
-def _kill_group(child: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(child.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        child.kill()
-
-
-def _decode(data: bytes | None) -> str:
-    return (data or b"")[:MAX_OUTPUT_BYTES].decode("utf-8", errors="replace")
+    """Run one of doctor's tools; (what happened, its stdout or None)."""
+    return run_command(spec.argv, timeout_s, path, spec.file)
 
 
 def capture_env(environ: dict[str, str] | None = None) -> str:

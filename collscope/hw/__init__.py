@@ -104,17 +104,27 @@ def make_backend(name: str) -> GpuBackend:
     raise ValueError(f"unknown GPU backend {name!r}; use one of {', '.join(BACKEND_NAMES)}")
 
 
+def _default_candidates() -> list[Callable[[], GpuBackend]]:
+    """Each vendor's library first, then its command-line tools (slower to sample, but they
+    are there on machines where the Python library is not installed)."""
+    from collscope.hw.amd import AmdCliBackend
+    from collscope.hw.nvidia import NvidiaSmiBackend
+
+    return [lambda: make_backend("amd"), AmdCliBackend, lambda: make_backend("nvidia"),
+            NvidiaSmiBackend]
+
+
 def detect_backend(candidates: Sequence[Callable[[], GpuBackend]] | None = None) -> GpuBackend:
     """The first candidate that sees a GPU, else the ``none`` backend.
 
-    AMD comes first (collscope's first-class target), then NVIDIA. A machine with both vendors'
+    AMD comes first (collscope's first-class target), then NVIDIA; each through its library,
+    else its command-line tools. A machine with both vendors'
     libraries installed but one vendor's GPUs gets the vendor whose library sees devices.
     Candidates that are not chosen are closed, so no library stays initialised for nothing.
     """
     from collscope.hw.none import NoneBackend
 
-    factories = list(candidates) if candidates is not None else [
-        lambda: make_backend("amd"), lambda: make_backend("nvidia")]
+    factories = list(candidates) if candidates is not None else _default_candidates()
     for factory in factories:
         backend = factory()
         if backend.available():

@@ -11,14 +11,11 @@ lists of accumulated KB.
 
 from __future__ import annotations
 
-import os
-import shutil
-import signal
-import subprocess
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from collscope.hw import GpuBackend, GpuMetrics
+from collscope.hw.tools import ToolRunner, tool_output
 from collscope.parsers.common import GpuInfo, Topology
 
 INSTALL_HINT = ("the AMD backend needs the amdsmi Python library: pip install collscope[amd] "
@@ -185,38 +182,6 @@ def _text(value: Any) -> str | None:
 # Fallback when the amdsmi library is not importable: the amd-smi / rocm-smi / rocminfo tools
 # through collscope's parsers. Every tool runs from an argument list (no shell) under a
 # timeout; a missing, failing or hung tool gives None, never an exception.
-
-CLI_TIMEOUT_S = 20.0
-ToolRunner = Callable[[Sequence[str]], "str | None"]
-
-
-def tool_output(argv: Sequence[str], timeout_s: float = CLI_TIMEOUT_S) -> str | None:
-    """stdout of ``argv`` (searched on PATH, then /opt/rocm/bin), or None when the tool is
-    missing, exits non-zero without output, or outlives ``timeout_s`` (its whole process group
-    is killed: hung vendor tools leave helpers holding the pipe)."""
-    exe = shutil.which(argv[0]) or shutil.which(argv[0], path="/opt/rocm/bin")
-    if exe is None:
-        return None
-    try:
-        child = subprocess.Popen([exe, *argv[1:]], stdin=subprocess.DEVNULL,
-                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                 start_new_session=True, env=dict(os.environ, LC_ALL="C"))
-    except OSError:
-        return None
-    try:
-        out, _ = child.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(child.pid, signal.SIGKILL)
-        except OSError:
-            child.kill()
-        child.wait()
-        return None
-    # Output is kept even with a non-zero exit: rocm-smi can exit non-zero after printing
-    # valid tables (e.g. when some value is unsupported).
-    text = out.decode("utf-8", errors="replace")
-    return text if text.strip() else None
-
 
 def _parsed_list(run: ToolRunner, argv: Sequence[str], parse: Callable[[str], Any]) -> list[Any]:
     text = run(argv)

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from collscope.hw import GpuBackend, GpuMetrics
-from collscope.hw.amd import ToolRunner, tool_output
+from collscope.hw.tools import ToolRunner, tool_output
 from collscope.parsers.common import GpuInfo, Topology
 
 INSTALL_HINT = "the NVIDIA backend needs NVML's Python bindings: pip install collscope[nvidia]"

@@ -7,8 +7,9 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from collscope.hw.amd import AmdCliBackend, cli_topology, tool_output
+from collscope.hw.amd import AmdCliBackend, cli_topology
 from collscope.hw.nvidia import NvidiaSmiBackend, smi_topology
+from collscope.hw.tools import tool_output
 from tests.conftest import OWN_FIXTURES, shared_fixture
 
 OWN = OWN_FIXTURES / "tool-outputs"
