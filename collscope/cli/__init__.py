@@ -16,10 +16,13 @@ Launch it the way you launch training: torchrun, srun, mpirun, or on its own (--
 
 EPILOG = """\
 examples:
+  collscope doctor                             # check this node's stack, explain each problem
   collscope bench                              # all_reduce sweep on local ranks (GPUs or 2 gloo)
   collscope bench all -b 1M -e 1G              # every collective, 1 MiB to 1 GiB
   torchrun --nproc-per-node 8 -m collscope bench all_reduce --json ar.jsonl
   srun -N2 --ntasks-per-node 8 python -m collscope bench all_gather -e 8G
+  collscope monitor --jsonl run.jsonl -- torchrun --nproc-per-node 8 train.py
+  collscope report bench.jsonl all_reduce_perf.log -o report.html
 
 exit codes: 0 ok, 1 a rank failed or timed out, 2 bad input, 3 results failed verification
 """
