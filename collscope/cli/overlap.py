@@ -1,0 +1,114 @@
+"""`collscope overlap`: a matmul and an all_reduce alone and together; overlap efficiency."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from collscope import __version__
+from collscope.overlap import OverlapConfig, parse_flops
+from collscope.units import parse_size
+
+EXAMPLES = """\
+examples:
+  collscope overlap                                 # 2 gloo ranks: 512^3 matmul, 4 MiB
+  collscope overlap --matmul-dim 1024 -b 16M --iters 30 --json overlap.jsonl
+  collscope overlap --flops 1T -b 1G                # on GPUs: ~1 TFLOP matmul, 1 GiB
+  torchrun --nproc-per-node 8 -m collscope overlap -b 256M
+
+t_compute, t_comm, t_both: medians over --iters of the slowest rank's time, the three modes
+interleaved. Together = all_reduce(async_op=True) launched, matmul issued while it is in flight
+(GPUs: separate CUDA streams; CPU: gloo's threads), then waited for.
+overlap efficiency = (t_compute + t_comm - t_both) / min(t_compute, t_comm).
+exit codes: 0 ok, 1 a rank failed or timed out, 2 bad input.
+"""
+
+
+def add_parser(commands: Any) -> None:
+    p = commands.add_parser(
+        "overlap", help="does communication hide under compute? (matmul + all_reduce)",
+        description="Run a matmul and an all_reduce alone and together and report how much of "
+                    "the shorter one hides under the longer.", epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    size = p.add_mutually_exclusive_group()
+    size.add_argument("--matmul-dim", type=int, default=None, metavar="N",
+                      help="square matmul side N (2 N^3 operations; default 512 on CPU, 8192 "
+                           "on GPUs)")
+    size.add_argument("--flops", default=None, metavar="F",
+                      help="size the matmul by operations instead: e.g. 2e9, 500M, 1T")
+    p.add_argument("-b", "--bytes", default=None, metavar="SIZE",
+                   help="all_reduce size with K/M/G suffix (default 4M on CPU, 256M on GPUs)")
+    p.add_argument("--iters", type=int, default=20, help="timed iterations (default 20)")
+    p.add_argument("--warmup", type=int, default=5, help="warm-up iterations (default 5)")
+    p.add_argument("--dtype", default="auto",
+                   help="matmul dtype: auto (bfloat16 on GPUs, float32 on CPU), float32, "
+                        "bfloat16, float16")
+    p.add_argument("--nproc", type=int, default=None,
+                   help="spawn N local ranks (default: visible GPUs, else 2); not under a "
+                        "launcher")
+    p.add_argument("--backend", default="auto",
+                   help="auto (nccl/rccl with GPUs, else gloo), nccl, gloo, mpi, ucc")
+    p.add_argument("--timeout", type=float, default=300.0,
+                   help="seconds a collective may wait before every rank exits (default 300)")
+    p.add_argument("--json", metavar="FILE",
+                   help="write JSON Lines: a run record, then the overlap record")
+    p.set_defaults(handler=handle)
+
+
+def config_from_args(args: argparse.Namespace) -> OverlapConfig:
+    return OverlapConfig(
+        matmul_dim=args.matmul_dim,
+        flops=None if args.flops is None else parse_flops(args.flops),
+        size_bytes=None if args.bytes is None else parse_size(args.bytes, "-b/--bytes"),
+        iters=args.iters, warmup=args.warmup, dtype=args.dtype, backend=args.backend,
+        timeout_s=args.timeout)
+
+
+def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    from collscope.runtime.entry import Job, launch_or_spawn
+
+    config = config_from_args(args)
+
+    def body(session: Any, launcher_name: str) -> int:
+        from collscope.cli.train import leave_together
+        from collscope.overlap import measure, render
+        from collscope.train.measure import set_cpu_threads
+
+        if session.device.type == "cpu":
+            set_cpu_threads(session.launch.local_world_size)
+        result = measure(config, session)
+        if session.rank == 0:
+            for line in render(result, session.label):
+                print(line, flush=True)
+            if args.json:
+                _write_json(args.json, config, result, session, launcher_name)
+        leave_together(session)
+        return 0
+
+    return launch_or_spawn(Job("overlap", config.backend, config.timeout_s, args.nproc,
+                               config.validate_for_job, body), argv)
+
+
+def _write_json(path: str, config: OverlapConfig, result: Any, session: Any,
+                launcher_name: str) -> None:
+    from dataclasses import asdict
+
+    from collscope.results import JsonlWriter, RunRecord, recorded_env
+    from collscope.runtime.dist import library_versions
+
+    layout = session.layout
+    writer = JsonlWriter(path)
+    try:
+        writer.write(RunRecord(
+            command="overlap", collscope_version=__version__, argv=sys.argv,
+            launcher=launcher_name, backend=session.label, world_size=session.world_size,
+            nodes=layout.nodes, ranks_per_node=layout.ranks_per_node, hosts=layout.hosts,
+            devices=layout.devices, versions=library_versions(), env=recorded_env(),
+            timing=result.timing, started_at=time.time(),
+            extra={"config": asdict(config)}).to_dict())
+        writer.write(result.to_dict())
+    finally:
+        writer.close()

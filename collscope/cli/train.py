@@ -1,0 +1,220 @@
+"""`collscope train`: parse flags into a TrainConfig, launch or join ranks, print and record."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from collscope import __version__
+from collscope.train.config import COMM_HOOKS, PRESETS, SWEEPABLE, DDPKnobs, TrainConfig
+
+EXAMPLES = """\
+examples:
+  collscope train                                   # tiny Llama, DDP, 2 gloo ranks (CPU)
+  collscope train --sweep bucket_cap_mb=1,5,25,100 --sweep comm_hook=none,bf16 \\
+                  --sweep gradient_as_bucket_view=0,1 --json sweep.jsonl
+  collscope train --preset small --comm-hook powersgd --steps 20
+  collscope train --comm-hook hierarchical --ranks-per-node 2 --nproc 4
+  collscope train --parallel fsdp --preset 1b --trace traces/
+  torchrun --nproc-per-node 8 -m collscope train --preset llama2-7b --parallel fsdp
+  srun -N 2 --ntasks-per-node 8 python -m collscope train --preset 1b \\
+       --sweep bucket_cap_mb=25,100 --sweep comm_hook=none,bf16
+
+measured per configuration (each timed step runs twice on the same batch, with and without
+gradient sync, interleaved): step time (median, spread), forward/backward/optimizer, exposed
+comm = step - no-sync step, bytes per step, pure comm time of those bytes (collscope bench on
+the same group), overlap = 1 - exposed / pure, tokens/s, peak memory, first and last loss.
+exit codes: 0 ok, 1 a rank failed or timed out, 2 bad input.
+"""
+
+
+def add_parser(commands: Any) -> None:
+    p = commands.add_parser(
+        "train", help="Llama DDP/FSDP training: exposed comm, overlap, DDP knob sweeps",
+        description="Train a randomly initialised Llama on synthetic tokens and measure how "
+                    "much of each step is communication that compute does not hide.",
+        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    model = p.add_argument_group("model")
+    model.add_argument("--preset", default="auto",
+                       help=f"{', '.join(PRESETS)}, or auto: tiny on CPU, small on GPUs")
+    for flag, what in (("--hidden", "hidden size"), ("--layers", "decoder layers"),
+                       ("--heads", "attention heads"), ("--seq-len", "tokens per sequence"),
+                       ("--batch-size", "sequences per rank and step")):
+        model.add_argument(flag, type=int, default=None, metavar="N",
+                           help=f"override the preset's {what}")
+    model.add_argument("--dtype", default="auto",
+                       help="auto (bfloat16 on GPUs, float32 on CPU), float32, bfloat16")
+    par = p.add_argument_group("parallelism")
+    par.add_argument("--parallel", default="ddp", help="ddp (default) or fsdp (FSDP2)")
+    par.add_argument("--bucket-cap-mb", type=float, default=25.0, metavar="MB",
+                     help="DDP gradient bucket size (default 25, DDP's)")
+    par.add_argument("--gradient-as-bucket-view", action="store_true",
+                     help="DDP: gradients are views into the buckets (saves a copy and memory)")
+    par.add_argument("--static-graph", action="store_true",
+                     help="DDP: the graph is the same every step")
+    par.add_argument("--comm-hook", default="none",
+                     help=f"DDP comm hook: {', '.join(COMM_HOOKS)} (default none)")
+    par.add_argument("--ranks-per-node", type=int, default=None, metavar="R",
+                     help="ranks per node for --comm-hook hierarchical (default: from the "
+                          "launcher; set it to emulate nodes on one machine)")
+    par.add_argument("--sweep", action="append", default=[], metavar="NAME=V1,V2,...",
+                     help=f"vary a DDP setting (repeatable; the grid is the product): "
+                          f"{', '.join(SWEEPABLE)}; booleans take 0,1")
+    run = p.add_argument_group("measurement")
+    run.add_argument("--steps", type=int, default=8,
+                     help="timed steps per configuration, each with and without sync "
+                          "(default 8)")
+    run.add_argument("--warmup", type=int, default=3,
+                     help="warm-up steps per configuration (default 3)")
+    run.add_argument("--lr", type=float, default=3e-3, help="AdamW learning rate")
+    run.add_argument("--seed", type=int, default=0, help="seed of weights and batches")
+    run.add_argument("--trace", metavar="DIR",
+                     help="write per-rank torch.profiler Chrome traces (trace_rank<N>.json) of "
+                          "a few steps; one sub-folder per configuration in a sweep")
+    run.add_argument("--nproc", type=int, default=None,
+                     help="spawn N local ranks (default: visible GPUs, else 2); not under a "
+                          "launcher")
+    run.add_argument("--backend", default="auto",
+                     help="auto (nccl/rccl with GPUs, else gloo), nccl, gloo, mpi, ucc")
+    run.add_argument("--timeout", type=float, default=300.0,
+                     help="seconds a step may wait on peers before every rank exits "
+                          "(default 300)")
+    run.add_argument("--json", metavar="FILE",
+                     help="write JSON Lines: a run record, then one train record per "
+                          "configuration (flushed as measured)")
+    p.set_defaults(handler=handle)
+
+
+def config_from_args(args: argparse.Namespace) -> TrainConfig:
+    from collscope.train.config import parse_sweep
+
+    sweep: dict[str, list[Any]] = {}
+    for text in args.sweep:
+        name, values = parse_sweep(text)
+        sweep[name] = values
+    return TrainConfig(
+        preset=args.preset, hidden=args.hidden, layers=args.layers, heads=args.heads,
+        seq_len=args.seq_len, batch_size=args.batch_size, dtype=args.dtype,
+        parallel=args.parallel,
+        knobs=DDPKnobs(bucket_cap_mb=args.bucket_cap_mb,
+                       gradient_as_bucket_view=args.gradient_as_bucket_view,
+                       static_graph=args.static_graph, comm_hook=args.comm_hook),
+        sweep=sweep, ranks_per_node=args.ranks_per_node, steps=args.steps,
+        warmup=args.warmup, lr=args.lr, seed=args.seed, trace_dir=args.trace,
+        backend=args.backend, timeout_s=args.timeout)
+
+
+def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    from collscope.runtime.entry import Job, launch_or_spawn
+
+    config = config_from_args(args)
+    if args.json:
+        _check_writable(args.json)
+
+    def body(session: Any, launcher_name: str) -> int:
+        from collscope.train.measure import set_cpu_threads, train
+
+        if session.device.type == "cpu":
+            set_cpu_threads(session.launch.local_world_size)
+        reporter = Reporter(config, session, args, launcher_name) if session.rank == 0 \
+            else None
+        try:
+            records = train(session, config, on_record=reporter.record if reporter else None)
+            if reporter:
+                reporter.finish(records)
+        finally:
+            if reporter:
+                reporter.close()
+        leave_together(session)
+        return 0
+
+    return launch_or_spawn(Job("train", config.backend, config.timeout_s, args.nproc,
+                               config.validate_for_job, body), argv)
+
+
+def leave_together(session: Any) -> None:
+    """Wait for rank 0's output before any rank tears the group down: a gloo rank that
+    destroys its group while a peer is still inside its own can abort at exit."""
+    import torch.distributed as dist
+
+    with session.watchdog.step("final barrier"):
+        dist.barrier()
+
+
+def _check_writable(path: str) -> None:
+    """--json must be writable before any rank starts (a run should not end in a crash)."""
+    import os
+
+    from collscope.errors import UsageError
+
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+        raise UsageError(f"--json: cannot write '{path}': folder {folder} does not exist or "
+                         "is not writable")
+
+
+class Reporter:
+    """Rank 0's output: a line per configuration as measured, the ranked table, the JSONL."""
+
+    def __init__(self, config: TrainConfig, session: Any, args: argparse.Namespace,
+                 launcher_name: str):
+        self.config = config
+        self.session = session
+        self.args = args
+        self.launcher_name = launcher_name
+        self.total = len(config.grid())
+        self.count = 0
+        self.json: Any = None
+        if args.json:
+            self._open_json()
+
+    def _print(self, line: str) -> None:
+        print(line, flush=True)
+
+    def record(self, record: Any) -> None:
+        from collscope.train import report
+
+        if self.count == 0:
+            for line in report.header(record, self.session.label, self.total):
+                self._print(line)
+        self.count += 1
+        self._print(report.measured_line(self.count, self.total, record))
+        if self.json:
+            self.json.write(record.to_dict())
+
+    def _open_json(self) -> None:
+        from collscope.results import JsonlWriter, RunRecord, recorded_env
+        from collscope.runtime.dist import library_versions
+        from collscope.train.measure import timing_method
+
+        layout = self.session.layout
+        self.json = JsonlWriter(self.args.json)
+        self.json.write(RunRecord(
+            command="train", collscope_version=__version__, argv=sys.argv,
+            launcher=self.launcher_name, backend=self.session.label,
+            world_size=self.session.world_size, nodes=layout.nodes,
+            ranks_per_node=layout.ranks_per_node, hosts=layout.hosts, devices=layout.devices,
+            versions=library_versions(), env=recorded_env(),
+            timing=timing_method(self.session.device, self.config.parallel),
+            started_at=time.time(),
+            extra={"config": self.config.to_dict(),
+                   "grid": [vars(k) for k in self.config.grid()]}).to_dict())
+
+    def finish(self, records: list[Any]) -> None:
+        from collscope.train import report
+
+        self._print("#")
+        for line in report.table(records):
+            self._print(line)
+        for line in report.notes(records):
+            self._print(line)
+        if len(records) > 1 and self.config.parallel == "ddp":
+            self._print(report.recommendation(
+                records, self.config.ranks_per_node or self.session.layout.ranks_per_node))
+
+    def close(self) -> None:
+        if self.json:
+            self.json.close()

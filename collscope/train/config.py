@@ -1,0 +1,248 @@
+"""`collscope train` configuration: model presets, DDP knobs, sweeps. One typed dataclass.
+
+Pure (no torch, no transformers): the CLI builds and validates it before any rank starts, so
+bad input exits 2 at once with one line naming the flag.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any
+
+from collscope.errors import UsageError
+
+PARALLEL = ("ddp", "fsdp")
+COMM_HOOKS = ("none", "fp16", "bf16", "powersgd", "hierarchical")
+DTYPES = ("auto", "float32", "bfloat16")
+
+
+def _help(text: str) -> dict[str, str]:
+    return {"help": text}
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """The Llama architecture and the batch shape one configuration trains."""
+
+    hidden: int
+    layers: int
+    heads: int
+    intermediate: int
+    vocab: int
+    seq_len: int
+    batch_size: int
+    kv_heads: int | None = None  # grouped-query attention; None = heads
+
+    def parameter_count(self) -> int:
+        """Parameters of LlamaForCausalLM with untied embeddings (bias-free, RMSNorm)."""
+        head_dim = self.hidden // self.heads
+        kv = (self.kv_heads or self.heads) * head_dim
+        attention = 2 * self.hidden * self.hidden + 2 * self.hidden * kv
+        mlp = 3 * self.hidden * self.intermediate
+        per_layer = attention + mlp + 2 * self.hidden
+        return self.layers * per_layer + 2 * self.vocab * self.hidden + self.hidden
+
+
+# `tiny` trains in seconds on two CPU ranks; `small` is 20-50 M parameters; `1b` is
+# TinyLlama-shaped (grouped-query attention, 4 KV heads); `llama2-7b` is Llama-2-7B's shape.
+PRESETS: dict[str, ModelSpec] = {
+    "tiny": ModelSpec(hidden=256, layers=4, heads=4, intermediate=688, vocab=4096, seq_len=64,
+                      batch_size=2),
+    "small": ModelSpec(hidden=512, layers=8, heads=8, intermediate=1376, vocab=8192,
+                       seq_len=256, batch_size=8),
+    "1b": ModelSpec(hidden=2048, layers=22, heads=32, intermediate=5632, vocab=32000,
+                    seq_len=1024, batch_size=4, kv_heads=4),
+    "llama2-7b": ModelSpec(hidden=4096, layers=32, heads=32, intermediate=11008, vocab=32000,
+                           seq_len=2048, batch_size=1),
+}
+# `--preset auto`: what runs well where it lands (resolved on the ranks, which know the device).
+AUTO_PRESET = {"cpu": "tiny", "gpu": "small"}
+
+
+def llama_intermediate(hidden: int) -> int:
+    """Llama's MLP width for a hidden size: 8/3 x hidden, rounded up (to 256 at scale)."""
+    multiple = 256 if hidden >= 1024 else 16
+    return int(math.ceil(8 * hidden / 3 / multiple) * multiple)
+
+
+@dataclass(frozen=True)
+class DDPKnobs:
+    """The DistributedDataParallel settings a sweep varies. Defaults are DDP's own."""
+
+    bucket_cap_mb: float = 25.0
+    gradient_as_bucket_view: bool = False
+    static_graph: bool = False
+    comm_hook: str = "none"
+
+    def label(self) -> str:
+        """Short name for tables, e.g. '25MB none' or '5MB bf16 view static'."""
+        parts = [f"{self.bucket_cap_mb:g}MB", self.comm_hook]
+        if self.gradient_as_bucket_view:
+            parts.append("view")
+        if self.static_graph:
+            parts.append("static")
+        return " ".join(parts)
+
+
+DDP_DEFAULT = DDPKnobs()
+SWEEPABLE = tuple(f.name for f in fields(DDPKnobs))
+
+
+def parse_sweep(text: str) -> tuple[str, list[Any]]:
+    """``NAME=V1,V2,...`` -> (name, typed values); UsageError naming --sweep otherwise."""
+    name, sep, values = text.partition("=")
+    name = name.strip().replace("-", "_")
+    if not sep or name not in SWEEPABLE:
+        raise UsageError(f"--sweep: '{text}' is not NAME=V1,V2,...; NAME is one of "
+                         f"{', '.join(SWEEPABLE)}")
+    items = [v.strip() for v in values.split(",") if v.strip()]
+    if not items:
+        raise UsageError(f"--sweep: '{text}' lists no values; e.g. {name}=1,25")
+    return name, [_sweep_value(name, item) for item in items]
+
+
+def _sweep_value(name: str, text: str) -> Any:
+    if name == "bucket_cap_mb":
+        try:
+            value = float(text)
+        except ValueError:
+            value = -1.0
+        if not value > 0:
+            raise UsageError(f"--sweep: bucket_cap_mb value '{text}' must be a number of "
+                             "MB > 0, e.g. bucket_cap_mb=1,5,25,100")
+        return value
+    if name == "comm_hook":
+        if text not in COMM_HOOKS:
+            raise UsageError(f"--sweep: comm_hook value '{text}' is not accepted; use "
+                             f"{', '.join(COMM_HOOKS)}")
+        return text
+    lowered = text.lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise UsageError(f"--sweep: {name} value '{text}' is not accepted; use 0 or 1")
+
+
+@dataclass
+class TrainConfig:
+    """One `collscope train` invocation: the model, the parallelism, the measurement."""
+
+    preset: str = field(default="auto", metadata=_help(
+        "tiny, small, 1b, llama2-7b, or auto (tiny on CPU, small on GPUs)"))
+    hidden: int | None = field(default=None, metadata=_help("override the hidden size"))
+    layers: int | None = field(default=None, metadata=_help("override the decoder layers"))
+    heads: int | None = field(default=None, metadata=_help("override the attention heads"))
+    seq_len: int | None = field(default=None, metadata=_help("override the sequence length"))
+    batch_size: int | None = field(default=None, metadata=_help(
+        "override the per-rank batch size (sequences)"))
+    dtype: str = field(default="auto", metadata=_help(
+        "auto (bfloat16 on GPUs, float32 on CPU), float32, bfloat16"))
+    parallel: str = field(default="ddp", metadata=_help("ddp or fsdp (FSDP2 fully_shard)"))
+    knobs: DDPKnobs = field(default_factory=DDPKnobs, metadata=_help(
+        "DDP settings when there is no sweep (the base of the grid when there is)"))
+    sweep: dict[str, list[Any]] = field(default_factory=dict, metadata=_help(
+        "DDP settings to vary: name -> values; the grid is their product"))
+    ranks_per_node: int | None = field(default=None, metadata=_help(
+        "ranks per node for the hierarchical hook (default: from the launcher)"))
+    steps: int = field(default=8, metadata=_help(
+        "timed steps per configuration (each timed with and without gradient sync)"))
+    warmup: int = field(default=3, metadata=_help("untimed steps per configuration first"))
+    lr: float = field(default=3e-3, metadata=_help("AdamW learning rate"))
+    seed: int = field(default=0, metadata=_help("seed of weights and synthetic batches"))
+    trace_dir: str | None = field(default=None, metadata=_help(
+        "write per-rank torch.profiler Chrome traces of a few steps here"))
+    trace_steps: int = 3
+    backend: str = "auto"
+    timeout_s: float = 300.0
+
+    def __post_init__(self) -> None:
+        if self.preset not in (*PRESETS, "auto"):
+            raise UsageError(f"--preset: '{self.preset}' is not accepted; use "
+                             f"{', '.join(PRESETS)} or auto")
+        for flag, value in (("--hidden", self.hidden), ("--layers", self.layers),
+                            ("--heads", self.heads), ("--seq-len", self.seq_len),
+                            ("--batch-size", self.batch_size),
+                            ("--ranks-per-node", self.ranks_per_node)):
+            if value is not None and value < 1:
+                raise UsageError(f"{flag}: {value} must be >= 1")
+        if self.dtype not in DTYPES:
+            raise UsageError(f"--dtype: '{self.dtype}' is not accepted; use {', '.join(DTYPES)}")
+        if self.parallel not in PARALLEL:
+            raise UsageError(f"--parallel: '{self.parallel}' is not accepted; use "
+                             f"{', '.join(PARALLEL)}")
+        if not self.knobs.bucket_cap_mb > 0:
+            raise UsageError(f"--bucket-cap-mb: {self.knobs.bucket_cap_mb:g} must be > 0")
+        if self.knobs.comm_hook not in COMM_HOOKS:
+            raise UsageError(f"--comm-hook: '{self.knobs.comm_hook}' is not accepted; use "
+                             f"{', '.join(COMM_HOOKS)}")
+        if self.steps < 2:
+            raise UsageError(f"--steps: {self.steps} must be >= 2 (a median needs steps)")
+        if self.warmup < 2:
+            # DDP rebuilds its buckets after the first step and PowerSGD compresses from the
+            # second: timing earlier steps would time set-up.
+            raise UsageError(f"--warmup: {self.warmup} must be >= 2")
+        if not self.lr > 0:
+            raise UsageError(f"--lr: {self.lr:g} must be > 0")
+        if self.timeout_s <= 0:
+            raise UsageError(f"--timeout: {self.timeout_s:g} must be > 0 seconds")
+        if self.parallel == "fsdp":
+            if self.sweep:
+                raise UsageError("--sweep: sweeps vary DDP settings; use --parallel ddp")
+            if self.knobs != DDP_DEFAULT:
+                raise UsageError("--comm-hook/--bucket-cap-mb/--gradient-as-bucket-view/"
+                                 "--static-graph: DDP settings; drop them with --parallel fsdp")
+        # The model shape must hold for every preset the ranks may resolve to.
+        for preset in (AUTO_PRESET.values() if self.preset == "auto" else [self.preset]):
+            spec = self.model_spec(preset)
+            if spec.hidden % spec.heads:
+                raise UsageError(f"--heads: {spec.heads} does not divide the hidden size "
+                                 f"{spec.hidden} (preset {preset}); use a divisor of it")
+            if spec.kv_heads and spec.heads % spec.kv_heads:
+                raise UsageError(f"--heads: {spec.heads} is not a multiple of the preset's "
+                                 f"{spec.kv_heads} key/value heads")
+            if (spec.hidden // spec.heads) % 2:
+                raise UsageError(f"--heads: head size {spec.hidden // spec.heads} must be "
+                                 "even (rotary embeddings)")
+
+    def resolved_preset(self, on_gpu: bool) -> str:
+        return AUTO_PRESET["gpu" if on_gpu else "cpu"] if self.preset == "auto" else self.preset
+
+    def model_spec(self, preset: str) -> ModelSpec:
+        """The preset with the overrides applied; the MLP follows an overridden hidden size."""
+        base = PRESETS[preset]
+        hidden = self.hidden or base.hidden
+        heads = self.heads or base.heads
+        return replace(
+            base, hidden=hidden, layers=self.layers or base.layers, heads=heads,
+            # An overridden head count gets plain multi-head attention.
+            kv_heads=base.kv_heads if self.heads is None else None,
+            intermediate=base.intermediate if self.hidden is None else llama_intermediate(hidden),
+            seq_len=self.seq_len or base.seq_len, batch_size=self.batch_size or base.batch_size)
+
+    def resolved_dtype(self, on_gpu: bool) -> str:
+        return ("bfloat16" if on_gpu else "float32") if self.dtype == "auto" else self.dtype
+
+    def grid(self) -> list[DDPKnobs]:
+        """The configurations to measure, in order. A sweep always includes DDP's default
+        first (the baseline of the speedup column) and never measures one setting twice."""
+        if self.parallel == "fsdp" or not self.sweep:
+            return [self.knobs]
+        names = list(self.sweep)
+        combos = [replace(self.knobs, **dict(zip(names, values)))
+                  for values in itertools.product(*(self.sweep[n] for n in names))]
+        return list(dict.fromkeys([DDP_DEFAULT, *combos]))
+
+    def hooks_in_use(self) -> set[str]:
+        return {knobs.comm_hook for knobs in self.grid()}
+
+    def validate_for_job(self, world_size: int, backend: str) -> None:
+        """Checks that need the job: the node layout of the hierarchical hook."""
+        if self.ranks_per_node is not None and world_size % self.ranks_per_node:
+            raise UsageError(f"--ranks-per-node: {self.ranks_per_node} does not divide the "
+                             f"world size {world_size}; use a divisor of it")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

@@ -1,0 +1,53 @@
+"""The `{"kind": "train", ...}` JSON Lines record: one per measured configuration.
+
+Units are in the names (``_ms`` milliseconds, ``_bytes`` bytes, ``_per_s`` per second); the
+timing method travels in ``timing``. Field names are public interface (see collscope.results).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class TrainRecord:
+    label: str                          # short name of the configuration, as in the table
+    config: dict[str, Any]              # model, dtype, parallelism, DDP knobs, world, steps
+    world_size: int
+    steps: int                          # timed steps (each with and without gradient sync)
+    step_time_ms: float                 # median synchronised step: forward+backward+optimizer
+    step_time_ms_p25: float
+    step_time_ms_p75: float
+    step_time_ms_min: float
+    step_time_ms_max: float
+    step_time_ms_nosync: float          # median step without gradient sync, same batches
+    step_time_ms_nosync_p25: float
+    step_time_ms_nosync_p75: float
+    forward_ms: float                   # medians of the synchronised steps' phases
+    backward_ms: float
+    backward_ms_nosync: float
+    optimizer_ms: float
+    exposed_comm_ms: float              # step_time_ms - step_time_ms_nosync (not clamped)
+    exposed_comm_ms_iqr: float          # spread of the per-step (sync - no-sync) differences
+    comm_scope: str                     # what the communication figures cover
+    comm_collective: str                # all_reduce (DDP) or reduce_scatter (FSDP)
+    comm_algo: str                      # flat or hierarchical
+    comm_bytes_per_step: int            # bytes each rank hands the collectives, in wire dtype
+    comm_messages_per_step: int
+    pure_comm_ms: float                 # the same messages alone on the same group (bench p50)
+    overlap_fraction: float | None      # 1 - exposed / pure, clamped to [0, 1]
+    overlap_clamped: bool               # the raw value was outside [0, 1]
+    tokens_per_s: float                 # all ranks' tokens per median synchronised step
+    peak_memory_bytes: int              # max over ranks
+    memory_method: str
+    loss_first: float                   # mean over ranks, first step (initial weights)
+    loss_last: float                    # mean over ranks, last synchronised timed step
+    speedup_vs_ddp_default: float | None = None  # DDP default's step time / this one's
+    is_ddp_default: bool = False
+    timing: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+    kind: str = "train"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
