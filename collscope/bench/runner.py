@@ -221,7 +221,11 @@ class Runner:
             reducer = HierarchicalAllReduce(self.mesh, plan.count, operation.output.dtype,
                                             session.device)
             buffer, op = operation.output, plan.op
-            operation.launch = lambda: reducer(buffer, op)
+
+            def hierarchical_launch() -> None:
+                reducer(buffer, op)
+
+            operation.launch = hierarchical_launch
         with self._guard(f"warm-up of {where}"):
             for _ in range(config.warmup_iters):
                 operation.launch()

@@ -11,6 +11,7 @@ from typing import Any
 
 from collscope import __version__
 from collscope.bench.config import AVERAGE_MODES, BenchConfig
+from collscope.cli._common import add_launch_arguments
 from collscope.collectives.table import COLLECTIVES
 from collscope.units import parse_size
 
@@ -82,13 +83,7 @@ def add_parser(commands: Any) -> None:
     p.add_argument("--ranks-per-node", type=int, default=None, metavar="R",
                    help="ranks per node for --algo hierarchical (default: from the launcher; "
                         "set it to emulate nodes on one machine)")
-    p.add_argument("--nproc", type=int, default=None,
-                   help="spawn N local ranks (default: visible GPUs, else 2); not under a "
-                        "launcher")
-    p.add_argument("--backend", default="auto",
-                   help="auto (nccl/rccl with GPUs, else gloo), nccl, gloo, mpi, ucc")
-    p.add_argument("--timeout", type=float, default=300.0,
-                   help="seconds a collective may wait before every rank exits (default 300)")
+    add_launch_arguments(p)
     p.add_argument("--json", metavar="FILE", help="write JSON Lines records (flushed per size)")
     p.add_argument("--csv", metavar="FILE", help="write one CSV row per result")
     p.set_defaults(handler=handle)

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from collscope import __version__
+from collscope.cli._common import add_launch_arguments
 from collscope.overlap import OverlapConfig, parse_flops
 from collscope.units import parse_size
 
@@ -46,13 +47,7 @@ def add_parser(commands: Any) -> None:
     p.add_argument("--dtype", default="auto",
                    help="matmul dtype: auto (bfloat16 on GPUs, float32 on CPU), float32, "
                         "bfloat16, float16")
-    p.add_argument("--nproc", type=int, default=None,
-                   help="spawn N local ranks (default: visible GPUs, else 2); not under a "
-                        "launcher")
-    p.add_argument("--backend", default="auto",
-                   help="auto (nccl/rccl with GPUs, else gloo), nccl, gloo, mpi, ucc")
-    p.add_argument("--timeout", type=float, default=300.0,
-                   help="seconds a collective may wait before every rank exits (default 300)")
+    add_launch_arguments(p)
     p.add_argument("--json", metavar="FILE",
                    help="write JSON Lines: a run record, then the overlap record")
     p.set_defaults(handler=handle)
@@ -73,7 +68,6 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     config = config_from_args(args)
 
     def body(session: Any, launcher_name: str) -> int:
-        from collscope.cli.train import leave_together
         from collscope.overlap import measure, render
         from collscope.train.measure import set_cpu_threads
 
@@ -85,7 +79,6 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
                 print(line, flush=True)
             if args.json:
                 _write_json(args.json, config, result, session, launcher_name)
-        leave_together(session)
         return 0
 
     return launch_or_spawn(Job("overlap", config.backend, config.timeout_s, args.nproc,

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from collscope import __version__
+from collscope.cli._common import add_launch_arguments
 from collscope.train.config import COMM_HOOKS, PRESETS, SWEEPABLE, DDPKnobs, TrainConfig
 
 EXAMPLES = """\
@@ -74,14 +75,8 @@ def add_parser(commands: Any) -> None:
     run.add_argument("--trace", metavar="DIR",
                      help="write per-rank torch.profiler Chrome traces (trace_rank<N>.json) of "
                           "a few steps; one sub-folder per configuration in a sweep")
-    run.add_argument("--nproc", type=int, default=None,
-                     help="spawn N local ranks (default: visible GPUs, else 2); not under a "
-                          "launcher")
-    run.add_argument("--backend", default="auto",
-                     help="auto (nccl/rccl with GPUs, else gloo), nccl, gloo, mpi, ucc")
-    run.add_argument("--timeout", type=float, default=300.0,
-                     help="seconds a step may wait on peers before every rank exits "
-                          "(default 300)")
+    add_launch_arguments(run, "seconds a step may wait on peers before every rank exits "
+                                  "(default 300)")
     run.add_argument("--json", metavar="FILE",
                      help="write JSON Lines: a run record, then one train record per "
                           "configuration (flushed as measured)")
@@ -128,20 +123,10 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
         finally:
             if reporter:
                 reporter.close()
-        leave_together(session)
         return 0
 
     return launch_or_spawn(Job("train", config.backend, config.timeout_s, args.nproc,
                                config.validate_for_job, body), argv)
-
-
-def leave_together(session: Any) -> None:
-    """Wait for rank 0's output before any rank tears the group down: a gloo rank that
-    destroys its group while a peer is still inside its own can abort at exit."""
-    import torch.distributed as dist
-
-    with session.watchdog.step("final barrier"):
-        dist.barrier()
 
 
 def _check_writable(path: str) -> None:

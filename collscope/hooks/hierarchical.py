@@ -133,7 +133,7 @@ def hierarchical_hook(state: HierarchicalState,
         try:
             future.set_result(reducer(tensor, "avg"))
         except Exception as error:  # surfaces in DDP's backward, on the training thread
-            future.set_exception(error)
+            future.set_exception(error)  # type: ignore[arg-type]  # torch's stub is too narrow
 
     state.executor().submit(work)
     return future

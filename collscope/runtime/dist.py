@@ -135,6 +135,13 @@ class Session:
     def label(self) -> str:
         return backend_label(self.backend)
 
+    def leave_together(self) -> None:
+        """Barrier before teardown: a gloo rank that destroys its group while a peer is still
+        inside its last collective (or rank 0 still writing) can abort at exit."""
+        if self.owns_group:
+            with self.watchdog.step("final barrier"):
+                dist.barrier()
+
     def close(self) -> None:
         self.watchdog.close()
         if self.owns_group and dist.is_initialized():

@@ -63,7 +63,9 @@ def run_rank(job: Job, launch: LaunchInfo, launcher_name: str) -> int:
             if session.rank != 0:
                 return 2  # every rank fails the same check; rank 0 says it once
             raise
-        return job.body(session, launcher_name)
+        code = job.body(session, launcher_name)
+        session.leave_together()
+        return code
     except RankFailure as failure:
         # Peers may be dead: skip the orderly teardown (it could block) and exit now; results
         # were flushed as they were measured.
