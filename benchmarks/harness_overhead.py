@@ -6,9 +6,12 @@ benchmark can do: perf_counter around N back-to-back dist.all_reduce calls, mean
 averaged over ranks, which is also how collscope reports ``time_us`` on CPU. The ratio
 collscope / raw per round is reported as its median over rounds.
 
+`--control` replaces collscope by a second raw loop (an A/A run): its ratios show the noise
+floor of the machine, against which the collscope / raw ratios should be read.
+
 Run (spawns 2 local gloo ranks through torchrun when not already under a launcher):
 
-    .venv/bin/python benchmarks/harness_overhead.py [--rounds 7] [--iters 50] [--nproc 2]
+    .venv/bin/python benchmarks/harness_overhead.py [--rounds 45] [--iters 40] [--control]
 """
 
 from __future__ import annotations
@@ -62,18 +65,24 @@ def measure(args: argparse.Namespace) -> None:
     times: dict[int, list[tuple[float, float]]] = {size: [] for size in SIZES}
     for round_index in range(args.rounds):
         for size in SIZES:
+            def ours_us(size: int = size) -> float:
+                if args.control:
+                    return raw_loop_us(size, args.iters, args.warmup)
+                return collscope_us(size, args.iters, args.warmup, session)
+
             if round_index % 2 == 0:
                 raw = raw_loop_us(size, args.iters, args.warmup)
-                ours = collscope_us(size, args.iters, args.warmup, session)
+                ours = ours_us()
             else:
-                ours = collscope_us(size, args.iters, args.warmup, session)
+                ours = ours_us()
                 raw = raw_loop_us(size, args.iters, args.warmup)
             ratios[size].append(ours / raw)
             times[size].append((raw, ours))
     session.watchdog.close()
     if dist.get_rank() == 0:
         rows = []
-        print(f"| size | raw loop median (us) | collscope median (us) | median ratio "
+        other = "second raw loop (control)" if args.control else "collscope"
+        print(f"| size | raw loop median (us) | {other} median (us) | median ratio "
               f"({args.rounds} rounds) |")
         print("|---:|---:|---:|---:|")
         for size in SIZES:
@@ -92,8 +101,10 @@ def measure(args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("--iters", type=int, default=50)
+    parser.add_argument("--rounds", type=int, default=45)
+    parser.add_argument("--iters", type=int, default=40)
+    parser.add_argument("--control", action="store_true",
+                        help="A/A run: a second raw loop instead of collscope")
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--nproc", type=int, default=2)
     parser.add_argument("--json", help="also write the rows as JSON here")
