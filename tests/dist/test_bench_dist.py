@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -14,7 +13,7 @@ import psutil
 import pytest
 
 from collscope.collectives.table import COLLECTIVES
-from tests.helpers import REPO, cli_env, read_records, run_cli
+from tests.helpers import REPO, cli_env, free_port, read_records, run_cli, two_torchrun_agents
 
 pytestmark = pytest.mark.dist
 
@@ -126,11 +125,6 @@ def test_hung_rank_times_out_on_every_rank_with_the_collective_named(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
 
 def test_library_run_inside_a_user_initialised_group(tmp_path):
     script = tmp_path / "user_script.py"
@@ -145,7 +139,7 @@ def test_library_run_inside_a_user_initialised_group(tmp_path):
         "dist.destroy_process_group()\n")
     proc = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
-         "--master-port", str(_free_port()), str(script)],
+         "--master-port", str(free_port()), str(script)],
         capture_output=True, text=True, timeout=120, env=cli_env(), cwd=REPO)
     assert proc.returncode == 0, proc.stderr
     lines = sorted(line for line in proc.stdout.splitlines() if line.startswith("["))
@@ -153,25 +147,11 @@ def test_library_run_inside_a_user_initialised_group(tmp_path):
 
 
 def test_two_torchrun_agents_form_a_two_node_job(tmp_path):
-    out = tmp_path / "nodes.jsonl"
-    port = _free_port()
-    agents = []
-    for node in range(2):
-        args = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2",
-                "--nproc-per-node", "1", "--rdzv-backend", "c10d",
-                "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", "collscope-test",
-                "-m", "collscope", "bench", "-e", "1K", "-f", "16", "-n", "1", "-w", "0",
-                "--json", str(out) if node == 0 else str(tmp_path / "other.jsonl")]
-        agents.append(subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                       text=True, env=cli_env(), cwd=REPO))
-    try:
-        outputs = [agent.communicate(timeout=150) for agent in agents]
-    finally:
-        for agent in agents:
-            agent.kill()
-    assert [a.returncode for a in agents] == [0, 0], outputs
-    run = next(r for path in (out, tmp_path / "other.jsonl") if path.exists()
-               for r in read_records(path) if r["kind"] == "run")
+    results = two_torchrun_agents(["collscope", "bench", "-e", "1K", "-f", "16", "-n", "1",
+                                   "-w", "0", "--json", str(tmp_path / "node{agent}.jsonl")])
+    assert [code for code, _, _ in results] == [0, 0], results
+    run = next(r for path in tmp_path.glob("node*.jsonl") for r in read_records(path)
+               if r["kind"] == "run")
     assert run["launcher"] == "torchrun"
     assert (run["world_size"], run["nodes"], run["ranks_per_node"]) == (2, 2, 1)
     assert sorted(d["node"] for d in run["devices"]) == [0, 1]

@@ -3,44 +3,24 @@
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
-import sys
 
 import pytest
 
-from tests.helpers import REPO, cli_env, run_cli
+from tests.helpers import cli_env, run_cli, two_torchrun_agents
 
 pytestmark = pytest.mark.dist
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def test_two_nodes_with_a_different_env_var(tmp_path):
     """Two torchrun agents (--nnodes 2) form a two-node job; only node 1 sets NCCL_IB_HCA."""
-    port = _free_port()
-    agents = []
-    for node in range(2):
-        env = cli_env(NCCL_IB_HCA="mlx5_0") if node == 1 else cli_env()
-        env.pop("NCCL_IB_HCA", None) if node == 0 else None
-        args = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2",
-                "--nproc-per-node", "1", "--rdzv-backend", "c10d",
-                "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", "collscope-doctor-test",
-                "-m", "collscope", "doctor", "--all-ranks", "--json", "--timeout", "60",
-                "--collect", str(tmp_path / "node{node}.tar.gz")]
-        agents.append(subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                       text=True, env=env, cwd=REPO))
-    try:
-        outputs = [agent.communicate(timeout=150) for agent in agents]
-    finally:
-        for agent in agents:
-            agent.kill()
+    node0, node1 = cli_env(), cli_env(NCCL_IB_HCA="mlx5_0")
+    node0.pop("NCCL_IB_HCA", None)
+    results = two_torchrun_agents(
+        ["collscope", "doctor", "--all-ranks", "--json", "--timeout", "60",
+         "--collect", str(tmp_path / "node{node}.tar.gz")], envs=[node0, node1])
+    outputs = [(out, err) for _, out, err in results]
     # NCCL_IB_HCA on a node without RDMA is a warning, not a failure: both exit 0.
-    assert [a.returncode for a in agents] == [0, 0], outputs
+    assert [code for code, _, _ in results] == [0, 0], outputs
     report = next(json.loads(out) for out, _ in outputs if out.strip().startswith("{"))
     assert [n["node"] for n in report["nodes"]] == [0, 1]
     differing = [f for f in report["findings"] if f["id"] == "cluster.differences"]

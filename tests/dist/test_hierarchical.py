@@ -8,18 +8,11 @@ import sys
 
 import pytest
 
-from tests.helpers import REPO, cli_env, read_records, run_cli
+from tests.helpers import REPO, cli_env, free_port, read_records, run_cli
 
 pytestmark = pytest.mark.dist
 SCRIPT = REPO / "tests" / "dist" / "scripts" / "hierarchical_equals_flat.py"
 
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.mark.parametrize("world, ranks_per_node", [(4, 2), (6, 2)])
@@ -27,7 +20,7 @@ def test_hierarchical_equals_flat_and_ddp_hook_matches_plain_ddp(world, ranks_pe
                                                                  tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(world),
-         "--master-port", str(_free_port()), str(SCRIPT), str(ranks_per_node),
+         "--master-port", str(free_port()), str(SCRIPT), str(ranks_per_node),
          str(tmp_path)],
         capture_output=True, text=True, timeout=240, env=cli_env(), cwd=REPO)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]

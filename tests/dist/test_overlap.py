@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import read_records, run_cli
+from tests.helpers import read_records, run_cli, usage_error_in_process
 
 pytestmark = pytest.mark.dist
 
@@ -50,17 +50,7 @@ def test_flops_sizes_the_matmul(tmp_path):
     (["--dtype", "int8"], "--dtype"),
 ])
 def test_bad_input_exits_2_with_one_line(args, flag, capsys):
-    from collscope.cli import main
-
-    try:
-        code = main(["overlap", *args])
-    except SystemExit as exit_:  # argparse's own errors
-        code = exit_.code
-    captured = capsys.readouterr()
-    assert code == 2, captured.err
-    lines = captured.err.strip().splitlines()
-    assert len(lines) == 1 and flag in lines[0], captured.err
-    assert captured.out == ""
+    assert flag in usage_error_in_process(capsys, ["overlap", *args])
 
 
 def test_bad_input_from_the_real_command_line():

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from tests.helpers import REPO, cli_env, read_records, run_cli
+from tests.helpers import REPO, cli_env, free_port, read_records, run_cli, usage_error_in_process
 
 pytestmark = pytest.mark.dist
 KNOWN_DELAY_SCRIPT = REPO / "tests" / "dist" / "scripts" / "train_known_delay.py"
@@ -22,13 +22,6 @@ TRAIN_FIELDS = ("config", "step_time_ms", "step_time_ms_nosync", "exposed_comm_m
                 "peak_memory_bytes", "loss_first", "loss_last", "step_time_ms_p25",
                 "step_time_ms_p75", "forward_ms", "backward_ms", "optimizer_ms")
 
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def test_default_run_on_two_gloo_ranks_reports_everything_and_learns(tmp_path):
@@ -103,7 +96,7 @@ def test_injected_delay_shows_up_as_that_much_exposed_comm(tmp_path):
     report = tmp_path / "delay.json"
     proc = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
-         "--master-port", str(_free_port()), str(KNOWN_DELAY_SCRIPT), "0.2", str(report)],
+         "--master-port", str(free_port()), str(KNOWN_DELAY_SCRIPT), "0.2", str(report)],
         capture_output=True, text=True, timeout=180, env=cli_env(), cwd=REPO)
     assert proc.returncode == 0, proc.stdout + proc.stderr[:6000]
     records = json.loads(report.read_text())
@@ -163,17 +156,7 @@ def test_fsdp_runs_and_writes_a_chrome_trace_per_rank(tmp_path):
 ])
 def test_bad_input_exits_2_with_one_line(args, flag, capsys):
     """In-process (no rank starts for bad input); the subprocess test below covers the CLI."""
-    from collscope.cli import main
-
-    try:
-        code = main(["train", *args])
-    except SystemExit as exit_:  # argparse's own errors
-        code = exit_.code
-    captured = capsys.readouterr()
-    assert code == 2, captured.err
-    lines = captured.err.strip().splitlines()
-    assert len(lines) == 1 and flag in lines[0], captured.err
-    assert captured.out == ""
+    assert flag in usage_error_in_process(capsys, ["train", *args])
 
 
 def test_bad_input_from_the_real_command_line():
