@@ -128,22 +128,25 @@ def test_hung_rank_times_out_on_every_rank_with_the_collective_named(tmp_path):
 
 def test_library_run_inside_a_user_initialised_group(tmp_path):
     script = tmp_path / "user_script.py"
+    # Each rank reports in its own file: torchrun merges the ranks' stdout without line
+    # boundaries, so printed lines can run together.
     script.write_text(
-        "import json, torch.distributed as dist\n"
+        "import json, sys, torch.distributed as dist\n"
         "from collscope.bench import BenchConfig, run\n"
         "dist.init_process_group('gloo')\n"
         "results = run(BenchConfig(collectives=['all_reduce', 'broadcast'], max_bytes=4096,"
         " min_bytes=1024, iters=2, warmup_iters=1))\n"
-        "print(json.dumps([dist.get_rank(), len(results), [r.wrong for r in results]]))\n"
         "assert dist.is_initialized()\n"
+        f"open(f'{tmp_path}/rank{{dist.get_rank()}}.json', 'w').write("
+        "json.dumps([dist.get_rank(), len(results), [r.wrong for r in results]]))\n"
         "dist.destroy_process_group()\n")
     proc = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
          "--master-port", str(free_port()), str(script)],
         capture_output=True, text=True, timeout=120, env=cli_env(), cwd=REPO)
     assert proc.returncode == 0, proc.stderr
-    lines = sorted(line for line in proc.stdout.splitlines() if line.startswith("["))
-    assert lines == ["[0, 6, [0, 0, 0, 0, 0, 0]]", "[1, 6, [0, 0, 0, 0, 0, 0]]"]
+    reports = sorted(path.read_text() for path in tmp_path.glob("rank*.json"))
+    assert reports == ["[0, 6, [0, 0, 0, 0, 0, 0]]", "[1, 6, [0, 0, 0, 0, 0, 0]]"]
 
 
 def test_two_torchrun_agents_form_a_two_node_job(tmp_path):
