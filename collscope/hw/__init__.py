@@ -65,9 +65,15 @@ class GpuBackend(ABC):
 
     name: str = "abstract"
 
-    @abstractmethod
     def available(self) -> bool:
-        """True when the library (or tool) is usable and sees at least one GPU. Never raises."""
+        """True when the library (or tool) is usable and sees at least one GPU. Never raises.
+
+        By default: the inventory is not empty; library backends override it to check the
+        library first."""
+        try:
+            return bool(self.inventory())
+        except Exception:  # never raises, as the interface promises
+            return False
 
     @abstractmethod
     def inventory(self) -> list[GpuInfo]:

@@ -197,12 +197,6 @@ class AmdCliBackend(GpuBackend):
         self._run: ToolRunner = run or tool_output
         self._gpus: list[GpuInfo] | None = None
 
-    def available(self) -> bool:
-        try:
-            return bool(self.inventory())
-        except Exception:  # never raises, as the interface promises
-            return False
-
     def inventory(self) -> list[GpuInfo]:
         if self._gpus is None:
             from collscope.parsers import amd_smi, rocm_smi, rocminfo

@@ -206,12 +206,6 @@ class NvidiaSmiBackend(GpuBackend):
         text = self._run(("nvidia-smi", f"--query-gpu={fields}", "--format=csv"))
         return list(parse_query_gpu_csv(text).value) if text else []
 
-    def available(self) -> bool:
-        try:
-            return bool(self.inventory())
-        except Exception:  # never raises, as the interface promises
-            return False
-
     def inventory(self) -> list[GpuInfo]:
         if self._gpus is None:
             self._gpus = self._query(INVENTORY_FIELDS)
