@@ -73,3 +73,15 @@ def usage_error_in_process(capsys, argv: list[str]) -> str:
     assert len(lines) == 1, captured.err
     assert captured.out == ""
     return lines[0]
+
+
+def usage_error(proc: subprocess.CompletedProcess[str], *needles: str) -> str:
+    """Assert a CLI run ended as bad input: exit 2, one stderr line holding every needle, no
+    traceback; returns that line."""
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    for needle in needles:
+        assert needle in lines[0]
+    return lines[0]

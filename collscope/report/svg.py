@@ -52,10 +52,7 @@ def line_chart(chart: LineChart) -> str:
     y_lo, y_hi, y_ticks = axis(ys, chart.y_log, chart.y_format)
     sx = _Scale(x_lo, x_hi, chart.x_log, LEFT, WIDTH - RIGHT)
     sy = _Scale(y_lo, y_hi, chart.y_log, HEIGHT - BOTTOM, TOP)
-    out = [f'<svg class="chart" id="svg-{esc(chart.id)}" xmlns="http://www.w3.org/2000/svg" '
-           f'viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" role="img" '
-           f'aria-label="{esc(chart.title)}">',
-           f'<text class="title" x="{LEFT}" y="20">{esc(chart.title)}</text>']
+    out = _svg_open(chart.id, chart.title, HEIGHT, LEFT)
     for tick in x_ticks:
         x = sx(tick)
         out.append(f'<line class="grid" x1="{x:.1f}" y1="{TOP}" x2="{x:.1f}" '
@@ -103,10 +100,7 @@ def bar_chart(chart: BarChart) -> str:
     totals = [sum(stack[2][i] for stack in chart.stacks) for i in range(len(chart.categories))]
     lo, hi, ticks = axis([0.0, *totals], False, "number")
     sx = _Scale(lo, hi, False, left, WIDTH - RIGHT - 36)   # room for the totals
-    out = [f'<svg class="chart" id="svg-{esc(chart.id)}" xmlns="http://www.w3.org/2000/svg" '
-           f'viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" height="{height}" role="img" '
-           f'aria-label="{esc(chart.title)}">',
-           f'<text class="title" x="{left}" y="20">{esc(chart.title)}</text>']
+    out = _svg_open(chart.id, chart.title, height, left)
     for tick in ticks:
         x = sx(tick)
         out.append(f'<line class="grid" x1="{x:.1f}" y1="{TOP}" x2="{x:.1f}" y2="{bottom}"/>')
@@ -150,3 +144,11 @@ def legend_swatch(color: str, dashed: bool, marker: str) -> str:
     return (f'<svg class="swatch" width="28" height="14" viewBox="0 0 28 14" aria-hidden="true">'
             f'<line x1="0" y1="7" x2="28" y2="7" stroke="{color}" stroke-width="2"{dash}/>'
             f"{mark}</svg>")
+
+
+def _svg_open(chart_id: str, title: str, height: int | float, title_x: int | float) -> list[str]:
+    """The opening <svg> tag and the chart's title, shared by every chart kind."""
+    return [f'<svg class="chart" id="svg-{esc(chart_id)}" xmlns="http://www.w3.org/2000/svg" '
+            f'viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" height="{height}" role="img" '
+            f'aria-label="{esc(title)}">',
+            f'<text class="title" x="{title_x}" y="20">{esc(title)}</text>']

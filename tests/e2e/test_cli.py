@@ -9,7 +9,7 @@ import time
 import pytest
 
 from collscope import __version__
-from tests.helpers import REPO, cli_env, run_cli
+from tests.helpers import REPO, cli_env, run_cli, usage_error
 
 
 def test_help_does_not_import_torch_and_is_fast():
@@ -60,11 +60,7 @@ def test_version():
 ])
 def test_bad_input_exits_2_with_one_line(args, flag):
     proc = run_cli(*args, timeout=60)
-    assert proc.returncode == 2, proc.stderr
-    assert "Traceback" not in proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1, proc.stderr
-    assert flag in lines[0]
+    usage_error(proc, flag)
     assert proc.stdout == ""
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from collscope.report.importer import import_file
 from tests.conftest import SHARED_FIXTURES, shared_fixture
-from tests.helpers import REPO, read_records, run_cli
+from tests.helpers import REPO, read_records, run_cli, usage_error
 from tests.unit.parsers.test_nccl_tests import count_printed_placements
 from tests.unit.report.samples import EVIL, bench_file, run_record, samples, train_records
 from tests.unit.report.samples import write_jsonl as write_records
@@ -25,14 +25,6 @@ CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = REPO / "artifacts"
 
 
-def one_line_error(proc: subprocess.CompletedProcess[str], *needles: str) -> str:
-    assert proc.returncode == 2, (proc.stdout, proc.stderr)
-    assert "Traceback" not in proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1, proc.stderr
-    for needle in needles:
-        assert needle in lines[0]
-    return lines[0]
 
 
 def scaled_copy(source: Path, target: Path, factor: float) -> Path:
@@ -79,7 +71,7 @@ def test_import_of_a_failed_run_exits_2_naming_the_failure(tmp_path: Path) -> No
     log = shared_fixture("nccl-tests-logs", FAILED_RUN)
     out = tmp_path / "out.jsonl"
     proc = run_cli("import", str(log), "-o", str(out), timeout=60)
-    one_line_error(proc, FAILED_RUN, "no result table", "line 22", "Test NCCL failure")
+    usage_error(proc, FAILED_RUN, "no result table", "line 22", "Test NCCL failure")
     assert not out.exists()
     good = shared_fixture("nccl-tests-logs", MI300X)
     proc = run_cli("import", str(good), str(log), "-o", str(out), "--skip-failed", "--json",
@@ -98,9 +90,9 @@ def test_import_to_stdout_and_bad_input(tmp_path: Path) -> None:
     records = [json.loads(line) for line in proc.stdout.splitlines()]
     assert len(records) == 63 and records[0]["hosts"] == [
         "1942ef50-8240-449e-82ca-4ce7993f70b4-78bfb5d4f4-4z9xh"]
-    one_line_error(run_cli("import", str(tmp_path / "none.txt"), "-o", "x.jsonl"), "LOG",
+    usage_error(run_cli("import", str(tmp_path / "none.txt"), "-o", "x.jsonl"), "LOG",
                    "cannot read")
-    one_line_error(run_cli("import", str(log)), "-o/--output")
+    usage_error(run_cli("import", str(log)), "-o/--output")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -154,16 +146,16 @@ def test_compare_threshold_json_and_only_some_sizes(tmp_path: Path) -> None:
     assert all(r["time_delta_pct"] == pytest.approx(20.0) for r in regressed)
     loose = run_cli("compare", str(base), str(new), "--threshold", "25%", timeout=60)
     assert loose.returncode == 0, loose.stdout
-    one_line_error(run_cli("compare", str(base), str(new), "--threshold", "lots"),
+    usage_error(run_cli("compare", str(base), str(new), "--threshold", "lots"),
                    "--threshold", "percentage")
-    one_line_error(run_cli("compare", str(base), str(new), "--metric", "speed"), "--metric")
+    usage_error(run_cli("compare", str(base), str(new), "--metric", "speed"), "--metric")
 
 
 def test_compare_nothing_matching_exits_2_with_one_line(tmp_path: Path) -> None:
     base = bench_file(tmp_path / "base.jsonl", collectives=("all_reduce",))
     new = bench_file(tmp_path / "new.jsonl", collectives=("alltoall",))
-    one_line_error(run_cli("compare", str(base), str(new), timeout=60), "nothing matches")
-    one_line_error(run_cli("compare", str(base), str(tmp_path / "gone.jsonl"), timeout=60),
+    usage_error(run_cli("compare", str(base), str(new), timeout=60), "nothing matches")
+    usage_error(run_cli("compare", str(base), str(tmp_path / "gone.jsonl"), timeout=60),
                    "cannot read")
 
 
@@ -258,15 +250,15 @@ def test_report_escapes_hostile_input_and_draws_train_and_monitor(tmp_path: Path
 
 
 def test_report_bad_input_exits_2_with_one_line(tmp_path: Path) -> None:
-    one_line_error(run_cli("report", str(tmp_path / "missing.jsonl"), "-o", "r.html"),
+    usage_error(run_cli("report", str(tmp_path / "missing.jsonl"), "-o", "r.html"),
                    "INPUT", "cannot read")
     failed = shared_fixture("nccl-tests-logs", FAILED_RUN)
-    one_line_error(run_cli("report", str(failed), "-o", str(tmp_path / "r.html")),
+    usage_error(run_cli("report", str(failed), "-o", str(tmp_path / "r.html")),
                    "INPUT", "no result table")
     only_run = write_records(tmp_path / "run.jsonl", [run_record()])
-    one_line_error(run_cli("report", str(only_run), "-o", str(tmp_path / "r.html")),
+    usage_error(run_cli("report", str(only_run), "-o", str(tmp_path / "r.html")),
                    "nothing to plot")
-    one_line_error(run_cli("report", str(only_run)), "-o/--output")
+    usage_error(run_cli("report", str(only_run)), "-o/--output")
     assert not (tmp_path / "r.html").exists()
 
 
