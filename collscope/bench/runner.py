@@ -14,7 +14,6 @@ outside it.
 from __future__ import annotations
 
 import gc
-import os
 import re
 import time
 from collections.abc import Callable, Iterator
@@ -33,8 +32,7 @@ from collscope.collectives.table import COLLECTIVES, bandwidths
 from collscope.errors import RankFailure
 from collscope.results import BenchResult
 from collscope.runtime.dist import Session
-
-FAULT_ENV = "COLLSCOPE_FAULT_INJECT"  # test-only: "corrupt@RANK" or "hang@RANK:AFTER_SIZES"
+from collscope.testing import faults
 
 
 def timing_method(session: Session, config: BenchConfig) -> str:
@@ -91,33 +89,13 @@ def plans(config: BenchConfig, collective: str, world: int, max_bytes: int) -> l
     return result
 
 
-class _Fault:
-    """Test-only fault injection, parsed once from the environment."""
-
-    def __init__(self, rank: int):
-        spec = os.environ.get(FAULT_ENV, "")
-        kind, _, where = spec.partition("@")
-        target, _, after = where.partition(":")
-        self.active = bool(spec) and target.isdigit() and int(target) == rank
-        self.kind = kind
-        self.after = int(after) if after.isdigit() else 0
-        self.sizes_done = 0
-
-    def maybe_hang(self) -> None:
-        if self.active and self.kind == "hang" and self.sizes_done >= self.after:
-            while True:
-                time.sleep(60)
-
-    def maybe_corrupt(self, output: torch.Tensor) -> None:
-        if self.active and self.kind == "corrupt" and output.numel() > 0:
-            output.view(-1)[0] += 1
-
-
 class Runner:
     def __init__(self, config: BenchConfig, session: Session):
         self.config = config
         self.session = session
-        self.fault = _Fault(session.rank)
+        self.hang = faults.planted("hang", session.rank)      # test seam; None in real runs
+        self.corrupt = faults.planted("corrupt", session.rank)
+        self.sizes_done = 0
         self.mesh = None
         if config.algo == "hierarchical":
             from collscope.hooks.hierarchical import build_mesh
@@ -248,7 +226,8 @@ class Runner:
             self._sync()
             dist.barrier()
         with self._guard(where):
-            self.fault.maybe_hang()
+            if self.hang is not None and self.sizes_done >= self.hang.arg:
+                faults.hang_forever()
             loop, per_iter = self._measure(operation.launch)
         wrong: int | None = 0
         with self._guard(f"check of {where}"):
@@ -257,7 +236,8 @@ class Runner:
                 self._sync()
                 operation.launch()
                 self._sync()
-                self.fault.maybe_corrupt(operation.output)
+                if self.corrupt is not None and operation.output.numel() > 0:
+                    operation.output.view(-1)[0] += 1
                 local_wrong = operation.count_wrong()
                 wrong = int(self._reduce_flags([float(local_wrong)], dist.ReduceOp.SUM)[0])
             elif operation.count_wrong is None:
@@ -315,7 +295,7 @@ def run(config: BenchConfig, session: Session | None = None,
             for plan in sweep:
                 row = {in_place: runner.run_placement(plan, in_place)
                        for in_place in runner.placements(collective)}
-                runner.fault.sizes_done += 1
+                runner.sizes_done += 1
                 results.extend(row.values())
                 if on_row:
                     on_row(plan, row)

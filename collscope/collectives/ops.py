@@ -32,7 +32,7 @@ class Operation:
     launch: Callable[[], None]
     fill_for_check: Callable[[], None]
     count_wrong: Callable[[], int] | None   # None: this placement cannot be verified
-    output: torch.Tensor                    # what fault injection corrupts in tests
+    output: torch.Tensor                    # the result buffer the check reads
 
 
 def _pattern(rank: int | torch.Tensor, index: torch.Tensor, modulus: int) -> torch.Tensor:

@@ -1,0 +1,60 @@
+"""Test-only fault injection: the one seam production code consults.
+
+Multi-rank tests plant faults in real ranks through one environment variable, so production
+code carries no test logic beyond a call to :func:`planted` at a named site. With the variable
+unset (every real run) :func:`planted` returns None and nothing else happens.
+
+``COLLSCOPE_FAULT_INJECT`` holds comma-separated faults ``KIND@RANK[:ARG]``. Kinds in use:
+
+==========  =====================================================================
+corrupt@R   bench: rank R adds 1 to the first element of its output before the check
+hang@R:N    bench: rank R hangs in the timed loop once N sizes have completed
+delay@R:MS  bench/links: rank R sleeps MS milliseconds before each launch
+            (a late rank)
+straggle@R:MS  train: rank R sleeps MS milliseconds before each step's backward
+==========  =====================================================================
+
+New kinds are added here, with a line in this table, never as ad-hoc variables elsewhere.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from typing import NoReturn
+
+FAULT_ENV = "COLLSCOPE_FAULT_INJECT"
+
+
+@dataclass(frozen=True)
+class Fault:
+    kind: str
+    rank: int
+    arg: float  # the number after ":" (0 when absent): sizes for hang, ms for delays
+
+
+def planted(kind: str, rank: int) -> Fault | None:
+    """The fault of ``kind`` planted on ``rank``, or None (always None outside tests)."""
+    spec = os.environ.get(FAULT_ENV, "")
+    for item in filter(None, (part.strip() for part in spec.split(","))):
+        name, _, where = item.partition("@")
+        target, _, arg = where.partition(":")
+        if name == kind and target.isdigit() and int(target) == rank:
+            try:
+                return Fault(name, rank, float(arg) if arg else 0.0)
+            except ValueError:
+                return None
+    return None
+
+
+def hang_forever() -> NoReturn:
+    """What a hung rank does: nothing, until the watchdog or a signal ends the process."""
+    while True:
+        time.sleep(60)
+
+
+def sleep_ms(fault: Fault | None) -> None:
+    """Sleep for a planted delay (no-op without one)."""
+    if fault is not None and fault.arg > 0:
+        time.sleep(fault.arg / 1e3)
