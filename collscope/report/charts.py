@@ -61,7 +61,30 @@ class BarChart:
     note: str = ""
 
 
-Chart = LineChart | BarChart
+@dataclass
+class HeatMap:
+    """A matrix as coloured cells: a links bandwidth matrix, a rank x call lateness map.
+
+    ``values[row][col]`` (None: not measured, drawn blank). ``bad`` says which end of the
+    range is the problem ("low" for bandwidth, "high" for waits), so the problem cells are the
+    dark ones in every heat map of the report.
+    """
+
+    id: str
+    title: str
+    row_label: str
+    col_label: str
+    rows: list[str]
+    cols: list[str]
+    values: list[list[float | None]]
+    unit: str
+    bad: str = "low"                  # "low" | "high"
+    note: str = ""
+
+
+Chart = LineChart | BarChart | HeatMap
+
+HEAT_GOOD, HEAT_BAD = (0xf4, 0xf6, 0xf8), (0xc9, 0x30, 0x2c)
 
 
 @dataclass
@@ -319,6 +342,21 @@ def unit_label(metric: str) -> str:
 # ---------------------------------------------------------------------------------------------
 # Axes
 # ---------------------------------------------------------------------------------------------
+
+
+def heat_range(chart: HeatMap) -> tuple[float, float]:
+    """(lowest, highest) measured value of a heat map; (0, 0) when nothing was measured."""
+    measured = [v for row in chart.values for v in row if v is not None]
+    return (min(measured), max(measured)) if measured else (0.0, 0.0)
+
+
+def heat_color(chart: HeatMap, value: float) -> str:
+    """The colour of one cell: light at the good end of the range, red at the bad end."""
+    lo, hi = heat_range(chart)
+    share = 0.0 if hi <= lo else (value - lo) / (hi - lo)
+    badness = 1.0 - share if chart.bad == "low" else share
+    rgb = (round(g + (b - g) * badness) for g, b in zip(HEAT_GOOD, HEAT_BAD))
+    return "#" + "".join(f"{c:02x}" for c in rgb)
 
 
 def format_number(value: float) -> str:

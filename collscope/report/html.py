@@ -20,7 +20,7 @@ from typing import Any
 from collscope import __version__
 from collscope.report import charts as ch
 from collscope.report.store import Input, Run
-from collscope.report.svg import bar_chart, esc, legend_swatch, line_chart
+from collscope.report.svg import esc, legend_swatch, render
 from collscope.units import format_size
 
 STYLE = """
@@ -140,7 +140,7 @@ def _iso(epoch: float) -> str:
 
 
 def _chart_block(chart: ch.Chart, with_legend: bool = False) -> str:
-    svg = line_chart(chart) if isinstance(chart, ch.LineChart) else bar_chart(chart)
+    svg = render(chart)
     note = f'<p class="note">{esc(chart.note)}</p>' if chart.note else ""
     legend = ""
     if with_legend and isinstance(chart, ch.LineChart):

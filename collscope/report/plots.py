@@ -9,7 +9,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from collscope.report.charts import BarChart, Chart, LineChart, axis, tick_label
+from collscope.report.charts import (
+    BarChart,
+    Chart,
+    HeatMap,
+    LineChart,
+    axis,
+    format_number,
+    heat_color,
+    heat_range,
+    tick_label,
+)
 from collscope.report.svg import MAX_MARKERS
 
 INSTALL_HINT = "matplotlib is needed for PNG output: pip install 'collscope[report]'"
@@ -35,7 +45,8 @@ def write_pngs(charts: list[Chart], directory: str | Path, dpi: int = 110) -> li
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     for chart in charts:
-        figure = _line(plt, chart) if isinstance(chart, LineChart) else _bars(plt, chart)
+        figure = (_line(plt, chart) if isinstance(chart, LineChart)
+                  else _heat(plt, chart) if isinstance(chart, HeatMap) else _bars(plt, chart))
         path = out / f"{chart.id}.png"
         number = 1
         while path in written:
@@ -102,4 +113,32 @@ def _bars(plt: Any, chart: BarChart) -> Any:
     ax.set_title(_plain(chart.title), loc="left", fontsize=11)
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2,
               frameon=False)
+    return figure
+
+
+def _heat(plt: Any, chart: HeatMap) -> Any:
+    """The same cells and colours as the SVG heat map (colours from charts.heat_color)."""
+    from matplotlib.colors import to_rgba
+
+    rows, cols = len(chart.rows), len(chart.cols)
+    figure, ax = plt.subplots(figsize=(8, 1.6 + 0.3 * max(rows, 1)))
+    blank = (1.0, 1.0, 1.0, 0.0)
+    cells = [[to_rgba(heat_color(chart, v)) if v is not None else blank for v in row]
+             for row in chart.values]
+    ax.imshow(cells if rows else [[blank]], aspect="auto", interpolation="nearest")
+    ax.set_xticks(range(cols))
+    ax.set_xticklabels([_plain(c[:8]) for c in chart.cols], fontsize=7)
+    ax.set_yticks(range(rows))
+    ax.set_yticklabels([_plain(r[:14]) for r in chart.rows], fontsize=7)
+    if cols <= 16:
+        for i, row in enumerate(chart.values):
+            for j, value in enumerate(row):
+                if value is not None:
+                    ax.text(j, i, format_number(value), ha="center", va="center", fontsize=6)
+    lo, hi = heat_range(chart)
+    ax.set_xlabel(_plain(f"{chart.col_label}; colour: {format_number(lo)} to "
+                         f"{format_number(hi)} {chart.unit}, red = "
+                         f"{'lowest' if chart.bad == 'low' else 'highest'}"))
+    ax.set_ylabel(_plain(chart.row_label))
+    ax.set_title(_plain(chart.title), loc="left", fontsize=11)
     return figure

@@ -11,7 +11,17 @@ from __future__ import annotations
 import html
 import math
 
-from collscope.report.charts import BarChart, LineChart, Series, axis, format_number, tick_label
+from collscope.report.charts import (
+    BarChart,
+    HeatMap,
+    LineChart,
+    Series,
+    axis,
+    format_number,
+    heat_color,
+    heat_range,
+    tick_label,
+)
 
 WIDTH, HEIGHT = 600, 360
 LEFT, RIGHT, TOP, BOTTOM = 66, 18, 34, 48
@@ -133,6 +143,66 @@ def bar_chart(chart: BarChart) -> str:
         legend_x += 14 + 7 * len(name) + 20
     out.append("</svg>")
     return "\n".join(out)
+
+
+def heat_map(chart: HeatMap) -> str:
+    """A matrix of cells under its column labels, each cell with its value as a tooltip (and
+    printed in the cell while the cells are wide enough to read)."""
+    label_w, right = 96, RIGHT
+    cols, rows = max(len(chart.cols), 1), len(chart.rows)
+    cell_w = (WIDTH - label_w - right) / cols
+    cell_h = max(min(cell_w, 24.0), 4.0)
+    top = TOP + 20
+    bottom = top + rows * cell_h
+    height = bottom + 44
+    out = _svg_open(chart.id, chart.title, height, 10)
+    out.append(f'<text class="label" x="{label_w + (WIDTH - label_w - right) / 2:.0f}" '
+               f'y="{TOP + 10}" text-anchor="middle">{esc(chart.col_label)}</text>')
+    show_text = cell_w >= 34 and cell_h >= 14
+    label_every = max(1, math.ceil(cols * 7 / (WIDTH - label_w - right)))
+    for j, col in enumerate(chart.cols):
+        if j % label_every == 0:
+            x = label_w + (j + 0.5) * cell_w
+            out.append(f'<text class="tick" x="{x:.1f}" y="{bottom + 14}" '
+                       f'text-anchor="middle">{esc(col[:8])}</text>')
+    row_every = max(1, math.ceil(12 / cell_h))
+    for i, (name, values) in enumerate(zip(chart.rows, chart.values)):
+        y = top + i * cell_h
+        if i % row_every == 0:
+            out.append(f'<text class="tick" x="{label_w - 6}" y="{y + cell_h / 2 + 4:.1f}" '
+                       f'text-anchor="end"><title>{esc(name)}</title>{esc(name[:14])}</text>')
+        for j, value in enumerate(values):
+            if value is None:
+                continue
+            x = label_w + j * cell_w
+            tip = f"{chart.row_label} {name}, {chart.col_label} {chart.cols[j]}: " \
+                  f"{format_number(value)} {chart.unit}"
+            out.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{cell_w:.1f}" '
+                       f'height="{cell_h:.1f}" fill="{heat_color(chart, value)}" '
+                       f'stroke="#fff" stroke-width="0.5"><title>{esc(tip)}</title></rect>')
+            if show_text:
+                out.append(f'<text class="tick" x="{x + cell_w / 2:.1f}" '
+                           f'y="{y + cell_h / 2 + 4:.1f}" text-anchor="middle">'
+                           f'{esc(format_number(value))}</text>')
+    lo, hi = heat_range(chart)
+    out.append(f'<text class="label" x="{label_w}" y="{height - 12}">{esc(chart.row_label)} '
+               f'(rows); colour: {esc(format_number(lo))} to {esc(format_number(hi))} '
+               f'{esc(chart.unit)}, red = {"lowest" if chart.bad == "low" else "highest"}'
+               '</text>')
+    if not rows:
+        out.append(f'<text class="label" x="{WIDTH / 2:.0f}" y="{top + 20}" '
+                   'text-anchor="middle">no data to draw</text>')
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def render(chart: LineChart | BarChart | HeatMap) -> str:
+    """Any chart spec as SVG."""
+    if isinstance(chart, LineChart):
+        return line_chart(chart)
+    if isinstance(chart, HeatMap):
+        return heat_map(chart)
+    return bar_chart(chart)
 
 
 def legend_swatch(color: str, dashed: bool, marker: str) -> str:
