@@ -261,6 +261,10 @@ def _record(collective: str, size: int, nodes: int, per_node: int, algo: str, ti
              f"B={g.fit.busbw_gbs:.4g} GB/s)" for g in used]
     method = f"{algo} formula{' (auto: fastest the model holds)' if auto else ''}; " \
              f"{'; '.join(parts)}"
+    outside = [g.key.label for g in used if not g.fit.min_bytes <= size <= g.fit.max_bytes]
+    if outside:
+        method += f"; extrapolated: {size} bytes is outside the sizes fitted for " \
+                  f"{', '.join(outside)}"
     return PredictionRecord(
         collective=collective, size_bytes=size, nodes=nodes, ranks_per_node=per_node,
         world_size=world, algo=algo, time_us=time_us,
