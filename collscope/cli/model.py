@@ -293,7 +293,7 @@ def predict(args: argparse.Namespace) -> int:
     if args.json:
         write_json(args.json, records, lines=True)
     if args.json != "-":
-        for nodes, block in blocks:
+        for _, block in blocks:
             _print_nccl_table(block, request, args.model)
     return 0
 

@@ -52,9 +52,8 @@ class Measurements:
 def layout(run: Run, world_size: int) -> tuple[int, int, str]:
     """(nodes, ranks per node, how) of a run; 0, 0 and the reason where unknown."""
     context = run.context
-    nodes = context.get("nodes") if isinstance(context.get("nodes"), int) else 0
-    per_node = context.get("ranks_per_node") if isinstance(context.get("ranks_per_node"),
-                                                            int) else 0
+    nodes = _int(context.get("nodes"))
+    per_node = _int(context.get("ranks_per_node"))
     extra = context.get("extra") if isinstance(context.get("extra"), dict) else {}
     how = str(extra.get("nodes_method") or f"run record of `collscope {context.get('command')}`")
     if nodes >= 1 and not per_node and world_size and world_size % nodes == 0:
@@ -65,6 +64,10 @@ def layout(run: Run, world_size: int) -> tuple[int, int, str]:
         return 0, 0, (f"{nodes} nodes x {per_node} ranks per node is not the world size "
                       f"{world_size}")
     return nodes, per_node, how
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def collect(inputs: list[Input]) -> Measurements:
@@ -105,7 +108,8 @@ def collect(inputs: list[Input]) -> Measurements:
 
 def _context(run: Run, nodes: int, per_node: int, how: str) -> dict[str, Any]:
     context = run.context
-    devices = context.get("devices") if isinstance(context.get("devices"), list) else []
+    devices = context.get("devices")
+    devices = devices if isinstance(devices, list) else []
     names = sorted({str(d.get("name")) for d in devices if isinstance(d, dict) and d.get("name")})
     return {"source": run.label, "command": context.get("command"),
             "backend": context.get("backend"), "nodes": nodes, "ranks_per_node": per_node,

@@ -12,8 +12,8 @@ smaller and larger sizes, itself included), so that a curve the two-parameter mo
 smoothly (NCCL's LL/LL128 protocols at small sizes) is not mistaken for bad rows. A row is an
 outlier when its deviation exceeds 3.5 robust standard deviations (1.4826 x the median absolute
 deviation of all deviations) and 10 %, unless another row of its size (the other placement,
-another run) agrees with it within 10 %: repeats that agree show the system. Outliers (at most a third of the
-rows) are reported and left out of one refit.
+another run) agrees with it within 10 %: repeats that agree show the system. Outliers (at
+most a third of the rows) are reported and left out of one refit.
 
 The uncertainty band of the group is the 5th-95th percentile of the inliers' log residuals,
 widened to the run-to-run spread (half the log range of the repeated rows of one size, median

@@ -225,6 +225,6 @@ def plan(model: CostModel, config: PlanConfig, nodes_list: Sequence[int], ranks_
         rows.append(row)
     base = next((r for r in rows if r.step_ms), None)
     for r in rows:
-        if base and r.step_ms:
+        if base and base.step_ms and r.step_ms:
             r.scaling_efficiency = base.step_ms / r.step_ms
     return rows
