@@ -2,8 +2,8 @@
 
 Every measured row is compared with the prediction for its collective, size and layout:
 absolute percentage error of busbw, |predicted / measured - 1| x 100. Rows measured with the
-library's own algorithm choice ("flat") are compared with ``auto`` over ring and tree (what a
-tuner picks among flat algorithms); rows measured with collscope's hierarchical all-reduce with
+library's own algorithm choice ("flat") are compared with ``auto`` over ring and tree (what
+NCCL's tuner picks among; gloo runs a ring, so pass ``flat=("ring",)`` for gloo); rows measured with collscope's hierarchical all-reduce with
 the hierarchical formula. Errors are summarised per collective, layout and size band: median
 and max over rows, and how many rows.
 """
@@ -24,6 +24,7 @@ SIZE_BANDS: tuple[tuple[int, float, str], ...] = (
     (16 * MiB, 256 * MiB, "16-256 MiB"),
     (256 * MiB, float("inf"), ">= 256 MiB"),
 )
+FLAT_ALGOS = ("ring", "tree")     # what NCCL / RCCL choose among for a flat all_reduce
 METHOD = ("busbw absolute percentage error |predicted / measured - 1| x 100 per measured row "
           "(both placements, every run); median and max per size band")
 
@@ -71,12 +72,17 @@ class CheckReport:
         return asdict(self)
 
 
-def check(model: CostModel, measurements: Measurements) -> CheckReport:
-    report = CheckReport(skipped=list(measurements.skipped))
+def check(model: CostModel, measurements: Measurements,
+          flat: tuple[str, ...] = FLAT_ALGOS) -> CheckReport:
+    """Errors of every measured row; ``flat`` rows are predicted with the fastest of these."""
+    report = CheckReport(skipped=list(measurements.skipped),
+                         method=f"{METHOD}; flat rows predicted with the fastest of "
+                                f"{', '.join(flat)}, hierarchical rows with the hierarchical "
+                                "formula")
     fitted = {g.key for g in model.groups}
     for key, samples in measurements.groups.items():
         algo, candidates = ("hierarchical", ("hierarchical",)) if key.algo == "hierarchical" \
-            else ("auto", ("ring", "tree"))
+            else ("auto", flat)
         try:
             predictions = predict(model, key.collective, sorted({s.size_bytes for s in samples}),
                                   key.nodes, key.ranks_per_node, algo, candidates)

@@ -54,7 +54,8 @@ def layout(run: Run, world_size: int) -> tuple[int, int, str]:
     context = run.context
     nodes = _int(context.get("nodes"))
     per_node = _int(context.get("ranks_per_node"))
-    extra = context.get("extra") if isinstance(context.get("extra"), dict) else {}
+    extra = context.get("extra")
+    extra = extra if isinstance(extra, dict) else {}
     how = str(extra.get("nodes_method") or f"run record of `collscope {context.get('command')}`")
     if nodes >= 1 and not per_node and world_size and world_size % nodes == 0:
         per_node = world_size // nodes
@@ -84,7 +85,8 @@ def collect(inputs: list[Input]) -> Measurements:
                 found.skipped.append(f"{run.label}: {len(run.results)} rows skipped: {how}")
                 continue
             found.contexts.append(_context(run, nodes, per_node, how))
-            lines = (run.context.get("extra") or {}).get("result_lines") or []
+            extra = run.context.get("extra")
+            lines = (extra.get("result_lines") if isinstance(extra, dict) else None) or []
             bad = 0
             for index, result in enumerate(run.results):
                 where = f"{run.label}" + (f" line {lines[index]}" if index < len(lines) else "")

@@ -101,7 +101,7 @@ def _model(alpha: float, inverse_bw: float, x: Sequence[float]) -> list[float]:
 def _robust_fit(x: Sequence[float], t: Sequence[float]) -> tuple[float, float]:
     """(alpha_us, 1/B) minimising the soft_l1 loss of log residuals; x = S f(n) / 1e3."""
     import numpy as np
-    from scipy.optimize import least_squares, nnls
+    from scipy.optimize import least_squares, nnls  # type: ignore[import-untyped]
 
     xs, ts = np.asarray(x, dtype=float), np.asarray(t, dtype=float)
     # Start from the non-negative least-squares fit of relative errors.
