@@ -3,9 +3,9 @@
 Every measured row is compared with the prediction for its collective, size and layout:
 absolute percentage error of busbw, |predicted / measured - 1| x 100. Rows measured with the
 library's own algorithm choice ("flat") are compared with ``auto`` over ring and tree (what
-NCCL's tuner picks among; gloo runs a ring, so pass ``flat=("ring",)`` for gloo); rows measured with collscope's hierarchical all-reduce with
-the hierarchical formula. Errors are summarised per collective, layout and size band: median
-and max over rows, and how many rows.
+NCCL's tuner picks among; gloo runs a ring, so pass ``flat=("ring",)`` for gloo); rows measured
+with collscope's hierarchical all-reduce with the hierarchical formula. Errors are summarised
+per collective, layout and size band: median and max over rows, and how many rows.
 """
 
 from __future__ import annotations
