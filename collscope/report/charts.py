@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -224,7 +225,8 @@ def prediction_charts(inputs: list[Input], colors: ColorBook | None = None) -> l
             color = colors.color(f"layout {layout}")
             name = f"{layout[0]} node(s) x {layout[1]}"
             for kind, points, dashed in (("predicted", by_layout[layout], True),
-                                         ("measured", measured.get(layout, []), False)):
+                                         ("measured", _median_per_size(measured.get(layout, [])),
+                                          False)):
                 if not points:
                     continue
                 points = sorted(points)
@@ -236,9 +238,17 @@ def prediction_charts(inputs: list[Input], colors: ColorBook | None = None) -> l
         charts.append(LineChart(
             f"{slug(collective)}_model", f"{collective}: measured vs predicted busbw",
             "message size", "busbw (GB/s)", series,
-            note="predicted: `collscope model predict` (dashed); measured: result rows of "
-                 "runs on the same nodes x ranks per node (solid)"))
+            note="predicted: `collscope model predict` (dashed); measured: median per size of "
+                 "the result rows (placements, runs) on the same nodes x ranks per node "
+                 "(solid)"))
     return charts
+
+
+def _median_per_size(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    by_size: dict[float, list[float]] = defaultdict(list)
+    for x, y in points:
+        by_size[x].append(y)
+    return [(x, statistics.median(ys)) for x, ys in sorted(by_size.items())]
 
 
 # ---------------------------------------------------------------------------------------------
