@@ -130,6 +130,7 @@ class PredictionRecord:
     time_us_low: float
     time_us_high: float
     algbw_gbs: float = 0.0
+    extrapolated: bool = False   # the size lies outside the sizes a group it used was fitted on
     method: str = ""
     band_method: str = ""
     kind: str = "prediction"

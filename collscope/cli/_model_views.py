@@ -112,19 +112,23 @@ def print_plan(header: dict[str, Any], rows: list[Any], params: int, element: in
     for r in rows:
         algos = ", ".join(f"{a} x{n}" for a, n in sorted(r.algos.items())) or "-"
         knob = f"{r.best_knob} ({ms(r.best_knob_comm_ms)} ms)" if r.best_knob else "-"
-        table.append([str(r.nodes), str(r.world_size), str(r.messages),
+        table.append([str(r.nodes), str(r.world_size), str(r.messages), str(r.extrapolated),
                       f"{r.comm_ms:.1f} ({r.comm_ms_low:.1f}-{r.comm_ms_high:.1f})"
                       if r.comm_ms is not None else "-", algos, ms(r.exposed_ms), ms(r.step_ms),
                       f"{r.tokens_per_s:,.0f}" if r.tokens_per_s else "-",
                       f"{r.scaling_efficiency:.1%}" if r.scaling_efficiency else "-",
                       knob if not r.note else r.note])
     base = next((r.nodes for r in rows if r.step_ms), None)
+    if any(r.extrapolated for r in rows):
+        print("outside fit: messages whose size lies outside the sizes the groups they use were "
+              "fitted on (extrapolated: the band does not cover that)")
     print_table(f"predicted per step at {request.ranks_per_node} ranks per node (comm: sum of "
                 "the messages' predicted times, band in brackets; step = compute + (1 - "
                 "overlap) x comm; efficiency = step at "
                 + (f"{base} node(s)" if base else "the first node count") + " / step at N)",
-                ["nodes", "ranks", "messages", "comm ms", "algorithms", "exposed ms",
-                 "step ms", "tokens/s", "scaling eff.", "best knob (comm ms) / note"], table,
+                ["nodes", "ranks", "messages", "outside fit", "comm ms", "algorithms",
+                 "exposed ms", "step ms", "tokens/s", "scaling eff.",
+                 "best knob (comm ms) / note"], table,
                 left=["algorithms", "best knob (comm ms) / note"])
 
 

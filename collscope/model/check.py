@@ -76,8 +76,8 @@ def check(model: CostModel, measurements: Measurements,
           flat: tuple[str, ...] = FLAT_ALGOS) -> CheckReport:
     """Errors of every measured row; ``flat`` rows are predicted with the fastest of these."""
     report = CheckReport(skipped=list(measurements.skipped),
-                         method=f"{METHOD}; flat rows predicted with the fastest of "
-                                f"{', '.join(flat)}, hierarchical rows with the hierarchical "
+                         method=f"{METHOD}; predicted: flat rows by the fastest of "
+                                f"{' and '.join(flat)}, hierarchical rows by the hierarchical "
                                 "formula")
     fitted = {g.key for g in model.groups}
     for key, samples in measurements.groups.items():

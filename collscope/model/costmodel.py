@@ -206,7 +206,7 @@ def predict(model: CostModel, collective: str, sizes: list[int], nodes: int,
     if algo == "auto":
         chosen = [a for a in candidates if not usable[a]]
         if not chosen:
-            reasons = "; ".join(f"{a}: {usable[a]}" for a in candidates)
+            reasons = "; ".join(dict.fromkeys(usable[a] for a in candidates))
             raise ModelError(f"{collective} on {nodes}x{ranks_per_node}: no algorithm "
                              f"predictable ({reasons})")
     elif algo not in ALGOS:
@@ -270,5 +270,6 @@ def _record(collective: str, size: int, nodes: int, per_node: int, algo: str, ti
         world_size=world, algo=algo, time_us=time_us,
         busbw_gbs=busbw(size, time_us, collective, world),
         time_us_low=time_us * math.exp(low), time_us_high=time_us * math.exp(high),
-        algbw_gbs=size / (time_us * 1e3) if time_us > 0 else 0.0, method=method,
+        algbw_gbs=size / (time_us * 1e3) if time_us > 0 else 0.0,
+        extrapolated=bool(outside), method=method,
         band_method=BAND_METHOD)

@@ -128,12 +128,14 @@ class CommEstimate:
     comm_ms_low: float
     comm_ms_high: float
     algos: dict[str, int]            # algorithm -> messages it was predicted with
+    extrapolated: int = 0            # messages outside the sizes their groups were fitted on
 
 
 def comm_time(model: CostModel, messages: Sequence[Message], nodes: int,
               ranks_per_node: int) -> CommEstimate:
     """Predicted time of the messages one after another (ModelError when one cannot be)."""
     total = low = high = 0.0
+    outside = 0
     algos: Counter[str] = Counter()
     cache: dict[tuple[str, int, str], Any] = {}
     for m in messages:
@@ -150,7 +152,8 @@ def comm_time(model: CostModel, messages: Sequence[Message], nodes: int,
         low += p.time_us_low
         high += p.time_us_high
         algos[p.algo] += 1
-    return CommEstimate(total / 1e3, low / 1e3, high / 1e3, dict(algos))
+        outside += p.extrapolated
+    return CommEstimate(total / 1e3, low / 1e3, high / 1e3, dict(algos), outside)
 
 
 @dataclass
@@ -164,6 +167,7 @@ class PlanRow:
     comm_ms_low: float | None = None
     comm_ms_high: float | None = None
     algos: dict[str, int] = field(default_factory=dict)
+    extrapolated: int = 0
     exposed_ms: float | None = None
     step_ms: float | None = None
     tokens_per_s: float | None = None
@@ -206,7 +210,7 @@ def plan(model: CostModel, config: PlanConfig, nodes_list: Sequence[int], ranks_
             continue
         row.comm_ms, row.comm_ms_low, row.comm_ms_high = (estimate.comm_ms, estimate.comm_ms_low,
                                                           estimate.comm_ms_high)
-        row.algos = estimate.algos
+        row.algos, row.extrapolated = estimate.algos, estimate.extrapolated
         row.exposed_ms = (1 - overlap) * estimate.comm_ms
         if compute_ms is not None:
             row.step_ms = compute_ms + row.exposed_ms
