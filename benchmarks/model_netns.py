@@ -43,12 +43,14 @@ FIT_SHAPES = ((1, 2), (2, 1))
 MEASURED_SHAPES = ((2, 2), (4, 1))
 
 
-def bench(cluster, nodes: int, per_node: int, args: argparse.Namespace, out: Path) -> Path:
+def bench(cluster, nodes: int, per_node: int, args: argparse.Namespace, out: Path,
+          algo: str = "flat") -> Path:
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME")}
     env["PYTHONPATH"] = str(REPO)
     runs = dataclasses.replace(cluster, nodes=nodes).torchrun(per_node, free_loopback_port(), [
         "collscope", "bench", "all_reduce", "-b", args.min_bytes, "-e", args.max_bytes,
-        "-n", str(args.iters), "-w", "1", "--in-place", "--json", str(out)], env=env,
+        "-n", str(args.iters), "-w", "1", "--in-place", "--algo", algo, "--json", str(out)],
+        env=env,
         timeout=240)
     for run in runs:
         if run.returncode != 0:
@@ -76,6 +78,8 @@ def main() -> None:
     parser.add_argument("--iters", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=1,
                         help="measure the predicted shapes this many times")
+    parser.add_argument("--hierarchical", action="store_true",
+                        help="also measure 2x2 with --algo hierarchical (uses the intra level)")
     parser.add_argument("--json", help="also write the rows here")
     args = parser.parse_args()
     started = time.monotonic()
@@ -86,9 +90,13 @@ def main() -> None:
                          for n, r in FIT_SHAPES]
             measured: list[list[Path]] = []
             for round_index in range(args.rounds):
-                measured.append([bench(cluster, n, r, args,
-                                       Path(tmp) / f"measured_{n}x{r}_{round_index}.jsonl")
-                                 for n, r in MEASURED_SHAPES])
+                paths = [bench(cluster, n, r, args,
+                               Path(tmp) / f"measured_{n}x{r}_{round_index}.jsonl")
+                         for n, r in MEASURED_SHAPES]
+                if args.hierarchical:
+                    paths.append(bench(cluster, 2, 2, args, Path(tmp) / f"hier_{round_index}"
+                                       ".jsonl", algo="hierarchical"))
+                measured.append(paths)
             model = build(collect(load_inputs(fit_files)))
             # gloo's all_reduce is a ring: predict flat rows with the ring formula.
             reports = [check(model, collect(load_inputs([str(p) for p in paths])), ("ring",))
@@ -114,10 +122,11 @@ def main() -> None:
             continue
         shape = (row.nodes, row.ranks_per_node)
         others = [r.measured_busbw_gbs for report in reports for r in report.rows
-                  if (r.nodes, r.ranks_per_node, r.size_bytes) == (*shape, row.size_bytes)]
+                  if (r.nodes, r.ranks_per_node, r.size_bytes, r.algo)
+                  == (*shape, row.size_bytes, row.algo)]
         run_spread = (max(others) - min(others)) / 2 / statistics.median(others) \
             if len(others) > 1 else None
-        spread = spreads[shape].get(row.size_bytes)
+        spread = spreads[shape].get(row.size_bytes) if row.algo == "ring" else None
         rows.append({**dataclasses.asdict(row), "iteration_spread": spread,
                      "run_spread": run_spread})
         print(f"| {row.nodes}x{row.ranks_per_node} | {row.size_bytes >> 20} MiB | "
@@ -126,9 +135,9 @@ def main() -> None:
               + (f"+-{spread:.1%}" if spread is not None else "-") + " | "
               + (f"+-{run_spread:.1%}" if run_spread is not None else "-")
               + f" | {row.algo} |")
-    errors = [r["error_pct"] for r in rows]
-    if errors:
-        print(f"median |error| at >= {args.report_from >> 20} MiB: "
+    for algo in sorted({r["algo"] for r in rows}):
+        errors = [r["error_pct"] for r in rows if r["algo"] == algo]
+        print(f"{algo}: median |error| at >= {args.report_from >> 20} MiB "
               f"{statistics.median(errors):.1f}%, max {max(errors):.1f}% ({len(errors)} rows)")
     if args.json:
         Path(args.json).write_text(json.dumps({"rate": args.rate, "rounds": args.rounds,
