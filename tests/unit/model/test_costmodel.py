@@ -111,17 +111,17 @@ def test_h100_fitted_on_2_and_4_nodes_predicts_8_nodes_within_15_percent() -> No
     assert statistics.median(r.error_pct for r in large) < 15.0
     band = next(b for b in report.bands if b.band == ">= 256 MiB")
     assert band.nodes == 8 and not band.in_sample and band.median_error_pct < 15.0
-    # 8 GiB out-of-place: measured busbw 320.70 GB/s (the log, line 34 of its table).
+    # 8 GiB out-of-place: measured busbw 320.70 GB/s (line 81 of the log).
     row = next(r for r in large if r.size_bytes == 8589934592 and "out-of-place" in r.source)
     assert row.measured_busbw_gbs == pytest.approx(320.70, rel=1e-3)
 
 
 def test_8_node_outlier_row_of_the_h100_log_is_found() -> None:
-    """8 MiB out-of-place took 1272.4 us where in-place took 321.4 us."""
+    """8 MiB out-of-place took 1272.4 us where in-place took 321.4 us (line 75)."""
     model = build(collect(load_inputs([_h100(8)])))
     (outlier,) = model.groups[0].fit.outliers
     assert (outlier.size_bytes, outlier.time_us) == (8388608, 1272.4)
-    assert "out-of-place" in outlier.source
+    assert outlier.source.endswith("line 75 out-of-place")
 
 
 def test_mi325x_node_counts_from_the_egrep_separators() -> None:
