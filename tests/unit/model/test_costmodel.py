@@ -111,7 +111,7 @@ def test_h100_fitted_on_2_and_4_nodes_predicts_8_nodes_within_15_percent() -> No
     assert statistics.median(r.error_pct for r in large) < 15.0
     band = next(b for b in report.bands if b.band == ">= 256 MiB")
     assert band.nodes == 8 and not band.in_sample and band.median_error_pct < 15.0
-    # 8 GiB out-of-place: measured busbw 320.70 GB/s (line 81 of the log).
+    # 8 GiB out-of-place: measured busbw 320.70 GB/s (line 85 of the log).
     row = next(r for r in large if r.size_bytes == 8589934592 and "out-of-place" in r.source)
     assert row.measured_busbw_gbs == pytest.approx(320.70, rel=1e-3)
 
