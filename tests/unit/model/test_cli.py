@@ -97,3 +97,29 @@ def test_bad_input_exits_2_with_one_line(h100_model: Path, tmp_path: Path,
     for argv, needle in cases:
         line = usage_error_in_process(capsys, argv)
         assert needle in line, (argv, line)
+
+
+def test_plan_takes_compute_and_overlap_from_a_train_record(
+        h100_model: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    train = tmp_path / "train.jsonl"
+    train.write_text("".join(json.dumps(r) + "\n" for r in (
+        {"kind": "run", "command": "train", "nodes": 1, "ranks_per_node": 2},
+        {"kind": "train", "label": "5MB none", "step_time_ms_nosync": 50.0,
+         "overlap_fraction": 0.1, "is_ddp_default": False},
+        {"kind": "train", "label": "25MB none", "step_time_ms_nosync": 400.0,
+         "overlap_fraction": 0.25, "is_ddp_default": True})))
+    assert main(["model", "plan", str(h100_model), "--preset", "small", "--nodes", "2,4",
+                 "--ranks-per-node", "8", "--train", str(train), "--json", "-"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["step_compute_ms"] == 400.0 and plan["overlap"] == 0.25
+    assert "25MB none" in plan["overlap_source"]
+    two = plan["rows"][0]
+    assert two["exposed_ms"] == pytest.approx(0.75 * two["comm_ms"])
+    assert two["step_ms"] == pytest.approx(400.0 + two["exposed_ms"])
+
+
+def test_help_has_examples() -> None:
+    from tests.helpers import run_cli
+
+    proc = run_cli("model", "--help", timeout=60)
+    assert proc.returncode == 0 and "collscope model plan" in proc.stdout
