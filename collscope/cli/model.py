@@ -311,7 +311,7 @@ def plan(args: argparse.Namespace) -> int:
             overlap = float(record["overlap_fraction"])
             overlap_how = f"{args.train}: measured overlap of '{record.get('label')}'"
     if overlap is None:
-        overlap, overlap_how = 0.0, "assumed 0 (nothing hidden; give --train or --overlap)"
+        overlap, overlap_how = 0.0, "assumed: nothing hidden; give --train or --overlap"
     spec = PRESETS[request.preset] if request.preset else None
     params = spec.parameter_count() if spec else int(request.params or 0)
     config = PlanConfig(spec, params, request.parallel, request.bucket_cap_mb,
