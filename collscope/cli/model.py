@@ -159,9 +159,14 @@ def fit(args: argparse.Namespace) -> int:
         require_scipy()             # before anything is read or written
     except ImportError as error:
         raise UsageError(str(error)) from None
+    if args.output == "-" and args.json == "-":
+        raise UsageError("--json: '-' (stdout) is taken by -o -; give --json a file name")
     held = parse_counts(args.holdout_nodes, "--holdout-nodes") if args.holdout_nodes else []
     measurements = _measurements(args.inputs)
     model = build(measurements, held)
+    if not model.groups and all(key.nodes in held for key in measurements.groups):
+        raise UsageError(f"--holdout-nodes: {','.join(map(str, held))} holds out every group "
+                         "of the inputs; nothing is left to fit")
     if not model.groups:
         raise UsageError("INPUT: no group could be fitted: "
                          + "; ".join(model.diagnostics[-3:] or ["no rows left"]))

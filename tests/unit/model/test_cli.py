@@ -93,6 +93,10 @@ def test_bad_input_exits_2_with_one_line(h100_model: Path, tmp_path: Path,
         (["model", "plan", str(h100_model), "--preset", "gpt5", "--nodes", "2",
           "--ranks-per-node", "8"], "--preset: 'gpt5'"),
         (["model"], "give a subcommand"),
+        (["model", "fit", _log("h100_4node_default_nccl_issue309.txt"), "-o",
+          str(tmp_path / "m.json"), "--holdout-nodes", "4"], "holds out every group"),
+        (["model", "fit", _log("h100_4node_default_nccl_issue309.txt"), "-o", "-", "--json",
+          "-"], "taken by -o -"),
     ]
     for argv, needle in cases:
         line = usage_error_in_process(capsys, argv)
