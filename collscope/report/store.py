@@ -193,17 +193,14 @@ def group_records(records: list[tuple[int, dict[str, Any]]], name: str,
                                 "and a metrics object; skipped")
         elif kind == "prediction":
             if _is_prediction(record):
-                predictions.setdefault(len(members) - 1 if members else -1, []).append(record)
+                current()             # `model predict --json` writes no run record
+                predictions.setdefault(len(members) - 1, []).append(record)
             else:
                 warnings.append(f"{name}: line {number}: prediction record without a "
                                 "collective, a size, nodes and busbw; skipped")
         else:
             warnings.append(f"{name}: line {number}: record kind {kind!r} is not one report "
                             "reads (run, result, train, sample, prediction); skipped")
-    if -1 in predictions:          # predictions alone (`model predict --json` writes no run)
-        contexts.insert(0, {})
-        members.insert(0, ([], [], []))
-        predictions = {index + 1: found for index, found in predictions.items()}
     runs = []
     for index, (context, (results, train, samples)) in enumerate(zip(contexts, members)):
         label = _run_label(name, index, len(contexts), (context.get("extra") or {}).get("label")
