@@ -106,8 +106,8 @@ def _fsdp_messages(config: PlanConfig) -> list[Message]:
     spec = config.spec
     if spec is None:
         raise ModelError("--parallel fsdp: needs --preset (FSDP shards per decoder layer)")
-    per_layer = len(spec.parameter_shapes()) - 3
-    per_layer //= max(spec.layers, 1)
+    # parameter_shapes(): embeddings, then each layer's tensors, then the final norm and head.
+    per_layer = (len(spec.parameter_shapes()) - 3) // max(spec.layers, 1)
     sizes = _parameter_bytes(config)
     layers = [sum(sizes[1 + i * per_layer: 1 + (i + 1) * per_layer]) for i in range(spec.layers)]
     root = sizes[0] + sizes[-2] + sizes[-1]
@@ -142,9 +142,9 @@ def comm_time(model: CostModel, messages: Sequence[Message], nodes: int,
         key = (m.collective, m.size_bytes, m.algo)
         if key not in cache:
             candidates = ("hierarchical",) if m.algo == "hierarchical" else ("ring", "tree")
+            # One rank communicates nothing.
             cache[key] = predict(model, m.collective, [m.size_bytes], nodes, ranks_per_node,
-                                 m.algo if m.algo != "auto" else "auto", candidates)[0] \
-                if nodes * ranks_per_node > 1 else None
+                                 m.algo, candidates)[0] if nodes * ranks_per_node > 1 else None
         p = cache[key]
         if p is None:
             continue
