@@ -130,6 +130,10 @@ def print_plan(header: dict[str, Any], rows: list[Any], params: int, element: in
                  "exposed ms", "step ms", "tokens/s", "scaling eff.",
                  "best knob (comm ms) / note"], table,
                 left=["algorithms", "best knob (comm ms) / note"])
+    for r in rows:
+        if len(r.phase_ms) > 1:
+            print(f"{r.nodes} node(s), comm ms per phase: "
+                  + ", ".join(f"{phase} {value:.1f}" for phase, value in r.phase_ms.items()))
 
 
 def print_fit(model: Any, output: str, held: list[int]) -> None:

@@ -129,6 +129,7 @@ class CommEstimate:
     comm_ms_high: float
     algos: dict[str, int]            # algorithm -> messages it was predicted with
     extrapolated: int = 0            # messages outside the sizes their groups were fitted on
+    phase_ms: dict[str, float] = field(default_factory=dict)   # per phase of the step
 
 
 def comm_time(model: CostModel, messages: Sequence[Message], nodes: int,
@@ -137,6 +138,7 @@ def comm_time(model: CostModel, messages: Sequence[Message], nodes: int,
     total = low = high = 0.0
     outside = 0
     algos: Counter[str] = Counter()
+    phases: Counter[str] = Counter()
     cache: dict[tuple[str, int, str], Any] = {}
     for m in messages:
         key = (m.collective, m.size_bytes, m.algo)
@@ -153,7 +155,8 @@ def comm_time(model: CostModel, messages: Sequence[Message], nodes: int,
         high += p.time_us_high
         algos[p.algo] += 1
         outside += p.extrapolated
-    return CommEstimate(total / 1e3, low / 1e3, high / 1e3, dict(algos), outside)
+        phases[m.phase] += p.time_us / 1e3
+    return CommEstimate(total / 1e3, low / 1e3, high / 1e3, dict(algos), outside, dict(phases))
 
 
 @dataclass
@@ -168,6 +171,7 @@ class PlanRow:
     comm_ms_high: float | None = None
     algos: dict[str, int] = field(default_factory=dict)
     extrapolated: int = 0
+    phase_ms: dict[str, float] = field(default_factory=dict)
     exposed_ms: float | None = None
     step_ms: float | None = None
     tokens_per_s: float | None = None
@@ -211,6 +215,7 @@ def plan(model: CostModel, config: PlanConfig, nodes_list: Sequence[int], ranks_
         row.comm_ms, row.comm_ms_low, row.comm_ms_high = (estimate.comm_ms, estimate.comm_ms_low,
                                                           estimate.comm_ms_high)
         row.algos, row.extrapolated = estimate.algos, estimate.extrapolated
+        row.phase_ms = estimate.phase_ms
         row.exposed_ms = (1 - overlap) * estimate.comm_ms
         if compute_ms is not None:
             row.step_ms = compute_ms + row.exposed_ms

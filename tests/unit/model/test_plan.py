@@ -80,6 +80,7 @@ def test_plan_step_time_tokens_and_efficiency() -> None:
     assert two.scaling_efficiency == pytest.approx(one.step_ms / two.step_ms)
     assert two.comm_ms > one.comm_ms                    # the inter-node link is slower
     assert two.best_knob == "comm_hook=hierarchical"    # less crosses the slow link
+    assert two.phase_ms == {"gradient all-reduce": pytest.approx(two.comm_ms)}
 
 
 def test_plan_says_what_it_cannot_predict() -> None:
