@@ -44,8 +44,11 @@ def add_parser(commands: Any) -> None:
                     "rccl-tests logs; predict collectives and training steps at scale.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="model_command", metavar="SUBCOMMAND")
-    fit = sub.add_parser("fit", help="measurements -> model file",
-                         description="Fit one robust alpha-beta model per measured group.")
+    fit = sub.add_parser(
+        "fit", help="measurements -> model file",
+        description="Fit one robust alpha-beta model per measured group (collective x nodes x "
+                    "ranks per node). Example: collscope model fit a.log b.jsonl -o m.json "
+                    "--holdout-nodes 8")
     fit.add_argument("inputs", nargs="+", metavar="INPUT",
                      help="collscope JSON Lines (bench, import) or nccl-tests / rccl-tests logs")
     fit.add_argument("-o", "--output", required=True, metavar="MODEL.json",
@@ -53,7 +56,12 @@ def add_parser(commands: Any) -> None:
     fit.add_argument("--holdout-nodes", default=None, metavar="N[,N...]",
                      help="leave these node counts out of the fit (validate with check)")
     fit.add_argument("--json", metavar="FILE", help="write the fit summary as JSON ('-': stdout)")
-    predict = sub.add_parser("predict", help="time and busbw per size and node count")
+    predict = sub.add_parser(
+        "predict", help="time and busbw per size and node count",
+        description="Predicted time and busbw per size for each node count, in nccl-tests' "
+                    "table shape, with the uncertainty band. Example: collscope model predict "
+                    "h100.json --collective all_reduce --nodes 8,16 --ranks-per-node 8 "
+                    "--sizes 1M-8G")
     predict.add_argument("model", metavar="MODEL.json")
     predict.add_argument("--collective", required=True, help="e.g. all_reduce")
     predict.add_argument("--nodes", required=True, metavar="N[,N...]", help="node counts")
@@ -70,7 +78,13 @@ def add_parser(commands: Any) -> None:
                          help="element type for the count column (default float)")
     predict.add_argument("--json", metavar="FILE",
                          help="write prediction records as JSON Lines ('-': stdout only)")
-    plan = sub.add_parser("plan", help="one training step's communication at each node count")
+    plan = sub.add_parser(
+        "plan", help="one training step's communication at each node count",
+        description="The collectives of one DDP or FSDP step (collscope train's parameter "
+                    "accounting), their predicted time, step time, tokens/s, scaling "
+                    "efficiency and the DDP knob that helps most, per node count. Example: "
+                    "collscope model plan m.json --preset llama2-7b --nodes 1,2,4 "
+                    "--ranks-per-node 8 --step-compute-ms 900 --overlap 0.5")
     plan.add_argument("model", metavar="MODEL.json")
     plan.add_argument("--preset", default=None,
                       help="tiny, small, 1b, llama2-7b (the shapes `collscope train` uses)")
@@ -93,7 +107,11 @@ def add_parser(commands: Any) -> None:
                       help="fraction of communication hidden under compute, 0-1 (default: "
                            "from --train, else 0: nothing hidden)")
     plan.add_argument("--json", metavar="FILE", help="write the plan as JSON ('-': stdout)")
-    check = sub.add_parser("check", help="predictions against held-out measurements")
+    check = sub.add_parser(
+        "check", help="predictions against held-out measurements",
+        description="Busbw error of the model's predictions against measured rows, median and "
+                    "max per collective, layout and size band. Example: collscope model check "
+                    "h100.json h100_8node.log")
     check.add_argument("model", metavar="MODEL.json")
     check.add_argument("inputs", nargs="+", metavar="INPUT")
     check.add_argument("--algo", default="auto",
