@@ -216,10 +216,12 @@ def prediction_charts(inputs: list[Input], colors: ColorBook | None = None) -> l
         measured: dict[tuple[int, int], list[tuple[float, float]]] = defaultdict(list)
         for source in inputs:
             for run in source.runs:
-                layout = (run.context.get("nodes"), run.context.get("ranks_per_node"))
-                if layout in by_layout:
-                    measured[layout] += [(r.size_bytes, r.busbw_gbs) for r in run.results
-                                         if r.collective == collective and r.busbw_gbs > 0]
+                nodes, per_node = run.context.get("nodes"), run.context.get("ranks_per_node")
+                if isinstance(nodes, int) and isinstance(per_node, int) \
+                        and (nodes, per_node) in by_layout:
+                    measured[(nodes, per_node)] += [
+                        (r.size_bytes, r.busbw_gbs) for r in run.results
+                        if r.collective == collective and r.busbw_gbs > 0]
         series = []
         for index, layout in enumerate(sorted(by_layout)):
             color = colors.color(f"layout {layout}")
