@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -214,6 +215,65 @@ def _series_order(key: tuple[str, str, str, str, bool],
     # Input order of runs first (dicts keep insertion order), then out-of-place before in-place.
     order = list(dict.fromkeys(k[0] for k in by_series))
     return (order.index(key[0]), key[1], key[2], key[3], key[4])
+
+
+# ---------------------------------------------------------------------------------------------
+# Model predictions
+# ---------------------------------------------------------------------------------------------
+
+
+def prediction_charts(inputs: list[Input], colors: ColorBook | None = None) -> list[LineChart]:
+    """Per collective with `collscope model predict` records: busbw versus size, one colour per
+    layout (nodes x ranks per node), predicted dashed with open squares, measured (result rows
+    of runs on that layout) solid with filled circles."""
+    colors = colors or ColorBook()
+    predicted: dict[str, dict[tuple[int, int], list[tuple[float, float]]]] = defaultdict(dict)
+    for source in inputs:
+        for run in source.runs:
+            for p in run.predictions:
+                layout = (int(p["nodes"]), int(p.get("ranks_per_node") or 0))
+                predicted[str(p["collective"])].setdefault(layout, []).append(
+                    (p["size_bytes"], p["busbw_gbs"]))
+    charts = []
+    for collective, by_layout in predicted.items():
+        measured: dict[tuple[int, int], list[tuple[float, float]]] = defaultdict(list)
+        for source in inputs:
+            for run in source.runs:
+                nodes, per_node = run.context.get("nodes"), run.context.get("ranks_per_node")
+                if isinstance(nodes, int) and isinstance(per_node, int) \
+                        and (nodes, per_node) in by_layout:
+                    measured[(nodes, per_node)] += [
+                        (r.size_bytes, r.busbw_gbs) for r in run.results
+                        if r.collective == collective and r.busbw_gbs > 0]
+        series = []
+        for index, layout in enumerate(sorted(by_layout)):
+            color = colors.color(f"layout {layout}")
+            name = f"{layout[0]} node(s) x {layout[1]}"
+            for kind, points, dashed in (("predicted", by_layout[layout], True),
+                                         ("measured", _median_per_size(measured.get(layout, [])),
+                                          False)):
+                if not points:
+                    continue
+                points = sorted(points)
+                tips = [f"{name} {kind}\n{format_size(int(x))}: busbw {y:.4g} GB/s"
+                        for x, y in points]
+                series.append(Series(f"{name} {kind}", points, color, dashed,
+                                     "square" if dashed else "circle", f"p{index}{kind[0]}",
+                                     tips))
+        charts.append(LineChart(
+            f"{slug(collective)}_model", f"{collective}: measured vs predicted busbw",
+            "message size", "busbw (GB/s)", series,
+            note="predicted: `collscope model predict` (dashed); measured: median per size of "
+                 "the result rows (placements, runs) on the same nodes x ranks per node "
+                 "(solid)"))
+    return charts
+
+
+def _median_per_size(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    by_size: dict[float, list[float]] = defaultdict(list)
+    for x, y in points:
+        by_size[x].append(y)
+    return [(x, statistics.median(ys)) for x, ys in sorted(by_size.items())]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -109,6 +109,11 @@ def render_report(inputs: list[Input], generated_at: float | None = None,
                     "Run contexts). Click a legend entry to hide or show it; hover a point for "
                     "its numbers.</p>")
         body.extend(_collective_section(view) for view in collectives)
+    predictions = ch.prediction_charts(inputs, colors)
+    if predictions:
+        body.append('<h2 id="model">Model predictions</h2>')
+        blocks = "".join(_chart_block(chart, with_legend=True) for chart in predictions)
+        body.append(f'<section><div class="charts">{blocks}</div></section>')
     body.append(_contexts_section([run for source in inputs for run in source.runs]))
     if trains:
         body.append('<h2 id="train">Training sweeps</h2>')
@@ -130,6 +135,7 @@ def all_charts(inputs: list[Input]) -> list[ch.Chart]:
     charts: list[ch.Chart] = []
     for view in ch.collective_views(inputs):
         charts += [view.busbw, view.time]
+    charts += ch.prediction_charts(inputs)
     charts += [view.chart for view in ch.train_views(inputs)]
     charts += ch.monitor_charts(inputs)
     return charts

@@ -44,6 +44,7 @@ class Run:
     results: list[BenchResult] = field(default_factory=list)
     train: list[dict[str, Any]] = field(default_factory=list)
     samples: list[dict[str, Any]] = field(default_factory=list)
+    predictions: list[dict[str, Any]] = field(default_factory=list)   # `model predict --json`
 
 
 @dataclass
@@ -167,6 +168,7 @@ def group_records(records: list[tuple[int, dict[str, Any]]], name: str,
             members.append(([], [], []))
         return members[-1]
 
+    predictions: dict[int, list[dict[str, Any]]] = {}
     for number, record in records:
         kind = record.get("kind")
         if kind == "run":
@@ -189,15 +191,22 @@ def group_records(records: list[tuple[int, dict[str, Any]]], name: str,
             else:
                 warnings.append(f"{name}: line {number}: sample record without a numeric ts "
                                 "and a metrics object; skipped")
+        elif kind == "prediction":
+            if _is_prediction(record):
+                current()             # `model predict --json` writes no run record
+                predictions.setdefault(len(members) - 1, []).append(record)
+            else:
+                warnings.append(f"{name}: line {number}: prediction record without a "
+                                "collective, a size, nodes and busbw; skipped")
         else:
             warnings.append(f"{name}: line {number}: record kind {kind!r} is not one report "
-                            "reads (run, result, train, sample); skipped")
+                            "reads (run, result, train, sample, prediction); skipped")
     runs = []
     for index, (context, (results, train, samples)) in enumerate(zip(contexts, members)):
         label = _run_label(name, index, len(contexts), (context.get("extra") or {}).get("label")
                            if isinstance(context.get("extra"), dict) else None)
         runs.append(Run(label=label, context=context, results=results, train=train,
-                        samples=samples))
+                        samples=samples, predictions=predictions.get(index, [])))
     return runs
 
 
@@ -238,6 +247,11 @@ def _result(record: dict[str, Any]) -> BenchResult | None:
         return BenchResult.from_dict(data)
     except TypeError:
         return None
+
+
+def _is_prediction(record: dict[str, Any]) -> bool:
+    return (isinstance(record.get("collective"), str) and _is_int(record.get("size_bytes"))
+            and _is_int(record.get("nodes")) and _is_finite(record.get("busbw_gbs")))
 
 
 def _is_int(value: Any) -> bool:

@@ -37,12 +37,27 @@ class ModelSpec:
 
     def parameter_count(self) -> int:
         """Parameters of LlamaForCausalLM with untied embeddings (bias-free, RMSNorm)."""
-        head_dim = self.hidden // self.heads
-        kv = (self.kv_heads or self.heads) * head_dim
-        attention = 2 * self.hidden * self.hidden + 2 * self.hidden * kv
-        mlp = 3 * self.hidden * self.intermediate
-        per_layer = attention + mlp + 2 * self.hidden
-        return self.layers * per_layer + 2 * self.vocab * self.hidden + self.hidden
+        return sum(math.prod(shape) for _, shape in self.parameter_shapes())
+
+    def parameter_shapes(self) -> list[tuple[str, tuple[int, ...]]]:
+        """(name, shape) of every parameter of LlamaForCausalLM with untied embeddings, in the
+        order of ``module.parameters()``: the order DDP buckets (reversed) and FSDP shards."""
+        h = self.hidden
+        kv = (self.kv_heads or self.heads) * (h // self.heads)
+        shapes: list[tuple[str, tuple[int, ...]]] = [("model.embed_tokens.weight",
+                                                      (self.vocab, h))]
+        for i in range(self.layers):
+            prefix = f"model.layers.{i}."
+            shapes += [(prefix + "self_attn.q_proj.weight", (h, h)),
+                       (prefix + "self_attn.k_proj.weight", (kv, h)),
+                       (prefix + "self_attn.v_proj.weight", (kv, h)),
+                       (prefix + "self_attn.o_proj.weight", (h, h)),
+                       (prefix + "mlp.gate_proj.weight", (self.intermediate, h)),
+                       (prefix + "mlp.up_proj.weight", (self.intermediate, h)),
+                       (prefix + "mlp.down_proj.weight", (h, self.intermediate)),
+                       (prefix + "input_layernorm.weight", (h,)),
+                       (prefix + "post_attention_layernorm.weight", (h,))]
+        return shapes + [("model.norm.weight", (h,)), ("lm_head.weight", (self.vocab, h))]
 
 
 # `tiny` trains in seconds on two CPU ranks; `small` is 20-50 M parameters; `1b` is

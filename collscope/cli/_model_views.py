@@ -1,0 +1,152 @@
+"""Output of `collscope model`: tables (rich; Markdown off a terminal), nccl-tests rows, JSON."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from collscope.errors import UsageError
+from collscope.model.fit import BAND_METHOD
+
+
+def write_json(target: str, document: Any, lines: bool = False) -> None:
+    """JSON (or JSON Lines of a list) to a file or, for '-', to stdout."""
+    if lines:
+        text = "".join(json.dumps(r, separators=(",", ":"), allow_nan=False) + "\n"
+                       for r in document)
+    else:
+        text = json.dumps(document, indent=2, allow_nan=False) + "\n"
+    if target == "-":
+        sys.stdout.write(text)
+        return
+    try:
+        with open(target, "w", encoding="utf-8") as out:
+            out.write(text)
+    except OSError as error:
+        raise UsageError(f"--json: cannot write {target} ({error.strerror or error})") from None
+
+
+def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]],
+                left: Sequence[str] = ()) -> None:
+    """A rich table; off a terminal, a Markdown table without trailing blanks."""
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    tty = sys.stdout.isatty()
+    console = Console(highlight=False, file=None if tty else io.StringIO())
+    console.width = max(console.width, 120) if tty else 160
+    table = Table(title=title, box=box.SIMPLE_HEAD if tty else box.MARKDOWN,
+                  title_justify="left")
+    for name in columns:
+        table.add_column(name, justify="left" if name in left else "right")
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
+    if not tty:
+        text = console.file.getvalue()  # type: ignore[attr-defined]
+        sys.stdout.write("\n".join(line.rstrip() for line in text.splitlines()) + "\n")
+    sys.stdout.flush()
+
+
+def size_text(size: int) -> str:
+    from collscope.units import format_size
+
+    text = format_size(size)
+    return text if "." not in text else f"{size} B"
+
+
+def pct(log_factor: float) -> str:
+    return f"{math.expm1(log_factor) * 100:+.1f}%"
+
+
+def print_nccl_table(block: list[Any], request: Any, model_path: str) -> None:
+    from collscope.collectives.dtypes import DTYPES
+    from collscope.collectives.table import COLLECTIVES
+
+    first = block[0]
+    spec = COLLECTIVES[first.collective]
+    element = DTYPES[request.dtype].size
+    print(f"# collscope model predict: {first.collective} on {first.nodes} node(s) x "
+          f"{first.ranks_per_node} ranks = {first.world_size} ranks, from {model_path}")
+    print(f"# time: predicted time per op by the cost model; {first.method}")
+    print(f"# time_low..time_high: {first.band_method}")
+    print("#       size         count      type   redop    root     time   algbw   busbw"
+          "   time_low  time_high  algo")
+    print("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)"
+          "       (us)       (us)")
+    for r in block:
+        count, _ = spec.count_and_size(r.size_bytes, element, r.world_size)
+        redop = "sum" if spec.reduces else "none"
+        root = 0 if spec.rooted else -1
+        print(f"{r.size_bytes:>12}  {count:>12}  {request.dtype:>8}  {redop:>6}  {root:>6}  "
+              f"{r.time_us:>7.1f}  {r.algbw_gbs:>6.2f}  {r.busbw_gbs:>6.2f}  "
+              f"{r.time_us_low:>9.1f}  {r.time_us_high:>9.1f}  {r.algo}")
+    print()
+
+
+def print_plan(header: dict[str, Any], rows: list[Any], params: int, element: int,
+                request: Any) -> None:
+    what = request.parallel.upper() + (f", {request.bucket_cap_mb:g} MB buckets, hook "
+                                       f"{request.comm_hook}" if request.parallel == "ddp" else "")
+    print(f"plan: {header['preset'] or 'custom'} ({params:,} parameters, {request.dtype}), "
+          f"{what}")
+    total = rows[0].bytes_per_step if rows else 0
+    check = params * element
+    scope = ("gradient all-reduce" if request.parallel == "ddp"
+             else "all-gather forward + backward, reduce-scatter")
+    print(f"bytes per step per rank ({scope}): {total:,} = {total / check:.3g} x "
+          f"{params:,} params x {element} bytes")
+    print(f"overlap: {header['overlap']:g} ({header['overlap_source']}); compute per step: "
+          + (f"{header['step_compute_ms']:g} ms ({header['step_compute_source']})"
+             if header["step_compute_ms"] is not None else header["step_compute_source"]))
+
+    def ms(value: float | None) -> str:
+        return "-" if value is None else f"{value:.1f}"
+
+    table = []
+    for r in rows:
+        algos = ", ".join(f"{a} x{n}" for a, n in sorted(r.algos.items())) or "-"
+        knob = f"{r.best_knob} ({ms(r.best_knob_comm_ms)} ms)" if r.best_knob else "-"
+        table.append([str(r.nodes), str(r.world_size), str(r.messages), str(r.extrapolated),
+                      f"{r.comm_ms:.1f} ({r.comm_ms_low:.1f}-{r.comm_ms_high:.1f})"
+                      if r.comm_ms is not None else "-", algos, ms(r.exposed_ms), ms(r.step_ms),
+                      f"{r.tokens_per_s:,.0f}" if r.tokens_per_s else "-",
+                      f"{r.scaling_efficiency:.1%}" if r.scaling_efficiency else "-",
+                      knob if not r.note else r.note])
+    base = next((r.nodes for r in rows if r.step_ms), None)
+    if any(r.extrapolated for r in rows):
+        print("outside fit: messages whose size lies outside the sizes the groups they use were "
+              "fitted on (extrapolated: the band does not cover that)")
+    print_table(f"predicted per step at {request.ranks_per_node} ranks per node (comm: sum of "
+                "the messages' predicted times, band in brackets; step = compute + (1 - "
+                "overlap) x comm; efficiency = step at "
+                + (f"{base} node(s)" if base else "the first node count") + " / step at N)",
+                ["nodes", "ranks", "messages", "outside fit", "comm ms", "algorithms",
+                 "exposed ms", "step ms", "tokens/s", "scaling eff.",
+                 "best knob (comm ms) / note"], table,
+                left=["algorithms", "best knob (comm ms) / note"])
+    for r in rows:
+        if len(r.phase_ms) > 1:
+            print(f"{r.nodes} node(s), comm ms per phase: "
+                  + ", ".join(f"{phase} {value:.1f}" for phase, value in r.phase_ms.items()))
+
+
+def print_fit(model: Any, output: str, held: list[int]) -> None:
+    rows = []
+    for g in model.groups:
+        f = g.fit
+        rows.append([g.key.label, str(f.rows), f"{size_text(f.min_bytes)}-{size_text(f.max_bytes)}",
+                     f"{f.alpha_us:.4g}", f"{f.busbw_gbs:.4g}", f"{f.max_error_pct:.1f}%",
+                     f"{pct(f.band_low)}..{pct(f.band_high)}", str(len(f.outliers))])
+    print_table("fitted groups: t = alpha + S x busbw factor / B", ["group", "rows", "sizes",
+                "alpha (us)", "B (GB/s)", "max |error|", "band", "outliers"], rows,
+                left=["group"])
+    print(f"fit: {model.groups[0].fit.method}")
+    print(f"band: {BAND_METHOD}")
+    print(f"wrote {output}: {len(model.groups)} group(s) from {len(model.contexts)} run(s)"
+          + (f", node counts {held} held out" if held else ""))

@@ -1,0 +1,1 @@
+"""`collscope model`: cost formulas, robust fits of measurements, prediction, step plans."""

@@ -1,0 +1,116 @@
+"""Validation: predictions against measurements the fit did not use (pure).
+
+Every measured row is compared with the prediction for its collective, size and layout:
+absolute percentage error of busbw, |predicted / measured - 1| x 100. Rows measured with the
+library's own algorithm choice ("flat") are compared with ``auto`` over ring and tree (what
+NCCL's tuner picks among; gloo runs a ring, so pass ``flat=("ring",)`` for gloo); rows measured
+with collscope's hierarchical all-reduce with the hierarchical formula. Errors are summarised
+per collective, layout and size band: median and max over rows, and how many rows.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from collscope.model.costmodel import CostModel, ModelError, predict
+from collscope.model.data import GroupKey, Measurements
+
+MiB = 1 << 20
+SIZE_BANDS: tuple[tuple[int, float, str], ...] = (
+    (0, MiB, "< 1 MiB"),
+    (MiB, 16 * MiB, "1-16 MiB"),
+    (16 * MiB, 256 * MiB, "16-256 MiB"),
+    (256 * MiB, float("inf"), ">= 256 MiB"),
+)
+FLAT_ALGOS = ("ring", "tree")     # what NCCL / RCCL choose among for a flat all_reduce
+METHOD = ("busbw absolute percentage error |predicted / measured - 1| x 100 per measured row "
+          "(both placements, every run); median and max per size band")
+
+
+def size_band(size_bytes: int) -> str:
+    for low, high, name in SIZE_BANDS:
+        if low <= size_bytes < high:
+            return name
+    return SIZE_BANDS[-1][2]
+
+
+@dataclass
+class CheckRow:
+    collective: str
+    nodes: int
+    ranks_per_node: int
+    size_bytes: int
+    measured_busbw_gbs: float
+    predicted_busbw_gbs: float
+    error_pct: float
+    algo: str
+    source: str
+
+
+@dataclass
+class BandSummary:
+    collective: str
+    nodes: int
+    ranks_per_node: int
+    band: str
+    rows: int
+    median_error_pct: float
+    max_error_pct: float
+    in_sample: bool               # the model was fitted on this layout
+
+
+@dataclass
+class CheckReport:
+    rows: list[CheckRow] = field(default_factory=list)
+    bands: list[BandSummary] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    method: str = METHOD
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def check(model: CostModel, measurements: Measurements,
+          flat: tuple[str, ...] = FLAT_ALGOS) -> CheckReport:
+    """Errors of every measured row; ``flat`` rows are predicted with the fastest of these."""
+    report = CheckReport(skipped=list(measurements.skipped),
+                         method=f"{METHOD}; predicted: flat rows by the fastest of "
+                                f"{' and '.join(flat)}, hierarchical rows by the hierarchical "
+                                "formula")
+    fitted = {g.key for g in model.groups}
+    for key, samples in measurements.groups.items():
+        algo, candidates = ("hierarchical", ("hierarchical",)) if key.algo == "hierarchical" \
+            else ("auto", flat)
+        try:
+            predictions = predict(model, key.collective, sorted({s.size_bytes for s in samples}),
+                                  key.nodes, key.ranks_per_node, algo, candidates)
+        except ModelError as error:
+            report.skipped.append(f"{key.label}: not checked: {error}")
+            continue
+        by_size = {p.size_bytes: p for p in predictions}
+        rows = []
+        for sample in samples:
+            p = by_size[sample.size_bytes]
+            # busbw ratio = time ratio inverted (same size, same bus factor).
+            measured = p.busbw_gbs * p.time_us / sample.time_us
+            rows.append(CheckRow(key.collective, key.nodes, key.ranks_per_node,
+                                 sample.size_bytes, measured, p.busbw_gbs,
+                                 abs(p.busbw_gbs / measured - 1) * 100, p.algo, sample.source))
+        report.rows.extend(rows)
+        report.bands.extend(_bands(key, rows, key in fitted))
+    return report
+
+
+def _bands(key: GroupKey, rows: list[CheckRow], in_sample: bool) -> list[BandSummary]:
+    found = []
+    for _, _, band in SIZE_BANDS:
+        errors = [r.error_pct for r in rows if size_band(r.size_bytes) == band]
+        if errors:
+            found.append(BandSummary(key.collective, key.nodes, key.ranks_per_node, band,
+                                     len(errors), statistics.median(errors), max(errors),
+                                     in_sample))
+    return found
+
+

@@ -1,0 +1,120 @@
+"""Measurements for the model: result rows of loaded inputs grouped by collective and layout.
+
+Inputs are read by ``collscope.report.store`` (collscope JSON Lines or nccl-tests / rccl-tests
+logs through the importer). The layout of a row comes from its run record: ``nodes`` and
+``ranks_per_node`` as ``collscope bench`` writes them (from the launcher), or as the importer
+found them in a log (distinct hosts of the ``# Using devices`` block, a ``====== N-node ======``
+separator; ``extra.nodes_method`` says which). Rows whose layout is unknown, that failed
+verification or that have no time are skipped, each with a reason.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from collscope.collectives.table import COLLECTIVES
+from collscope.model.fit import Sample
+from collscope.report.store import Input, Run
+
+
+@dataclass(frozen=True, order=True)
+class GroupKey:
+    """One collective measured with one algorithm on N nodes x R ranks."""
+
+    collective: str
+    nodes: int
+    ranks_per_node: int
+    algo: str = "flat"            # as measured: flat (the library's choice) or hierarchical
+
+    @property
+    def world_size(self) -> int:
+        return self.nodes * self.ranks_per_node
+
+    @property
+    def label(self) -> str:
+        suffix = "" if self.algo == "flat" else f" {self.algo}"
+        return f"{self.collective} {self.nodes}x{self.ranks_per_node}{suffix}"
+
+
+@dataclass
+class Measurements:
+    groups: dict[GroupKey, list[Sample]] = field(default_factory=dict)
+    contexts: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def rows(self) -> int:
+        return sum(len(samples) for samples in self.groups.values())
+
+
+def layout(run: Run, world_size: int) -> tuple[int, int, str]:
+    """(nodes, ranks per node, how) of a run; 0, 0 and the reason where unknown."""
+    context = run.context
+    nodes = _int(context.get("nodes"))
+    per_node = _int(context.get("ranks_per_node"))
+    extra = context.get("extra")
+    extra = extra if isinstance(extra, dict) else {}
+    how = str(extra.get("nodes_method") or f"run record of `collscope {context.get('command')}`")
+    if nodes >= 1 and not per_node and world_size and world_size % nodes == 0:
+        per_node = world_size // nodes
+    if nodes < 1 or per_node < 1:
+        return 0, 0, f"node layout unknown ({how})"
+    if world_size and nodes * per_node != world_size:
+        return 0, 0, (f"{nodes} nodes x {per_node} ranks per node is not the world size "
+                      f"{world_size}")
+    return nodes, per_node, how
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def collect(inputs: list[Input]) -> Measurements:
+    """Every usable result row of ``inputs``, grouped; what was skipped and why."""
+    groups: dict[GroupKey, list[Sample]] = defaultdict(list)
+    found = Measurements()
+    for source in inputs:
+        for run in source.runs:
+            if not run.results:
+                continue
+            world = run.results[0].world_size or int(run.context.get("world_size") or 0)
+            nodes, per_node, how = layout(run, world)
+            if not nodes:
+                found.skipped.append(f"{run.label}: {len(run.results)} rows skipped: {how}")
+                continue
+            found.contexts.append(_context(run, nodes, per_node, how))
+            extra = run.context.get("extra")
+            lines = (extra.get("result_lines") if isinstance(extra, dict) else None) or []
+            bad = 0
+            for index, result in enumerate(run.results):
+                where = f"{run.label}" + (f" line {lines[index]}" if index < len(lines) else "")
+                where += " in-place" if result.in_place else " out-of-place"
+                if result.collective not in COLLECTIVES or result.time_us <= 0 \
+                        or result.size_bytes <= 0:
+                    bad += 1
+                    continue
+                if result.wrong:
+                    found.skipped.append(f"{where}: {result.wrong} wrong elements; skipped")
+                    continue
+                key = GroupKey(result.collective, nodes, per_node,
+                               "hierarchical" if result.algo == "hierarchical" else "flat")
+                groups[key].append(Sample(result.size_bytes, result.time_us, where))
+            if bad:
+                found.skipped.append(f"{run.label}: {bad} rows of an unknown collective or "
+                                     "without a size and time; skipped")
+    found.groups = dict(sorted(groups.items()))
+    return found
+
+
+def _context(run: Run, nodes: int, per_node: int, how: str) -> dict[str, Any]:
+    context = run.context
+    devices = context.get("devices")
+    devices = devices if isinstance(devices, list) else []
+    names = sorted({str(d.get("name")) for d in devices if isinstance(d, dict) and d.get("name")})
+    return {"source": run.label, "command": context.get("command"),
+            "backend": context.get("backend"), "nodes": nodes, "ranks_per_node": per_node,
+            "layout_method": how, "devices": names, "versions": context.get("versions") or {},
+            "env": context.get("env") or {}, "timing": context.get("timing") or "",
+            "collectives": sorted({r.collective for r in run.results})}

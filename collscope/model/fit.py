@@ -1,0 +1,220 @@
+"""Robust alpha-beta fits of one group of measurements (pure: samples in, fit out).
+
+A group is one collective on one layout (N nodes x R ranks). Its model is
+``t(S) = alpha + S x f(n) / B`` (see ``formulas``), fitted in log space: the residual of a row
+is ``log(t_measured / t_model)``, so a 1 MiB row and an 8 GiB row weigh alike by their relative
+error. The fit is ``scipy.optimize.least_squares`` with the ``soft_l1`` loss (quadratic within
+5 %, linear beyond, so one wild row cannot drag the line), with alpha >= 0 and B > 0.
+
+Outlier rows are found with the MAD rule on local deviations: a row's deviation is its log
+residual minus the median residual of its neighbourhood (the rows of its size and of the next
+smaller and larger sizes, itself included), so that a curve the two-parameter model misfits
+smoothly (NCCL's LL/LL128 protocols at small sizes) is not mistaken for bad rows. A row is an
+outlier when its deviation exceeds 3.5 robust standard deviations (1.4826 x the median absolute
+deviation of all deviations) and 10 %, unless another row of its size (the other placement,
+another run) agrees with it within 10 %: repeats that agree show the system. Outliers (at
+most a third of the rows) are reported and left out of one refit.
+
+The uncertainty band of the group is the 5th-95th percentile of the inliers' log residuals,
+widened to the run-to-run spread (half the log range of the repeated rows of one size, median
+over sizes) where sizes were measured more than once.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from collscope.collectives.table import bus_factor
+
+SOFT_L1_SCALE = 0.05      # log residual where the soft_l1 loss turns linear (~5 %)
+MAD_LIMIT = 3.5           # robust standard deviations
+OUTLIER_FLOOR = math.log(1.10)
+METHOD = ("least squares on log(time) (scipy.optimize.least_squares, soft_l1 loss, f_scale "
+          f"{SOFT_L1_SCALE}); outliers: |log residual - median of its size neighbourhood| > "
+          f"{MAD_LIMIT} x 1.4826 x MAD and > 10 %, refitted once without them")
+BAND_METHOD = ("5th-95th percentile of the fit's log residuals, widened to the run-to-run "
+               "spread of repeated sizes; not extrapolation error (model check measures that)")
+
+
+class FitError(ValueError):
+    """A group that cannot be fitted; the message says why."""
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One measured row: bytes (nccl-tests size column), mean time per op, where it came from."""
+
+    size_bytes: int
+    time_us: float
+    source: str = ""
+
+
+@dataclass
+class Outlier:
+    size_bytes: int
+    time_us: float
+    model_us: float
+    error_pct: float              # (measured / model - 1) x 100
+    source: str
+
+
+@dataclass
+class GroupFit:
+    alpha_us: float
+    busbw_gbs: float
+    rows: int                     # rows the final fit used
+    sizes: int                    # distinct sizes among them
+    min_bytes: int
+    max_bytes: int
+    residual_p05: float           # log(measured / model) percentiles of the inliers
+    residual_p95: float
+    residual_rms: float
+    max_error_pct: float          # largest |measured / model - 1| of the inliers, in %
+    repeat_spread: float | None   # median half log-range of repeated sizes; None: none repeated
+    band_low: float               # log factor: prediction x exp(band_low) .. x exp(band_high)
+    band_high: float
+    outliers: list[Outlier] = field(default_factory=list)
+    method: str = METHOD
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GroupFit:
+        values = dict(data)
+        values["outliers"] = [Outlier(**o) for o in values.get("outliers", [])]
+        return cls(**values)
+
+
+def _x(samples: Sequence[Sample], factor: float) -> list[float]:
+    return [s.size_bytes * factor / 1e3 for s in samples]
+
+
+def _model(alpha: float, inverse_bw: float, x: Sequence[float]) -> list[float]:
+    return [alpha + xi * inverse_bw for xi in x]
+
+
+def require_scipy() -> None:
+    """ImportError with the install hint when scipy (the fit's solver) is missing."""
+    try:
+        import scipy.optimize  # type: ignore[import-untyped]  # noqa: F401
+    except ImportError as error:
+        raise ImportError("collscope model fit needs scipy: pip install 'collscope[model]'"
+                          ) from error
+
+
+def _robust_fit(x: Sequence[float], t: Sequence[float]) -> tuple[float, float]:
+    """(alpha_us, 1/B) minimising the soft_l1 loss of log residuals; x = S f(n) / 1e3."""
+    import numpy as np
+    from scipy.optimize import least_squares, nnls  # type: ignore[import-untyped]
+
+    xs, ts = np.asarray(x, dtype=float), np.asarray(t, dtype=float)
+    # Start from the non-negative least-squares fit of relative errors.
+    start, _ = nnls(np.column_stack([1 / ts, xs / ts]), np.ones_like(ts))
+    # Scales make both unknowns ~1 for the solver (alpha ~ smallest time, 1/B ~ t/x).
+    alpha_scale = float(ts.min())
+    inv_scale = float(np.median(ts / xs))
+    x0 = [max(start[0] / alpha_scale, 1e-6), max(start[1] / inv_scale, 1e-6)]
+
+    def residuals(p: Any) -> Any:
+        return np.log(p[0] * alpha_scale + xs * p[1] * inv_scale) - np.log(ts)
+
+    solution = least_squares(residuals, x0, bounds=([0.0, 1e-12], [np.inf, np.inf]),
+                             loss="soft_l1", f_scale=SOFT_L1_SCALE, xtol=1e-14, ftol=1e-14,
+                             gtol=1e-14, max_nfev=2000)
+    return float(solution.x[0] * alpha_scale), float(solution.x[1] * inv_scale)
+
+
+def _quantile(values: Sequence[float], q: float) -> float:
+    import numpy as np
+
+    return float(np.quantile(np.asarray(values, dtype=float), q))
+
+
+def fit_group(samples: Sequence[Sample], collective: str, world_size: int) -> GroupFit:
+    """The robust alpha-beta fit of one group; FitError when it has no usable rows."""
+    require_scipy()
+    rows = [s for s in samples if s.size_bytes > 0 and s.time_us > 0 and math.isfinite(s.time_us)]
+    if not rows:
+        raise FitError("no rows with a size > 0 and a time > 0")
+    factor = bus_factor(collective, world_size)
+    if len({s.size_bytes for s in rows}) < 2:
+        raise FitError(f"one size only ({rows[0].size_bytes} bytes): alpha and B need two")
+    # One pass: flag against the robust fit of all rows, then refit the rest. (Repeating it
+    # would shrink the scale each round and peel off the model's own smooth misfit.)
+    alpha, inverse = _robust_fit(_x(rows, factor), [s.time_us for s in rows])
+    model = _model(alpha, inverse, _x(rows, factor))
+    residuals = [math.log(s.time_us / m) for s, m in zip(rows, model)]
+    deviations = _local_deviations([s.size_bytes for s in rows], residuals)
+    scale = 1.4826 * _quantile([abs(d) for d in deviations], 0.5)
+    flagged = sorted((i for i, d in enumerate(deviations)
+                      if abs(d) > MAD_LIMIT * scale and abs(d) > OUTLIER_FLOOR
+                      and not _confirmed(rows, i)),
+                     key=lambda i: -abs(deviations[i]))[:len(rows) // 3]
+    inliers = [s for i, s in enumerate(rows) if i not in set(flagged)]
+    if len({s.size_bytes for s in inliers}) < 2:
+        inliers, flagged = list(rows), []
+    if flagged:
+        alpha, inverse = _robust_fit(_x(inliers, factor), [s.time_us for s in inliers])
+    model = _model(alpha, inverse, _x(inliers, factor))
+    residuals = [math.log(s.time_us / m) for s, m in zip(inliers, model)]
+    spread = _repeat_spread(inliers)
+    low, high = _quantile(residuals, 0.05), _quantile(residuals, 0.95)
+    if spread is not None:
+        low, high = min(low, -spread), max(high, spread)
+    # Outliers against the final line, so their errors are what the reader checks by hand.
+    outliers = []
+    for i in sorted(flagged, key=lambda i: rows[i].size_bytes):
+        row = rows[i]
+        expected = _model(alpha, inverse, _x([row], factor))[0]
+        outliers.append(Outlier(row.size_bytes, row.time_us, expected,
+                                (row.time_us / expected - 1) * 100, row.source))
+    return GroupFit(
+        alpha_us=alpha, busbw_gbs=1.0 / inverse, rows=len(inliers),
+        sizes=len({s.size_bytes for s in inliers}),
+        min_bytes=min(s.size_bytes for s in inliers), max_bytes=max(s.size_bytes for s in inliers),
+        residual_p05=_quantile(residuals, 0.05), residual_p95=_quantile(residuals, 0.95),
+        residual_rms=math.sqrt(sum(r * r for r in residuals) / len(residuals)),
+        max_error_pct=max(abs(math.expm1(r)) for r in residuals) * 100,
+        repeat_spread=spread, band_low=min(low, 0.0), band_high=max(high, 0.0),
+        outliers=outliers)
+
+
+def _confirmed(rows: Sequence[Sample], index: int) -> bool:
+    """Whether another row of the same size (the other placement, another run) agrees with
+    this one within 10 %: two measurements that agree show the system, not a glitch."""
+    row = rows[index]
+    return any(j != index and other.size_bytes == row.size_bytes
+               and abs(math.log(other.time_us / row.time_us)) <= OUTLIER_FLOOR
+               for j, other in enumerate(rows))
+
+
+def _local_deviations(sizes: Sequence[int], residuals: Sequence[float]) -> list[float]:
+    """Each residual minus the median residual of its neighbourhood: the rows of its own size
+    and of the next smaller and larger sizes measured (itself included). A row the model misfits
+    together with its neighbours (a protocol change at small sizes) deviates little; a row that
+    disagrees with its neighbours deviates much."""
+    distinct = sorted(set(sizes))
+    position = {size: i for i, size in enumerate(distinct)}
+    by_position: dict[int, list[float]] = defaultdict(list)
+    for size, r in zip(sizes, residuals):
+        by_position[position[size]].append(r)
+    deviations = []
+    for size, r in zip(sizes, residuals):
+        p = position[size]
+        window = [v for q in (p - 1, p, p + 1) for v in by_position.get(q, [])]
+        deviations.append(r - _quantile(window, 0.5))
+    return deviations
+
+
+def _repeat_spread(samples: Sequence[Sample]) -> float | None:
+    by_size: dict[int, list[float]] = defaultdict(list)
+    for s in samples:
+        by_size[s.size_bytes].append(s.time_us)
+    halves = [math.log(max(times) / min(times)) / 2 for times in by_size.values()
+              if len(times) > 1]
+    return _quantile(halves, 0.5) if halves else None

@@ -1,0 +1,129 @@
+"""`collscope model` end to end, in process: fit, predict, check, plan and bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from collscope.cli import main
+from tests.conftest import shared_fixture
+from tests.helpers import usage_error_in_process
+
+
+def _log(name: str) -> str:
+    return str(shared_fixture("nccl-tests-logs", name))
+
+
+@pytest.fixture
+def h100_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    out = tmp_path / "h100.json"
+    assert main(["model", "fit", _log("h100_2node_default_nccl_issue309.txt"),
+                 _log("h100_4node_default_nccl_issue309.txt"), "-o", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "all_reduce 4x8" in captured.out and "outlier row" in captured.err
+    return out
+
+
+def test_predict_prints_nccl_tests_rows_and_json(h100_model: Path, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    records = tmp_path / "pred.jsonl"
+    assert main(["model", "predict", str(h100_model), "--collective", "all_reduce", "--nodes",
+                 "8,16", "--ranks-per-node", "8", "--sizes", "256M-1G",
+                 "--json", str(records)]) == 0
+    out = capsys.readouterr().out
+    rows = [line.split() for line in out.splitlines() if line and not line.startswith("#")]
+    assert [r[0] for r in rows] == ["268435456", "536870912", "1073741824"] * 2
+    assert rows[0][1:5] == ["67108864", "float", "sum", "-1"]
+    predictions = [json.loads(line) for line in records.read_text().splitlines()]
+    assert [p["nodes"] for p in predictions] == [8] * 3 + [16] * 3
+    first = predictions[0]
+    assert first["kind"] == "prediction" and first["world_size"] == 64
+    assert first["time_us_low"] <= first["time_us"] <= first["time_us_high"]
+    assert float(rows[0][5]) == pytest.approx(first["time_us"], abs=0.05)
+
+
+def test_json_to_stdout_carries_nothing_else(h100_model: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["model", "check", str(h100_model),
+                 _log("h100_8node_default_nccl_issue309.txt"), "--json", "-"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    band = next(b for b in document["bands"] if b["band"] == ">= 256 MiB")
+    assert band["nodes"] == 8 and band["median_error_pct"] < 15
+
+
+def test_plan_llama2_7b_prints_bytes_per_step(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    model = tmp_path / "mi325x.json"
+    assert main(["model", "fit", _log("mi325x_1to8node_allreduce_rccl_egrep_filtered.txt"),
+                 "-o", str(model)]) == 0
+    capsys.readouterr()
+    assert main(["model", "plan", str(model), "--preset", "llama2-7b", "--nodes", "1,2,4",
+                 "--ranks-per-node", "8", "--step-compute-ms", "1000", "--json", "-"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert [r["bytes_per_step"] for r in plan["rows"]] == [6_738_415_616 * 2] * 3
+    assert [r["nodes"] for r in plan["rows"]] == [1, 2, 4]
+    assert all(r["comm_ms"] > 0 and 0 < r["scaling_efficiency"] <= 1.1 for r in plan["rows"])
+    assert main(["model", "plan", str(model), "--preset", "llama2-7b", "--nodes", "1,2,4",
+                 "--ranks-per-node", "8"]) == 0
+    out = capsys.readouterr().out
+    assert "13,476,831,232 = 1 x 6,738,415,616 params x 2 bytes" in out
+
+
+def test_bad_input_exits_2_with_one_line(h100_model: Path, tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({**json.loads(h100_model.read_text()), "version": 0}))
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text('{"kind": "run", "command": "bench", "nodes": 1}\n')
+    predict = ["--nodes", "8", "--ranks-per-node", "8"]
+    cases = [
+        (["model", "predict", str(old), "--collective", "all_reduce", *predict], "version 0"),
+        (["model", "predict", str(h100_model), "--collective", "all_gather", *predict],
+         "all_gather is not in the model"),
+        (["model", "predict", str(h100_model), "--collective", "all_reduce", "--nodes", "0",
+          "--ranks-per-node", "8"], "--nodes: 0 must be >= 1"),
+        (["model", "plan", str(h100_model), "--preset", "llama2-7b", "--nodes", "2,-1",
+          "--ranks-per-node", "8"], "--nodes: -1 must be >= 1"),
+        (["model", "fit", str(empty), "-o", str(tmp_path / "m.json")], "no result rows"),
+        (["model", "fit", _log("h100_2node_16gpu_alltoall_sendrecv_nccl_network_error.txt"),
+          "-o", str(tmp_path / "m.json")], "no result table"),
+        (["model", "check", str(tmp_path / "missing.json"), str(empty)], "cannot read"),
+        (["model", "plan", str(h100_model), "--preset", "gpt5", "--nodes", "2",
+          "--ranks-per-node", "8"], "--preset: 'gpt5'"),
+        (["model"], "give a subcommand"),
+        (["model", "fit", _log("h100_4node_default_nccl_issue309.txt"), "-o",
+          str(tmp_path / "m.json"), "--holdout-nodes", "4"], "holds out every group"),
+        (["model", "fit", _log("h100_4node_default_nccl_issue309.txt"), "-o", "-", "--json",
+          "-"], "taken by -o -"),
+    ]
+    for argv, needle in cases:
+        line = usage_error_in_process(capsys, argv)
+        assert needle in line, (argv, line)
+
+
+def test_plan_takes_compute_and_overlap_from_a_train_record(
+        h100_model: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    train = tmp_path / "train.jsonl"
+    train.write_text("".join(json.dumps(r) + "\n" for r in (
+        {"kind": "run", "command": "train", "nodes": 1, "ranks_per_node": 2},
+        {"kind": "train", "label": "5MB none", "step_time_ms_nosync": 50.0,
+         "overlap_fraction": 0.1, "is_ddp_default": False},
+        {"kind": "train", "label": "25MB none", "step_time_ms_nosync": 400.0,
+         "overlap_fraction": 0.25, "is_ddp_default": True})))
+    assert main(["model", "plan", str(h100_model), "--preset", "small", "--nodes", "2,4",
+                 "--ranks-per-node", "8", "--train", str(train), "--json", "-"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["step_compute_ms"] == 400.0 and plan["overlap"] == 0.25
+    assert "25MB none" in plan["overlap_source"]
+    two = plan["rows"][0]
+    assert two["exposed_ms"] == pytest.approx(0.75 * two["comm_ms"])
+    assert two["step_ms"] == pytest.approx(400.0 + two["exposed_ms"])
+
+
+def test_help_has_examples() -> None:
+    from tests.helpers import run_cli
+
+    proc = run_cli("model", "--help", timeout=60)
+    assert proc.returncode == 0 and "collscope model plan" in proc.stdout
