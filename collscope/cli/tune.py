@@ -33,8 +33,8 @@ baseline ("defaults") is this environment: a space variable keeps its inherited 
 unset; GLOO_SOCKET_IFNAME, which has no usable unset state, takes its first listed value.
 Configurations run in interleaved rounds (order rotated each round). Per size, the speed-up
 over the baseline (baseline time / configuration time, paired by round) gets a t-interval on
-its log (scipy); "faster" means the whole interval lies above 1. A value that is itself a list
-is written with '+': GLOO_SOCKET_IFNAME=eth0+eth1.
+its log (scipy); "faster" means the whole interval lies above 1 + --min-gain (default 2%).
+A value that is itself a list is written with '+': GLOO_SOCKET_IFNAME=eth0+eth1.
 exit codes: 0 done (whether or not something beat the defaults), 1 the baseline failed or no
 trial succeeded, 2 bad input.
 """
@@ -68,6 +68,8 @@ def add_parser(commands: Any) -> None:
                    help="auto (grid up to 16 configurations, else descent), grid, descent")
     p.add_argument("--confidence", type=float, default=0.95,
                    help="confidence level of the speed-up intervals (default 0.95)")
+    p.add_argument("--min-gain", type=float, default=2.0, metavar="PCT",
+                   help="faster only when the whole interval lies above 1 + PCT%% (default 2)")
     p.add_argument("--timeout", type=float, default=300.0, metavar="S",
                    help="seconds one trial may take before it is killed and recorded failed; "
                         "bench's collective timeout is half of it (default 300)")
@@ -99,7 +101,8 @@ def _settings(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     from collscope.units import parse_size
 
     config = TuneConfig(rounds=args.rounds, budget_s=args.budget, timeout_s=args.timeout,
-                        strategy=args.strategy, confidence=args.confidence)
+                        strategy=args.strategy, confidence=args.confidence,
+                        min_gain=args.min_gain / 100)
     bench = BenchConfig(
         collectives=args.collectives or ["all_reduce"],
         min_bytes=parse_size(args.min_bytes, "-b/--min-bytes"),
@@ -266,7 +269,7 @@ def _conclude(trials: list[Any], space: Any, config: Any, args: argparse.Namespa
     from collscope.tune import handover
     from collscope.tune.analysis import CI_METHOD, analyse
 
-    rows = analyse(trials, space.baseline, config.confidence)
+    rows = analyse(trials, space.baseline, config.confidence, config.min_gain)
     failed = {t.config: t.reason for t in trials if t.status == "failed"}
     context = next((t.context for t in trials if t.status == "ok" and t.context), {})
     if writer is None and args.json:
@@ -282,7 +285,8 @@ def _conclude(trials: list[Any], space: Any, config: Any, args: argparse.Namespa
 
     render(rows, failed, space, config, how, stopped, CI_METHOD)
     header = [f"collscope tune {__version__}: {how}", "baseline: " + "; ".join(
-        space.baseline_notes), f"significance: {config.confidence:.0%} {CI_METHOD}"]
+        space.baseline_notes), f"significance: {config.confidence:.0%} {CI_METHOD}; faster = "
+        f"interval above {1 + config.min_gain:g}"]
     if args.env_out:
         _write(args.env_out, "--env-out", handover.env_lines(rows, space.baseline, header))
     if args.tuner_csv:

@@ -6,8 +6,10 @@ paired: the round's speed-up is ``baseline time / configuration time``. Over the
 speed-up's confidence interval is a Student t-interval on the mean of the log speed-ups
 (scipy.stats.t), exponentiated: a ratio interval that is symmetric in log space, so 2x faster
 and 2x slower are equally far from 1. A configuration is *faster* at a size when the whole
-interval lies above 1, *slower* when it lies below, otherwise *within noise*. The interval is
-per size and per configuration, not corrected for how many were tried.
+interval lies above 1 + ``min_gain`` (default 2%: a gain too small to be worth a change of
+settings, and a margin against the few percent of intervals that miss by chance), *slower* when
+it lies wholly below 1, otherwise *within noise*. The interval is per size and per
+configuration, not corrected for how many were tried.
 """
 
 from __future__ import annotations
@@ -107,17 +109,18 @@ def speedup_interval(pairs: Sequence[tuple[float, float]], confidence: float = 0
     return Interval(math.exp(mean), math.exp(mean - half), math.exp(mean + half), n)
 
 
-def verdict_of(interval: Interval) -> str:
+def verdict_of(interval: Interval, min_gain: float = 0.0) -> str:
     if interval.low is None or interval.high is None:
         return "too few rounds"
-    if interval.low > 1.0:
+    if interval.low > 1.0 + min_gain:
         return "faster"
     if interval.high < 1.0:
         return "slower"
     return "within noise"
 
 
-def analyse(trials: Sequence[Trial], baseline: Config, confidence: float = 0.95) -> list[Row]:
+def analyse(trials: Sequence[Trial], baseline: Config, confidence: float = 0.95,
+            min_gain: float = 0.0) -> list[Row]:
     """Rows for every configuration that ran without failing, per size, winners marked."""
     times: dict[Config, dict[Point, dict[tuple[int, int], float]]] = defaultdict(
         lambda: defaultdict(dict))
@@ -146,7 +149,7 @@ def analyse(trials: Sequence[Trial], baseline: Config, confidence: float = 0.95)
                 if not pairs:
                     continue
                 interval = speedup_interval(pairs, confidence)
-                verdict = verdict_of(interval)
+                verdict = verdict_of(interval, min_gain)
             rows.append(Row(config, collective, dtype, size, world[point], len(by_round),
                             median, algbw, busbw, interval, verdict))
     mark_winners(rows)

@@ -23,6 +23,8 @@ class TuneConfig:
     strategy: str = field(default="auto", metadata=_help(
         "auto (grid up to 16 configurations, else descent), grid or descent"))
     confidence: float = field(default=0.95, metadata=_help("confidence level of the intervals"))
+    min_gain: float = field(default=0.02, metadata=_help(
+        "a configuration is faster only when its whole interval lies above 1 + this"))
 
     def __post_init__(self) -> None:
         if self.rounds < 1:
@@ -34,6 +36,9 @@ class TuneConfig:
         if self.strategy not in STRATEGIES:
             raise UsageError(f"--strategy: '{self.strategy}' is not accepted; use "
                              f"{', '.join(STRATEGIES)}")
+        if not 0 <= self.min_gain < 1:
+            raise UsageError(f"--min-gain: {self.min_gain * 100:g}% must be in [0, 100), "
+                             "e.g. 2 for 2%")
         if not 0.5 <= self.confidence < 1:
             raise UsageError(f"--confidence: {self.confidence} must be in [0.5, 1), e.g. 0.95")
 

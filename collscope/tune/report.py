@@ -39,7 +39,8 @@ def lines(rows: Sequence[Row], failed: dict[Config, str], space: Space, config: 
            f"# baseline (\"defaults\"): {'; '.join(space.baseline_notes)}",
            "# time: median over trials of bench's mean time per op (in place); busbw from it "
            "(nccl-tests' definition)",
-           f"# [{config.confidence:.0%} CI] of the speed-up: {ci_method}; * = winner at that size"]
+           f"# [{config.confidence:.0%} CI] of the speed-up: {ci_method}; faster = interval above "
+           f"{1 + config.min_gain:g}; * = winner at that size"]
     configs = list(dict.fromkeys(r.config for r in rows if r.config != baseline))
     by_point: dict[tuple[str, str, int], dict[Config, Row]] = defaultdict(dict)
     for row in rows:
@@ -67,7 +68,8 @@ def lines(rows: Sequence[Row], failed: dict[Config, str], space: Space, config: 
     out.append("")
     rec = recommend(rows, baseline)
     if rec.config is None:
-        out.append(f"verdict: {NO_WINNER} (no interval lies wholly above 1)")
+        out.append(f"verdict: {NO_WINNER} (no interval lies wholly above "
+                   f"{1 + config.min_gain:g})")
     elif rec.everywhere:
         out.append(f"verdict: {rec.config.label(baseline)} wins at every size where a "
                    "configuration beats the defaults")

@@ -48,7 +48,8 @@ class Sweep:
             variable, configs = step
             if not self._stage(configs, stage):
                 break
-            rows = analyse(self.trials, self.space.baseline, self.config.confidence)
+            rows = analyse(self.trials, self.space.baseline, self.config.confidence,
+                           self.config.min_gain)
             scores = {c: s for c in configs if c not in self.failed
                       and (s := score(rows, c)) is not None}
             descent.record(variable, scores)
