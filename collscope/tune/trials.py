@@ -121,7 +121,11 @@ def choose_launcher(template: str | None, nproc: int | None, environ: Mapping[st
 def classify(timed_out: bool, exit_code: int | None, records: Sequence[dict[str, Any]],
              stderr_tail: str, timeout_s: float) -> tuple[str, str]:
     """(status, reason) of a finished trial: ok, or failed with the reason."""
-    last = stderr_tail.strip().splitlines()[-1] if stderr_tail.strip() else ""
+    # The last line that says something: not bench's "#" comments or table rows.
+    said_lines = [line.strip() for line in stderr_tail.splitlines()
+                  if line.strip() and not line.lstrip().startswith("#")
+                  and not line.strip()[0].isdigit()]
+    last = said_lines[-1] if said_lines else ""
     said = f" ({last})" if last else ""
     results = [r for r in records if r.get("kind") == "result"]
     wrong = sum(int(r.get("wrong") or 0) for r in results)
