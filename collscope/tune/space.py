@@ -154,7 +154,7 @@ def check_name(name: str, flag: str) -> None:
                          f"{hint}")
     raise UsageError(f"{flag}: {name} is not a communication variable tune can vary{hint} "
                      f"(accepted: the NCCL_/RCCL_/GLOO_/TORCH_NCCL_ names doctor knows, or "
-                     f"{', '.join(UNLISTED_PREFIXES)}* variables)")
+                     f"{', '.join(p + '*' for p in UNLISTED_PREFIXES)} variables)")
 
 
 def check_value(name: str, value: str, library: Library, flag: str) -> None:
