@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 import tempfile
 import time
@@ -171,8 +172,9 @@ def _print_commands(space: Any, config: Any, launcher: Any, bench: Any,
     configs = space.grid()
     print(f"# collscope tune: {len(configs)} configurations x {config.rounds} rounds, order "
           "rotated each round; run them in this order, then:")
-    print(f"#   collscope tune {' '.join('--space ' + s for s in args.space)}"
-          f"{''.join(' --preset ' + p for p in args.preset)} --merge {directory}/*.jsonl")
+    again = [*(w for s in args.space for w in ("--space", s)),
+             *(w for p in args.preset for w in ("--preset", p))]
+    print(f"#   collscope tune {shlex.join(again)} --merge {shlex.quote(str(directory))}/*.jsonl")
     print(f"# baseline: {'; '.join(space.baseline_notes)}")
     index = 0
     for round_, order in enumerate(rounds_order(configs, config.rounds)):
