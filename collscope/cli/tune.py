@@ -197,7 +197,7 @@ def _sweep(space: Any, config: Any, launcher: Any, bench: Any, args: argparse.Na
     else:
         holder = tempfile.TemporaryDirectory(prefix="collscope-tune-", dir=".")
         directory = Path(holder.name)
-    writer = TrialWriter(args.json) if args.json else None
+    writer = TrialWriter(args.json, keep_files=bool(args.trials_dir)) if args.json else None
     total = len(space.grid())
     sys.stderr.write(f"collscope tune: {total} configuration(s) in the grid, {config.rounds} "
                      f"round(s), trials: {launcher.describe()}\n")
@@ -225,8 +225,10 @@ class TrialWriter:
     """The --json file: the run record (once the first trial says where it ran), then one
     tune_trial record per trial as it ends, then the tune records."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, keep_files: bool = True):
         from collscope.results import JsonlWriter
+
+        self.keep_files = keep_files     # trial files in a temporary folder are gone after
 
         try:
             self.out = JsonlWriter(path)
@@ -253,14 +255,15 @@ class TrialWriter:
 
     def trial(self, trial: Any, baseline: Any) -> None:
         if trial.context:
-            self.run_record(trial.context, {"first_trial": trial.file})
+            self.run_record(trial.context, {})
         if not self.run_written:
             return      # written once a trial has said where it ran
         self.out.write({
             "kind": "tune_trial", "index": trial.index, "stage": trial.stage,
             "round": trial.round, "position": trial.position, "config": trial.config.as_dict(),
             "label": trial.config.label(baseline), "status": trial.status,
-            "reason": trial.reason, "wall_s": trial.wall_s, "file": trial.file,
+            "reason": trial.reason, "wall_s": trial.wall_s,
+            "file": trial.file if self.keep_files else None,
             "results": [{"collective": m.collective, "dtype": m.dtype,
                          "size_bytes": m.size_bytes, "time_us": m.time_us}
                         for m in trial.measurements]})

@@ -44,6 +44,7 @@ class Run:
     results: list[BenchResult] = field(default_factory=list)
     train: list[dict[str, Any]] = field(default_factory=list)
     samples: list[dict[str, Any]] = field(default_factory=list)
+    tune: list[dict[str, Any]] = field(default_factory=list)      # `tune` sweep records
 
 
 @dataclass
@@ -159,19 +160,21 @@ def group_records(records: list[tuple[int, dict[str, Any]]], name: str,
                   warnings: list[str]) -> list[Run]:
     """Runs from records in file order: each run record opens a run, measurements join it."""
     contexts: list[dict[str, Any]] = []
-    members: list[tuple[list[BenchResult], list[dict[str, Any]], list[dict[str, Any]]]] = []
+    Members = tuple[list[BenchResult], list[dict[str, Any]], list[dict[str, Any]],
+                    list[dict[str, Any]]]
+    members: list[Members] = []
 
-    def current() -> tuple[list[BenchResult], list[dict[str, Any]], list[dict[str, Any]]]:
+    def current() -> Members:
         if not members:            # measurements before any run record
             contexts.append({})
-            members.append(([], [], []))
+            members.append(([], [], [], []))
         return members[-1]
 
     for number, record in records:
         kind = record.get("kind")
         if kind == "run":
             contexts.append(record)
-            members.append(([], [], []))
+            members.append(([], [], [], []))
         elif kind == "result":
             result = _result(record)
             if result is None:
@@ -189,16 +192,33 @@ def group_records(records: list[tuple[int, dict[str, Any]]], name: str,
             else:
                 warnings.append(f"{name}: line {number}: sample record without a numeric ts "
                                 "and a metrics object; skipped")
-        else:
+        elif kind == "tune":
+            current()[3].append(record)
+        elif kind != "tune_trial":    # a tune sweep's raw trials: its tune records sum them up
             warnings.append(f"{name}: line {number}: record kind {kind!r} is not one report "
-                            "reads (run, result, train, sample); skipped")
+                            "reads (run, result, train, sample, tune); skipped")
     runs = []
-    for index, (context, (results, train, samples)) in enumerate(zip(contexts, members)):
+    for index, (context, (results, train, samples, tune)) in enumerate(zip(contexts, members)):
         label = _run_label(name, index, len(contexts), (context.get("extra") or {}).get("label")
                            if isinstance(context.get("extra"), dict) else None)
         runs.append(Run(label=label, context=context, results=results, train=train,
-                        samples=samples))
+                        samples=samples, tune=tune))
     return runs
+
+
+def tune_results(run: Run) -> list[BenchResult]:
+    """A tune sweep's per-configuration medians as results, the configuration as ``algo``
+    ("tune: NCCL_ALGO=Tree"), so `compare` can gate one sweep against another."""
+    results = []
+    for record in run.tune:
+        if record.get("verdict") == "failed":
+            continue
+        data = {**record, "kind": "result", "algo": f"tune: {record.get('label', '?')}",
+                "op": record.get("op", "sum")}
+        result = _result(data)
+        if result is not None:
+            results.append(result)
+    return results
 
 
 def _line_number(warning: str) -> int:

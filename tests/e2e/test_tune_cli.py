@@ -105,3 +105,44 @@ def test_tune_is_listed_in_help():
     assert " tune " in proc.stdout
     proc = run_cli("tune", "--help")
     assert proc.returncode == 0 and "--tuner-csv" in proc.stdout and "{cmd}" in proc.stdout
+
+
+def merged_sweep(tmp_path, slowdown=1.0):
+    """tune --merge over a hand-made sweep; its --json file. ``slowdown`` scales every time."""
+    files = []
+    for round_, j in enumerate((1.0, 1.04, 0.97)):
+        for position, (env, small) in enumerate((({}, 100.0), ({"NCCL_ALGO": "Tree"}, 50.0))):
+            path = tmp_path / f"s{slowdown}-r{round_}-{position}.jsonl"
+            write_bench(path, env, round_ * 10 + position,
+                        {65536: small * j * slowdown, 1 << 20: 800.0 * j * slowdown})
+            files.append(str(path))
+    out = tmp_path / f"tune-{slowdown}.jsonl"
+    proc = run_cli("tune", *GLOO, "--space", "NCCL_ALGO=Tree", "--merge", *files,
+                   "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def test_report_draws_busbw_per_configuration_of_a_tune_sweep(tmp_path):
+    sweep = merged_sweep(tmp_path)
+    html = tmp_path / "report.html"
+    proc = run_cli("report", str(sweep), "-o", str(html))
+    assert proc.returncode == 0, proc.stderr
+    page = html.read_text()
+    assert "Tuning sweeps" in page and "all_reduce busbw per configuration" in page
+    assert "NCCL_ALGO=Tree" in page and "defaults" in page
+    assert "x the defaults [" in page                      # hover text: ratio with its interval
+    assert "record kind" not in proc.stderr               # tune_trial records are not warned on
+
+
+def test_compare_gates_one_tune_sweep_against_another(tmp_path):
+    base, same, slower = (merged_sweep(tmp_path), merged_sweep(tmp_path),
+                          merged_sweep(tmp_path, slowdown=1.5))
+    proc = run_cli("compare", str(base), str(same))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "matched 4 sizes" in proc.stdout               # 2 configurations x 2 sizes
+    proc = run_cli("compare", str(base), str(slower), "--json", "-")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    rows = json.loads(proc.stdout)["rows"]
+    assert {row["algo"] for row in rows} == {"tune: defaults", "tune: NCCL_ALGO=Tree"}
+    assert all(row["verdict"] == "regressed" for row in rows)
