@@ -143,7 +143,7 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from collscope.tune.trials import choose_launcher
 
     try:
-        import scipy  # noqa: F401  (the intervals; checked before any trial runs)
+        import scipy  # type: ignore[import-untyped]  # noqa: F401  (checked before any trial)
     except ImportError:
         raise UsageError("tune needs scipy for its confidence intervals: "
                          "pip install 'collscope[tune]'") from None
@@ -276,7 +276,8 @@ def _conclude(trials: list[Any], space: Any, config: Any, args: argparse.Namespa
 
     rows = analyse(trials, space.baseline, config.confidence, config.min_gain)
     failed = {t.config: t.reason for t in trials if t.status == "failed"}
-    context = next((t.context for t in trials if t.status == "ok" and t.context), {})
+    context: dict[str, Any] = next(
+        (t.context for t in trials if t.status == "ok" and t.context), {})
     if writer is None and args.json:
         writer = TrialWriter(args.json)
         for trial in trials:

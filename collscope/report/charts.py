@@ -245,7 +245,7 @@ def train_views(inputs: list[Input]) -> list[TrainView]:
 def tune_charts(inputs: list[Input]) -> list[LineChart]:
     """Per tune run and collective: busbw versus size, one series per configuration (the
     defaults dashed); hover text gives the speed-up, its interval and the verdict."""
-    charts = []
+    charts: list[LineChart] = []
     for source in inputs:
         for run in source.runs:
             by_collective: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(dict)

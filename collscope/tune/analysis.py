@@ -98,7 +98,7 @@ class Row:
 def speedup_interval(pairs: Sequence[tuple[float, float]], confidence: float = 0.95,
                      ) -> Interval:
     """``pairs`` of (baseline time, configuration time), one per round."""
-    from scipy import stats
+    from scipy import stats  # type: ignore[import-untyped]
 
     logs = [math.log(base / time) for base, time in pairs]
     n = len(logs)

@@ -258,7 +258,8 @@ def build_space(assignments: Sequence[tuple[str, list[str]]], environ: Mapping[s
     if not variables:
         raise UsageError("--space/--preset: nothing to tune; give --space NAME=V1,V2 or "
                          "--preset NAME")
-    baseline, notes = [], []
+    baseline: list[tuple[str, str | None]] = []
+    notes: list[str] = []
     for name, values in variables.items():
         inherited = environ.get(name)
         if inherited is not None:
