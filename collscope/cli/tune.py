@@ -254,19 +254,18 @@ class TrialWriter:
             extra=extra).to_dict())
 
     def trial(self, trial: Any, baseline: Any) -> None:
+        from collscope.results import TuneTrialRecord
+
         if trial.context:
             self.run_record(trial.context, {})
         if not self.run_written:
             return      # written once a trial has said where it ran
-        self.out.write({
-            "kind": "tune_trial", "index": trial.index, "stage": trial.stage,
-            "round": trial.round, "position": trial.position, "config": trial.config.as_dict(),
-            "label": trial.config.label(baseline), "status": trial.status,
-            "reason": trial.reason, "wall_s": trial.wall_s,
-            "file": trial.file if self.keep_files else None,
-            "results": [{"collective": m.collective, "dtype": m.dtype,
-                         "size_bytes": m.size_bytes, "time_us": m.time_us}
-                        for m in trial.measurements]})
+        self.out.write(TuneTrialRecord(
+            trial.index, trial.stage, trial.round, trial.position, trial.config.as_dict(),
+            trial.config.label(baseline), trial.status, trial.reason, trial.wall_s,
+            trial.file if self.keep_files else None,
+            [{"collective": m.collective, "dtype": m.dtype, "size_bytes": m.size_bytes,
+              "time_us": m.time_us} for m in trial.measurements]).to_dict())
 
 
 def _conclude(trials: list[Any], space: Any, config: Any, args: argparse.Namespace, how: str,

@@ -26,6 +26,8 @@ from collscope.tune.space import Config
 CI_METHOD = ("t-interval on the mean log speed-up over paired rounds (scipy.stats.t); "
              "speed-up = baseline time / configuration time in the same round")
 
+TIME_METHOD = "median over trials of bench's mean time per op (in place)"
+
 Point = tuple[str, str, int]              # collective, dtype, size_bytes
 
 

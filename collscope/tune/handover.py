@@ -15,7 +15,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from collscope.tune.analysis import CI_METHOD, Row, SizeRange, score, winner_ranges, winners
+from collscope.results import TuneRecord
+from collscope.tune.analysis import (
+    CI_METHOD,
+    TIME_METHOD,
+    Row,
+    SizeRange,
+    score,
+    winner_ranges,
+    winners,
+)
 from collscope.tune.space import Config
 from collscope.units import format_size
 
@@ -172,25 +181,22 @@ def read_tuner_csv(text: str) -> list[dict[str, Any]]:
 def tune_records(rows: Sequence[Row], baseline: Config, failed: dict[Config, str],
                  confidence: float) -> list[dict[str, Any]]:
     """One ``tune`` record per configuration and size, plus one per failed configuration."""
-    records: list[dict[str, Any]] = []
+    records = []
     for row in rows:
         interval = row.interval
-        records.append({
-            "kind": "tune", "config": row.config.as_dict(), "label": row.config.label(baseline),
-            "baseline": row.config == baseline, "collective": row.collective,
-            "dtype": row.dtype, "in_place": True, "size_bytes": row.size_bytes,
-            "world_size": row.world_size, "trials": row.trials, "time_us": row.time_us,
-            "algbw_gbs": row.algbw_gbs, "busbw_gbs": row.busbw_gbs,
-            "ratio": interval.ratio if interval else 1.0,
-            "ratio_ci_low": interval.low if interval else None,
-            "ratio_ci_high": interval.high if interval else None,
-            "rounds": interval.rounds if interval else row.trials,
-            "confidence": confidence, "ci_method": CI_METHOD,
-            "verdict": row.verdict, "winner": row.winner,
-            "time_method": "median over trials of bench's mean time per op (in place)",
-        })
+        records.append(TuneRecord(
+            config=row.config.as_dict(), label=row.config.label(baseline),
+            baseline=row.config == baseline, verdict=row.verdict, winner=row.winner,
+            collective=row.collective, dtype=row.dtype, size_bytes=row.size_bytes,
+            world_size=row.world_size, trials=row.trials,
+            rounds=interval.rounds if interval else row.trials, time_us=row.time_us,
+            algbw_gbs=row.algbw_gbs, busbw_gbs=row.busbw_gbs,
+            ratio=interval.ratio if interval else 1.0,
+            ratio_ci_low=interval.low if interval else None,
+            ratio_ci_high=interval.high if interval else None, confidence=confidence,
+            ci_method=CI_METHOD, time_method=TIME_METHOD).to_dict())
     for config, reason in failed.items():
-        records.append({"kind": "tune", "config": config.as_dict(),
-                        "label": config.label(baseline), "baseline": config == baseline,
-                        "verdict": "failed", "reason": reason, "winner": False})
+        records.append(TuneRecord(config=config.as_dict(), label=config.label(baseline),
+                                  baseline=config == baseline, verdict="failed",
+                                  reason=reason).to_dict())
     return records
