@@ -31,7 +31,11 @@ class Sweep:
     trials: list[Trial] = field(default_factory=list)
     stopped: str = ""                 # why the sweep ended early ("" = it completed)
     strategy: str = ""
-    _started: float = field(default_factory=time.monotonic)
+    clock: Callable[[], float] = time.monotonic
+    _started: float = 0.0
+
+    def __post_init__(self) -> None:
+        self._started = self.clock()
 
     @property
     def failed(self) -> dict[Config, str]:
@@ -80,7 +84,7 @@ class Sweep:
     def _budget_allows(self) -> bool:
         if self.config.budget_s is None:
             return True
-        elapsed = time.monotonic() - self._started
+        elapsed = self.clock() - self._started
         done = [t.wall_s for t in self.trials]
         estimate = sum(done) / len(done) if done else 0.0
         return elapsed + estimate <= self.config.budget_s

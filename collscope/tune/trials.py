@@ -188,6 +188,10 @@ def run_trial(trial: Trial, launcher: Launcher, bench: BenchArgs, environ: Mappi
             timed_out = True
             _kill_group(process)
             code = process.returncode
+        except BaseException:
+            # Ctrl-C reaches tune only (the trial has its own session): end the trial too.
+            _kill_group(process)
+            raise
     trial.wall_s = time.monotonic() - started
     trial.file = str(json_path)
     records = read_records(json_path)
