@@ -112,6 +112,9 @@ def _settings(args: argparse.Namespace) -> tuple[Any, Any, Any]:
         step_factor=args.step_factor, iters=args.iters, warmup_iters=args.warmup_iters,
         dtypes=[args.dtype], out_of_place=False, backend=args.backend,
         timeout_s=config.collective_timeout_s)
+    if len(bench.dtypes) != 1:
+        raise UsageError(f"-d/--dtype: tune measures one dtype per sweep; got "
+                         f"{', '.join(bench.dtypes)}")
     library = _library(args.backend)
     assignments = [parse_assignment(text, "--space") for text in args.space]
     for name in args.preset:
