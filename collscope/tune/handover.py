@@ -127,12 +127,14 @@ def tuner_csv(rows: Sequence[Row], baseline: Config, nodes: int, ranks: int) -> 
     lines = ["# collscope tune: per-size winners for NCCL's example tuner plugin",
              f"# {','.join(TUNER_COLUMNS)}",
              "# sizes are bench message sizes (nccl-tests' size column); ranges cover measured "
-             "sizes only"]
+             "sizes only;",
+             "# sizes without a row get the plugin's fallback (its README: Default Behavior), "
+             "not necessarily NCCL's own choice"]
     ranges = [r for r in winner_ranges(rows)]
     for index, size_range in enumerate(ranges):
         config = size_range.config
         low, high = _range_bounds(ranges, index)
-        where = f"{size_range.collective} {format_size(low)}-{format_size(high)}"
+        where = f"{size_range.collective} {low}-{high} bytes"
         if config == baseline:
             lines.append(f"# {where}: defaults ({NO_WINNER}); no row")
             continue
