@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-from collscope.tune.analysis import Row
+from collscope.tune.analysis import TIME_METHOD, Row, winner_ranges
 from collscope.tune.config import TuneConfig
 from collscope.tune.handover import NO_WINNER, recommend
 from collscope.tune.space import Config, Space
@@ -37,8 +37,7 @@ def lines(rows: Sequence[Row], failed: dict[Config, str], space: Space, config: 
     baseline = space.baseline
     out = [f"# collscope tune: {how}",
            f"# baseline (\"defaults\"): {'; '.join(space.baseline_notes)}",
-           "# time: median over trials of bench's mean time per op (in place); busbw from it "
-           "(nccl-tests' definition)",
+           f"# time: {TIME_METHOD}; busbw from it (nccl-tests' definition)",
            f"# [{config.confidence:.0%} CI] of the speed-up: {ci_method}; faster = interval above "
            f"{1 + config.min_gain:g}; * = winner at that size"]
     configs = list(dict.fromkeys(r.config for r in rows if r.config != baseline))
@@ -59,6 +58,16 @@ def lines(rows: Sequence[Row], failed: dict[Config, str], space: Space, config: 
                          *(_cell(cells[c]) if c in cells else "n/a" for c in configs)])
         out.append(f"{collective} ({rows[0].dtype}, {rows[0].world_size} ranks):")
         out += _table(["size", "defaults busbw", *(names[c] for c in configs)], body)
+    out.append("")
+    out.append("winners by size range:")
+    for size_range in winner_ranges(rows):
+        first, last = format_size(size_range.sizes[0]), format_size(size_range.sizes[-1])
+        sizes = first if first == last else f"{first}-{last}"
+        interval = size_range.winner.interval
+        gain = f" ({interval.ratio:.3f}x at {format_size(size_range.sizes[-1])})" if interval \
+            else ""
+        out.append(f"  {size_range.collective} {sizes}: {size_range.config.label(baseline)}"
+                   f"{gain}")
     if failed:
         out.append("")
         out.append("failed (never recommended):")
