@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from collscope.doctor.envlint import KNOWN, TYPO_PREFIXES, closest_known
+from collscope.doctor.envlint import KNOWN, OBSOLETE, TYPO_PREFIXES, closest_known
 from collscope.errors import UsageError
 from collscope.results import RECORDED_ENV_PREFIXES
 
@@ -144,7 +144,12 @@ VALUE_RULES: dict[str, Callable[[str, Library], str | None]] = {
 
 
 def check_name(name: str, flag: str) -> None:
-    """Refuse a variable tune cannot vary: a misspelling, or nothing collectives read."""
+    """Refuse a variable tune cannot vary: a misspelling, a dropped or renamed switch (doctor's
+    OBSOLETE table), or nothing collectives read."""
+    if name in OBSOLETE:
+        old = OBSOLETE[name]
+        use = f"; use {old.replacement}" if old.replacement else ""
+        raise UsageError(f"{flag}: {name} is obsolete ({old.note}){use}")
     if name in KNOWN or (name.startswith(UNLISTED_PREFIXES) and not name.startswith(TYPO_PREFIXES)):
         return
     guess = closest_known(name)

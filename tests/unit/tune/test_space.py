@@ -31,6 +31,9 @@ def test_known_and_unlisted_family_names_are_accepted(name):
     ("NCCL_MIN_NCHANNEL", ["did you mean NCCL_MIN_NCHANNELS?"]),
     ("RCCL_MSCCL_ENABEL", ["did you mean RCCL_MSCCL_ENABLE?"]),
     ("FOO_BAR", ["FOO_BAR is not a communication variable", "HSA_*"]),
+    ("NCCL_MAX_NRINGS", ["NCCL_MAX_NRINGS is obsolete (rings became channels",
+                         "use NCCL_MAX_NCHANNELS"]),
+    ("RCCL_ENABLE_CLIQUE", ["removed in RCCL 2.12.10"]),
 ])
 def test_unknown_names_are_refused_with_a_suggestion(name, needles):
     with pytest.raises(UsageError) as error:
