@@ -167,8 +167,9 @@ def read_records(path: Path) -> list[dict[str, Any]]:
 def run_trial(trial: Trial, launcher: Launcher, bench: BenchArgs, environ: Mapping[str, str],
               directory: Path, timeout_s: float) -> Trial:
     """Run one trial to completion or until ``timeout_s``; fills status, reason, measurements."""
-    json_path = directory / f"trial-{trial.index:03d}.jsonl"
-    log_path = directory / f"trial-{trial.index:03d}.log"
+    # Absolute: a launcher or wrapper may start the ranks in another working directory.
+    json_path = directory.resolve() / f"trial-{trial.index:03d}.jsonl"
+    log_path = directory.resolve() / f"trial-{trial.index:03d}.log"
     argv = launcher.argv(bench.argv(json_path))
     env = trial.config.environment(environ)
     started = time.monotonic()
