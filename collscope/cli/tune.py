@@ -10,11 +10,17 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from collscope import __version__
 from collscope.collectives.table import COLLECTIVES
 from collscope.errors import UsageError
+
+if TYPE_CHECKING:      # annotations only: the CLI imports its library lazily
+    from collscope.tune.analysis import Trial
+    from collscope.tune.config import TuneConfig
+    from collscope.tune.space import Config, Library, Space
+    from collscope.tune.trials import BenchArgs, Launcher
 
 EXAMPLES = """\
 examples:
@@ -93,7 +99,7 @@ def add_parser(commands: Any) -> None:
     p.set_defaults(handler=handle)
 
 
-def _settings(args: argparse.Namespace) -> tuple[Any, Any, Any]:
+def _settings(args: argparse.Namespace) -> tuple[TuneConfig, Space, BenchArgs]:
     """(TuneConfig, Space, BenchArgs) from the flags; UsageError on anything wrong."""
     from collscope.bench.config import BenchConfig
     from collscope.tune.config import TuneConfig
@@ -126,7 +132,7 @@ def _settings(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     return config, space, bench_args
 
 
-def _library(backend: str) -> Any:
+def _library(backend: str) -> Library:
     from collscope.doctor.envlint import version_tuple
     from collscope.tune.space import Library, Version
 
@@ -165,7 +171,7 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     return _sweep(space, config, launcher, bench, args)
 
 
-def _print_commands(space: Any, config: Any, launcher: Any, bench: Any,
+def _print_commands(space: Space, config: TuneConfig, launcher: Launcher, bench: BenchArgs,
                     args: argparse.Namespace) -> int:
     from collscope.tune.analysis import Trial
     from collscope.tune.plan import rounds_order
@@ -190,7 +196,8 @@ def _print_commands(space: Any, config: Any, launcher: Any, bench: Any,
     return 0
 
 
-def _sweep(space: Any, config: Any, launcher: Any, bench: Any, args: argparse.Namespace) -> int:
+def _sweep(space: Space, config: TuneConfig, launcher: Launcher, bench: BenchArgs,
+           args: argparse.Namespace) -> int:
     from collscope.tune.run import Sweep
 
     if args.trials_dir:
@@ -205,7 +212,7 @@ def _sweep(space: Any, config: Any, launcher: Any, bench: Any, args: argparse.Na
     sys.stderr.write(f"collscope tune: {total} configuration(s) in the grid, {config.rounds} "
                      f"round(s), trials: {launcher.describe()}\n")
 
-    def progress(trial: Any) -> None:
+    def progress(trial: Trial) -> None:
         sys.stderr.write(f"  trial {trial.index + 1} (round {trial.round + 1}) "
                          f"{trial.config.label(space.baseline)}: {trial.status}"
                          f"{' - ' + trial.reason if trial.reason else ''} "
@@ -256,7 +263,7 @@ class TrialWriter:
             timing=str(context.get("timing", "")), started_at=time.time(),
             extra=extra).to_dict())
 
-    def trial(self, trial: Any, baseline: Any) -> None:
+    def trial(self, trial: Trial, baseline: Config) -> None:
         from collscope.results import TuneTrialRecord
 
         if trial.context:
@@ -271,8 +278,8 @@ class TrialWriter:
               "time_us": m.time_us} for m in trial.measurements]).to_dict())
 
 
-def _conclude(trials: list[Any], space: Any, config: Any, args: argparse.Namespace, how: str,
-              stopped: str, writer: TrialWriter | None = None) -> int:
+def _conclude(trials: list[Trial], space: Space, config: TuneConfig, args: argparse.Namespace,
+              how: str, stopped: str, writer: TrialWriter | None = None) -> int:
     from collscope.tune import handover
     from collscope.tune.analysis import CI_METHOD, analyse
 
