@@ -3,12 +3,14 @@ interface per node (network namespaces), and a planted hang that must not stop t
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 import time
 
 import pytest
 
-from tests.helpers import REPO, read_records, run_cli
+from tests.helpers import REPO, cli_env, read_records, run_cli
 
 pytestmark = pytest.mark.dist
 SCRIPTS = REPO / "tests" / "dist" / "scripts"
@@ -99,3 +101,35 @@ def test_a_hanging_configuration_is_recorded_failed_and_the_sweep_completes(tmp_
     assert [r["config"]["NCCL_ALGO"] for r in failed] == ["Tree"]
     assert "failed (never recommended):" in proc.stdout
     assert time.monotonic() - started < 120
+
+
+FAKE_SRUN = """#!{python}
+# A stand-in for srun: records its arguments, then runs the command after the options.
+import json, os, sys
+with open({log!r}, "a") as log:
+    log.write(json.dumps({{"argv": sys.argv[1:],
+                          "NCCL_ALGO": os.environ.get("NCCL_ALGO")}}) + "\\n")
+command = sys.argv[1:]
+while command[0].startswith("--"):
+    command.pop(0)
+os.execv(command[0], command)
+"""
+
+
+def test_inside_a_slurm_allocation_trials_run_through_srun(tmp_path):
+    log = tmp_path / "srun.log"
+    srun = tmp_path / "bin" / "srun"
+    srun.parent.mkdir()
+    srun.write_text(FAKE_SRUN.format(python=sys.executable, log=str(log)))
+    srun.chmod(0o755)
+    env = cli_env(SLURM_JOB_ID="4242", PATH=f"{srun.parent}:{os.environ['PATH']}")
+    proc = run_cli("tune", "--space", "NCCL_ALGO=Ring", "--backend", "gloo", "-b", "1K",
+                   "-e", "1K", "-n", "2", "-w", "1", "--rounds", "1", "--timeout", "60",
+                   env=env, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [c["NCCL_ALGO"] for c in calls] == [None, "Ring"]    # the trial's env reaches srun
+    for call in calls:
+        assert call["argv"][:2] == ["--export=ALL", "--kill-on-bad-exit=1"]
+        assert call["argv"][3:6] == ["-m", "collscope", "bench"]
+    assert "trials via srun inside this Slurm allocation" in proc.stdout
