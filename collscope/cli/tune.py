@@ -207,7 +207,8 @@ def _sweep(space: Space, config: TuneConfig, launcher: Launcher, bench: BenchArg
     else:
         holder = tempfile.TemporaryDirectory(prefix="collscope-tune-", dir=".")
         directory = Path(holder.name)
-    writer = TrialWriter(args.json, keep_files=bool(args.trials_dir)) if args.json else None
+    writer = (TrialWriter(args.json, sweep_context(space, config, launcher.describe()),
+                          keep_files=bool(args.trials_dir)) if args.json else None)
     total = len(space.grid())
     sys.stderr.write(f"collscope tune: {total} configuration(s) in the grid, {config.rounds} "
                      f"round(s), trials: {launcher.describe()}\n")
@@ -231,14 +232,28 @@ def _sweep(space: Space, config: TuneConfig, launcher: Launcher, bench: BenchArg
     return _conclude(trials, space, config, args, how, sweep.stopped, writer)
 
 
+def sweep_context(space: Space, config: TuneConfig, how: str) -> dict[str, Any]:
+    """What the run record's ``extra`` says about the sweep (the trials' own context is the
+    rest of the record)."""
+    from dataclasses import asdict
+
+    from collscope.tune.analysis import CI_METHOD, TIME_METHOD
+
+    return {"space": {name: list(values) for name, values in space.variables},
+            "baseline": space.baseline.as_dict(), "baseline_notes": list(space.baseline_notes),
+            "config": asdict(config), "trials": how, "ci_method": CI_METHOD,
+            "time_method": TIME_METHOD}
+
+
 class TrialWriter:
     """The --json file: the run record (once the first trial says where it ran), then one
     tune_trial record per trial as it ends, then the tune records."""
 
-    def __init__(self, path: str, keep_files: bool = True):
+    def __init__(self, path: str, extra: dict[str, Any], keep_files: bool = True):
         from collscope.results import JsonlWriter
 
         self.keep_files = keep_files     # trial files in a temporary folder are gone after
+        self.extra = extra
 
         try:
             self.out = JsonlWriter(path)
@@ -246,7 +261,7 @@ class TrialWriter:
             raise UsageError(f"--json: cannot write {path} ({error.strerror})") from None
         self.run_written = False
 
-    def run_record(self, context: dict[str, Any], extra: dict[str, Any]) -> None:
+    def run_record(self, context: dict[str, Any]) -> None:
         from collscope.results import RunRecord, recorded_env
 
         if self.run_written:
@@ -261,13 +276,13 @@ class TrialWriter:
             hosts=list(context.get("hosts") or []), devices=list(context.get("devices") or []),
             versions=dict(context.get("versions") or {}), env=recorded_env(),
             timing=str(context.get("timing", "")), started_at=time.time(),
-            extra=extra).to_dict())
+            extra=self.extra).to_dict())
 
     def trial(self, trial: Trial, baseline: Config) -> None:
         from collscope.results import TuneTrialRecord
 
         if trial.context:
-            self.run_record(trial.context, {})
+            self.run_record(trial.context)
         if not self.run_written:
             return      # written once a trial has said where it ran
         self.out.write(TuneTrialRecord(
@@ -288,11 +303,11 @@ def _conclude(trials: list[Trial], space: Space, config: TuneConfig, args: argpa
     context: dict[str, Any] = next(
         (t.context for t in trials if t.status == "ok" and t.context), {})
     if writer is None and args.json:
-        writer = TrialWriter(args.json)
+        writer = TrialWriter(args.json, sweep_context(space, config, how))
         for trial in trials:
             writer.trial(trial, space.baseline)
     if writer:
-        writer.run_record(context, {})
+        writer.run_record(context)
         for record in handover.tune_records(rows, space.baseline, failed, config.confidence):
             writer.out.write(record)
         writer.out.close()

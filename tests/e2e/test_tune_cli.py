@@ -92,6 +92,9 @@ def test_merge_judges_hand_run_trials_and_hands_the_winner_over(tmp_path):
 
     records = read_records(json_out)
     assert records[0]["kind"] == "run" and records[0]["command"] == "tune"
+    assert records[0]["world_size"] == 16 and records[0]["nodes"] == 2     # from the trials
+    assert records[0]["extra"]["space"] == {"NCCL_ALGO": ["Ring", "Tree"], "NCCL_PROTO": ["LL"]}
+    assert records[0]["extra"]["baseline"] == {"NCCL_ALGO": None, "NCCL_PROTO": None}
     assert len([r for r in records if r["kind"] == "tune_trial"]) == 9
     tree = [r for r in records if r["kind"] == "tune" and r["label"].startswith("NCCL_ALGO=Tree")]
     assert {r["size_bytes"]: r["verdict"] for r in tree} == {65536: "faster",
