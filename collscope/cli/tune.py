@@ -246,15 +246,17 @@ def sweep_context(space: Space, config: TuneConfig, how: str) -> dict[str, Any]:
 
 
 class TrialWriter:
-    """The --json file: the run record (once the first trial says where it ran), then one
-    tune_trial record per trial as it ends, then the tune records."""
+    """The --json file: the run record (once a trial says where it ran; trial records that
+    end before that wait for it), then one tune_trial record per trial as it ends, then the
+    tune records."""
 
     def __init__(self, path: str, extra: dict[str, Any], keep_files: bool = True):
         from collscope.results import JsonlWriter
 
         self.keep_files = keep_files     # trial files in a temporary folder are gone after
         self.extra = extra
-
+        self.started_at = time.time()
+        self.pending: list[dict[str, Any]] = []
         try:
             self.out = JsonlWriter(path)
         except OSError as error:
@@ -275,22 +277,27 @@ class TrialWriter:
             ranks_per_node=int(context.get("ranks_per_node") or 0),
             hosts=list(context.get("hosts") or []), devices=list(context.get("devices") or []),
             versions=dict(context.get("versions") or {}), env=recorded_env(),
-            timing=str(context.get("timing", "")), started_at=time.time(),
+            timing=str(context.get("timing", "")), started_at=self.started_at,
             extra=self.extra).to_dict())
+        for record in self.pending:
+            self.out.write(record)
+        self.pending = []
 
     def trial(self, trial: Trial, baseline: Config) -> None:
         from collscope.results import TuneTrialRecord
 
-        if trial.context:
-            self.run_record(trial.context)
-        if not self.run_written:
-            return      # written once a trial has said where it ran
-        self.out.write(TuneTrialRecord(
+        record = TuneTrialRecord(
             trial.index, trial.stage, trial.round, trial.position, trial.config.as_dict(),
             trial.config.label(baseline), trial.status, trial.reason, trial.wall_s,
             trial.file if self.keep_files else None,
             [{"collective": m.collective, "dtype": m.dtype, "size_bytes": m.size_bytes,
-              "time_us": m.time_us} for m in trial.measurements]).to_dict())
+              "time_us": m.time_us} for m in trial.measurements]).to_dict()
+        if trial.context:
+            self.run_record(trial.context)
+        if self.run_written:
+            self.out.write(record)
+        else:
+            self.pending.append(record)
 
 
 def _conclude(trials: list[Trial], space: Space, config: TuneConfig, args: argparse.Namespace,

@@ -58,9 +58,10 @@ def lines(rows: Sequence[Row], failed: dict[Config, str], space: Space, config: 
                          *(_cell(cells[c]) if c in cells else "n/a" for c in configs)])
         out.append(f"{collective} ({rows[0].dtype}, {rows[0].world_size} ranks):")
         out += _table(["size", "defaults busbw", *(names[c] for c in configs)], body)
-    out.append("")
-    out.append("winners by size range:")
-    for size_range in winner_ranges(rows):
+    ranges = winner_ranges(rows)
+    if ranges:
+        out += ["", "winners by size range:"]
+    for size_range in ranges:
         first, last = format_size(size_range.sizes[0]), format_size(size_range.sizes[-1])
         sizes = first if first == last else f"{first}-{last}"
         interval = size_range.winner.interval
@@ -76,7 +77,9 @@ def lines(rows: Sequence[Row], failed: dict[Config, str], space: Space, config: 
         out.append(f"stopped early: {stopped}")
     out.append("")
     rec = recommend(rows, baseline)
-    if rec.config is None:
+    if not any(row.config == baseline for row in rows):
+        out.append("verdict: none: the defaults were not measured, so nothing could be compared")
+    elif rec.config is None:
         out.append(f"verdict: {NO_WINNER} (no interval lies wholly above "
                    f"{1 + config.min_gain:g})")
     elif rec.everywhere:

@@ -25,3 +25,12 @@ def test_printed_report_names_its_method_and_the_verdict():
     assert "all_reduce 1 KiB: defaults" in text
     assert text.endswith("verdict: no configuration beats the defaults beyond noise (no interval "
                          "lies wholly above 1.02)")
+
+
+def test_without_a_measured_baseline_there_is_no_verdict():
+    space = build_space([("NCCL_ALGO", ["Ring"])], {}, Library())
+    text = "\n".join(lines([], {space.baseline: "exit code 1 (RuntimeError: boom)"}, space,
+                           TuneConfig(), "grid", "the baseline (defaults) failed", CI_METHOD))
+    assert "winners by size range" not in text
+    assert text.endswith("verdict: none: the defaults were not measured, so nothing could be "
+                         "compared")
