@@ -26,24 +26,21 @@ def tune_on_cluster(rates: tuple[str, str], tmp_path, *extra: str):
     """Run tune over GLOO_SOCKET_IFNAME=<network 1>,<network 0>; (process, records, seconds).
     Network 1's interface comes first, so it is the baseline (GLOO_SOCKET_IFNAME has no
     usable unset state)."""
+    out = tmp_path / "tune.jsonl"
+    wrapper = f"{sys.executable} {SCRIPTS / 'netns_tune_launch.py'} cs15 2 2 150 1 {{cmd}}"
     try:
-        cluster_cm = netns_cluster(nodes=2, networks=2, link_rate=lambda _n, k: rates[k],
-                                   prefix="cs15", subnet=150)
-        cluster = cluster_cm.__enter__()
+        with netns_cluster(nodes=2, networks=2, link_rate=lambda _n, k: rates[k],
+                           prefix="cs15", subnet=150) as cluster:
+            started = time.monotonic()
+            proc = run_cli("tune", "--launch", wrapper, "--space",
+                           f"GLOO_SOCKET_IFNAME={cluster.interface(0, 1)},"
+                           f"{cluster.interface(0, 0)}",
+                           "--backend", "gloo", "-b", "256K", "-e", "1M", "-n", "5", "-w", "1",
+                           "--rounds", "3", "--timeout", "60", "--json", str(out), *extra,
+                           timeout=240)
+            elapsed = time.monotonic() - started
     except ClusterUnavailable as error:
         pytest.skip(str(error))
-    try:
-        wrapper = (f"{sys.executable} {SCRIPTS / 'netns_tune_launch.py'} cs15 2 2 150 1 {{cmd}}")
-        out = tmp_path / "tune.jsonl"
-        started = time.monotonic()
-        proc = run_cli("tune", "--launch", wrapper, "--space",
-                       f"GLOO_SOCKET_IFNAME={cluster.interface(0, 1)},{cluster.interface(0, 0)}",
-                       "--backend", "gloo", "-b", "256K", "-e", "1M", "-n", "5", "-w", "1",
-                       "--rounds", "3", "--timeout", "60", "--json", str(out), *extra,
-                       timeout=240)
-        elapsed = time.monotonic() - started
-    finally:
-        cluster_cm.__exit__(None, None, None)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     return proc, read_records(out), elapsed, cluster
 
