@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any
 
+from collscope.collectives.table import COLLECTIVES
 from collscope.report.importer import LogImportError, import_log
 from collscope.results import BenchResult
 
@@ -213,8 +214,10 @@ def tune_results(run: Run) -> list[BenchResult]:
     for record in run.tune:
         if record.get("verdict") == "failed":
             continue
+        spec = COLLECTIVES.get(str(record.get("collective")))
+        # tune's trials run bench's default op: sum where the collective reduces
         data = {**record, "kind": "result", "algo": f"tune: {record.get('label', '?')}",
-                "op": record.get("op", "sum")}
+                "op": "sum" if spec is None or spec.reduces else "none"}
         result = _result(data)
         if result is not None:
             results.append(result)
