@@ -130,7 +130,7 @@ def tuner_csv(rows: Sequence[Row], baseline: Config, nodes: int, ranks: int) -> 
              "sizes only;",
              "# sizes without a row get the plugin's fallback (its README: Default Behavior), "
              "not necessarily NCCL's own choice"]
-    ranges = [r for r in winner_ranges(rows)]
+    ranges = winner_ranges(rows)
     for index, size_range in enumerate(ranges):
         config = size_range.config
         low, high = _range_bounds(ranges, index)
