@@ -60,7 +60,7 @@ def parse_threshold(text: str) -> float:
 
 def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from collscope.report.compare import METRICS, compare
-    from collscope.report.store import InputError, load_inputs
+    from collscope.report.store import InputError, load_inputs, tune_results
     from collscope.units import parse_size
 
     threshold = parse_threshold(args.threshold)
@@ -71,10 +71,14 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
         base, new = load_inputs([args.base, args.new])
     except InputError as error:
         raise UsageError(f"BASE/NEW: {error}") from None
+    sides = []
     for name, source in (("BASE", base), ("NEW", new)):
-        if not source.results:
+        # A tune sweep compares per configuration (its medians, the configuration as algo).
+        results = source.results or [r for run in source.runs for r in tune_results(run)]
+        if not results:
             raise UsageError(f"{name}: {source.path} holds no bench results to compare")
-    result = compare(base.results, new.results, threshold, args.metric, min_bytes)
+        sides.append(results)
+    result = compare(sides[0], sides[1], threshold, args.metric, min_bytes)
     if not result.rows:
         raise UsageError(f"nothing matches: no result of {new.name} has the collective, dtype, "
                          f"op, placement, size and algo of one in {base.name}"

@@ -321,6 +321,51 @@ def train_views(inputs: list[Input]) -> list[TrainView]:
 
 
 # ---------------------------------------------------------------------------------------------
+# Tune
+# ---------------------------------------------------------------------------------------------
+
+
+def tune_charts(inputs: list[Input]) -> list[LineChart]:
+    """Per tune run and collective: busbw versus size, one series per configuration (the
+    defaults dashed); hover text gives the speed-up, its interval and the verdict."""
+    charts: list[LineChart] = []
+    for source in inputs:
+        for run in source.runs:
+            by_collective: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(dict)
+            for rec in run.tune:
+                size, busbw = _number(rec.get("size_bytes")), _number(rec.get("busbw_gbs"))
+                if size and busbw and isinstance(rec.get("collective"), str):
+                    by_collective[rec["collective"]].setdefault(
+                        str(rec.get("label", "?")), []).append(rec)
+            for collective, by_label in by_collective.items():
+                series = []
+                for number, (label, recs) in enumerate(by_label.items()):
+                    recs = sorted(recs, key=lambda r: r["size_bytes"])
+                    baseline = any(r.get("baseline") for r in recs)
+                    tips = [f"{label}\n{format_size(int(r['size_bytes']))}: busbw "
+                            f"{r['busbw_gbs']:.4g} GB/s, {_ratio_text(r)}" for r in recs]
+                    series.append(Series(label, [(r["size_bytes"], r["busbw_gbs"]) for r in recs],
+                                         PALETTE[number % len(PALETTE)], baseline,
+                                         "square" if baseline else "circle",
+                                         f"t{len(charts)}s{number}", tips))
+                charts.append(LineChart(
+                    f"tune_{slug(run.label)}_{slug(collective)}",
+                    f"{run.label}: {collective} busbw per configuration", "message size",
+                    "busbw (GB/s)", series,
+                    note="dashed: the defaults; time = median over trials; hover for the "
+                         "speed-up over the defaults with its interval"))
+    return charts
+
+
+def _ratio_text(record: dict[str, Any]) -> str:
+    if record.get("baseline"):
+        return "the defaults"
+    low, high = _number(record.get("ratio_ci_low")), _number(record.get("ratio_ci_high"))
+    ci = f" [{low:.3f}, {high:.3f}]" if low is not None and high is not None else ""
+    return f"{_number(record.get('ratio')) or 0:.3f}x the defaults{ci}, {record.get('verdict')}"
+
+
+# ---------------------------------------------------------------------------------------------
 # Monitor
 # ---------------------------------------------------------------------------------------------
 

@@ -97,6 +97,7 @@ def render_report(inputs: list[Input], generated_at: float | None = None,
     collectives = ch.collective_views(inputs, colors)
     trains = ch.train_views(inputs)
     monitors = ch.monitor_charts(inputs)
+    tunes = ch.tune_charts(inputs)
     body = [f"<h1>{esc(title)}</h1>",
             f'<p class="meta">collscope {esc(__version__)} · generated '
             f"{esc(_iso(generated_at))} · {len(inputs)} input(s)</p>",
@@ -118,6 +119,10 @@ def render_report(inputs: list[Input], generated_at: float | None = None,
     if trains:
         body.append('<h2 id="train">Training sweeps</h2>')
         body.extend(_train_section(view) for view in trains)
+    if tunes:
+        body.append('<h2 id="tune">Tuning sweeps</h2>')
+        blocks = "".join(_chart_block(chart, with_legend=True) for chart in tunes)
+        body.append(f'<section><div class="charts">{blocks}</div></section>')
     if monitors:
         body.append('<h2 id="monitor">Monitor timelines</h2>')
         blocks = "".join(_chart_block(chart, with_legend=True) for chart in monitors)
@@ -137,6 +142,7 @@ def all_charts(inputs: list[Input]) -> list[ch.Chart]:
         charts += [view.busbw, view.time]
     charts += ch.prediction_charts(inputs)
     charts += [view.chart for view in ch.train_views(inputs)]
+    charts += ch.tune_charts(inputs)
     charts += ch.monitor_charts(inputs)
     return charts
 

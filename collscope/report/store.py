@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any
 
+from collscope.collectives.table import COLLECTIVES
 from collscope.report.importer import LogImportError, import_log
 from collscope.results import BenchResult
 
@@ -45,6 +46,7 @@ class Run:
     train: list[dict[str, Any]] = field(default_factory=list)
     samples: list[dict[str, Any]] = field(default_factory=list)
     predictions: list[dict[str, Any]] = field(default_factory=list)   # `model predict --json`
+    tune: list[dict[str, Any]] = field(default_factory=list)      # `tune` sweep records
 
 
 @dataclass
@@ -160,12 +162,14 @@ def group_records(records: list[tuple[int, dict[str, Any]]], name: str,
                   warnings: list[str]) -> list[Run]:
     """Runs from records in file order: each run record opens a run, measurements join it."""
     contexts: list[dict[str, Any]] = []
-    members: list[tuple[list[BenchResult], list[dict[str, Any]], list[dict[str, Any]]]] = []
+    Members = tuple[list[BenchResult], list[dict[str, Any]], list[dict[str, Any]],
+                    list[dict[str, Any]]]
+    members: list[Members] = []
 
-    def current() -> tuple[list[BenchResult], list[dict[str, Any]], list[dict[str, Any]]]:
+    def current() -> Members:
         if not members:            # measurements before any run record
             contexts.append({})
-            members.append(([], [], []))
+            members.append(([], [], [], []))
         return members[-1]
 
     predictions: dict[int, list[dict[str, Any]]] = {}
@@ -173,7 +177,7 @@ def group_records(records: list[tuple[int, dict[str, Any]]], name: str,
         kind = record.get("kind")
         if kind == "run":
             contexts.append(record)
-            members.append(([], [], []))
+            members.append(([], [], [], []))
         elif kind == "result":
             result = _result(record)
             if result is None:
@@ -198,16 +202,36 @@ def group_records(records: list[tuple[int, dict[str, Any]]], name: str,
             else:
                 warnings.append(f"{name}: line {number}: prediction record without a "
                                 "collective, a size, nodes and busbw; skipped")
-        else:
+        elif kind == "tune":
+            current()[3].append(record)
+        elif kind != "tune_trial":    # a tune sweep's raw trials: its tune records sum them up
             warnings.append(f"{name}: line {number}: record kind {kind!r} is not one report "
-                            "reads (run, result, train, sample, prediction); skipped")
+                            "reads (run, result, train, sample, prediction, tune); skipped")
     runs = []
-    for index, (context, (results, train, samples)) in enumerate(zip(contexts, members)):
+    for index, (context, (results, train, samples, tune)) in enumerate(zip(contexts, members)):
         label = _run_label(name, index, len(contexts), (context.get("extra") or {}).get("label")
                            if isinstance(context.get("extra"), dict) else None)
         runs.append(Run(label=label, context=context, results=results, train=train,
-                        samples=samples, predictions=predictions.get(index, [])))
+                        samples=samples, predictions=predictions.get(index, []),
+                        tune=tune))
     return runs
+
+
+def tune_results(run: Run) -> list[BenchResult]:
+    """A tune sweep's per-configuration medians as results, the configuration as ``algo``
+    ("tune: NCCL_ALGO=Tree"), so `compare` can gate one sweep against another."""
+    results = []
+    for record in run.tune:
+        if record.get("verdict") == "failed":
+            continue
+        spec = COLLECTIVES.get(str(record.get("collective")))
+        # tune's trials run bench's default op: sum where the collective reduces
+        data = {**record, "kind": "result", "algo": f"tune: {record.get('label', '?')}",
+                "op": "sum" if spec is None or spec.reduces else "none"}
+        result = _result(data)
+        if result is not None:
+            results.append(result)
+    return results
 
 
 def _line_number(warning: str) -> int:

@@ -1,0 +1,211 @@
+"""Significance per size: is a configuration faster than the defaults beyond the noise?
+
+Pure. Every trial measures every size once (bench's mean time per operation over its timed
+loop). Within one round a configuration and the baseline ran back to back, so their times are
+paired: the round's speed-up is ``baseline time / configuration time``. Over the rounds, the
+speed-up's confidence interval is a Student t-interval on the mean of the log speed-ups
+(scipy.stats.t), exponentiated: a ratio interval that is symmetric in log space, so 2x faster
+and 2x slower are equally far from 1. A configuration is *faster* at a size when the whole
+interval lies above 1 + ``min_gain`` (default 2%: a gain too small to be worth a change of
+settings, and a margin against the few percent of intervals that miss by chance), *slower* when
+it lies wholly below 1, otherwise *within noise*. The interval is per size and per
+configuration, not corrected for how many were tried.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from collscope.collectives.table import bandwidths
+from collscope.tune.space import Config
+
+CI_METHOD = ("t-interval on the mean log speed-up over paired rounds (scipy.stats.t); "
+             "speed-up = baseline time / configuration time in the same round")
+
+TIME_METHOD = "median over trials of bench's mean time per op (in place)"
+
+Point = tuple[str, str, int]              # collective, dtype, size_bytes
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One size of one trial, from bench's result record."""
+
+    collective: str
+    dtype: str
+    size_bytes: int
+    time_us: float
+    world_size: int
+
+    @property
+    def point(self) -> Point:
+        return (self.collective, self.dtype, self.size_bytes)
+
+
+@dataclass
+class Trial:
+    """One bench job of one configuration."""
+
+    index: int
+    stage: int
+    round: int
+    position: int                 # place in its round
+    config: Config
+    status: str = "pending"       # ok, failed, skipped
+    reason: str = ""
+    wall_s: float = 0.0
+    file: str = ""
+    measurements: list[Measurement] = field(default_factory=list)
+    context: dict = field(default_factory=dict)   # the bench run record
+
+    @property
+    def pair_key(self) -> tuple[int, int]:
+        return (self.stage, self.round)
+
+
+@dataclass(frozen=True)
+class Interval:
+    ratio: float          # exp(mean log speed-up)
+    low: float | None     # None with fewer than 2 rounds
+    high: float | None
+    rounds: int
+
+
+@dataclass
+class Row:
+    """One configuration at one size: its numbers, its speed-up over the baseline, the verdict."""
+
+    config: Config
+    collective: str
+    dtype: str
+    size_bytes: int
+    world_size: int
+    trials: int
+    time_us: float        # median over its trials of bench's mean time per op
+    algbw_gbs: float
+    busbw_gbs: float
+    interval: Interval | None       # None for the baseline
+    verdict: str                    # baseline, faster, slower, within noise, too few rounds
+    winner: bool = False
+
+    @property
+    def point(self) -> Point:
+        return (self.collective, self.dtype, self.size_bytes)
+
+
+def speedup_interval(pairs: Sequence[tuple[float, float]], confidence: float = 0.95,
+                     ) -> Interval:
+    """``pairs`` of (baseline time, configuration time), one per round."""
+    from scipy import stats  # type: ignore[import-untyped]
+
+    logs = [math.log(base / time) for base, time in pairs]
+    n = len(logs)
+    mean = statistics.fmean(logs)
+    if n < 2:
+        return Interval(math.exp(mean), None, None, n)
+    half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * statistics.stdev(logs) / math.sqrt(n)
+    return Interval(math.exp(mean), math.exp(mean - half), math.exp(mean + half), n)
+
+
+def verdict_of(interval: Interval, min_gain: float = 0.0) -> str:
+    if interval.low is None or interval.high is None:
+        return "too few rounds"
+    if interval.low > 1.0 + min_gain:
+        return "faster"
+    if interval.high < 1.0:
+        return "slower"
+    return "within noise"
+
+
+def analyse(trials: Sequence[Trial], baseline: Config, confidence: float = 0.95,
+            min_gain: float = 0.0) -> list[Row]:
+    """Rows for every configuration that ran without failing, per size, winners marked."""
+    times: dict[Config, dict[Point, dict[tuple[int, int], float]]] = defaultdict(
+        lambda: defaultdict(dict))
+    world: dict[Point, int] = {}
+    for trial in trials:
+        if trial.status != "ok":
+            continue
+        for m in trial.measurements:
+            if m.time_us > 0:
+                times[trial.config][m.point][trial.pair_key] = m.time_us
+                world[m.point] = m.world_size
+    failed = {t.config for t in trials if t.status == "failed"}
+    rows: list[Row] = []
+    base_times = times.get(baseline, {})
+    for config, by_point in times.items():
+        if config in failed:
+            continue
+        for point, by_round in sorted(by_point.items()):
+            collective, dtype, size = point
+            median = statistics.median(by_round.values())
+            algbw, busbw = bandwidths(size, median, collective, world[point])
+            interval, verdict = None, "baseline"
+            if config != baseline:
+                pairs = [(base_times[point][key], t) for key, t in by_round.items()
+                         if key in base_times.get(point, {})]
+                if not pairs:
+                    continue
+                interval = speedup_interval(pairs, confidence)
+                verdict = verdict_of(interval, min_gain)
+            rows.append(Row(config, collective, dtype, size, world[point], len(by_round),
+                            median, algbw, busbw, interval, verdict))
+    mark_winners(rows)
+    return rows
+
+
+def mark_winners(rows: Sequence[Row]) -> None:
+    """Per size, the significantly faster configuration with the largest speed-up wins; where
+    none is significantly faster, the baseline does."""
+    by_point: dict[Point, list[Row]] = defaultdict(list)
+    for row in rows:
+        by_point[row.point].append(row)
+    for group in by_point.values():
+        faster = [r for r in group if r.verdict == "faster" and r.interval is not None]
+        if faster:
+            max(faster, key=lambda r: r.interval.ratio if r.interval else 0.0).winner = True
+        else:
+            for row in group:
+                row.winner = row.verdict == "baseline"
+
+
+def winners(rows: Sequence[Row]) -> dict[Point, Row]:
+    return {row.point: row for row in rows if row.winner}
+
+
+def score(rows: Sequence[Row], config: Config) -> float | None:
+    """Geometric mean speed-up of ``config`` over the baseline across all its sizes."""
+    ratios = [r.interval.ratio for r in rows if r.config == config and r.interval is not None]
+    if not ratios:
+        return 1.0 if any(r.config == config for r in rows) else None
+    return math.exp(statistics.fmean(math.log(x) for x in ratios))
+
+
+@dataclass(frozen=True)
+class SizeRange:
+    collective: str
+    dtype: str
+    sizes: tuple[int, ...]           # measured sizes in the range
+    winner: Row                      # the winner at the range's largest size (same config)
+
+    @property
+    def config(self) -> Config:
+        return self.winner.config
+
+
+def winner_ranges(rows: Sequence[Row]) -> list[SizeRange]:
+    """Consecutive sizes with the same winning configuration, per collective and dtype."""
+    ranges: list[SizeRange] = []
+    ordered = sorted(winners(rows).values(), key=lambda r: r.point)
+    for row in ordered:
+        last = ranges[-1] if ranges else None
+        if (last and (last.collective, last.dtype) == (row.collective, row.dtype)
+                and last.config == row.config):
+            ranges[-1] = SizeRange(row.collective, row.dtype, (*last.sizes, row.size_bytes), row)
+        else:
+            ranges.append(SizeRange(row.collective, row.dtype, (row.size_bytes,), row))
+    return ranges

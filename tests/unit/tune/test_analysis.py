@@ -1,0 +1,117 @@
+"""Per-size speed-up intervals, verdicts, winners and size ranges, on hand-made trials."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from collscope.tune.analysis import (
+    Interval,
+    Measurement,
+    Trial,
+    analyse,
+    score,
+    speedup_interval,
+    verdict_of,
+    winner_ranges,
+)
+from collscope.tune.space import Config
+
+T_975_1DF = 12.706204736          # Student t, 97.5th percentile, 1 degree of freedom (tables)
+BASE = Config((("NCCL_ALGO", None),))
+RING = Config((("NCCL_ALGO", "Ring"),))
+TREE = Config((("NCCL_ALGO", "Tree"),))
+
+
+def test_interval_of_identical_rounds_is_a_point():
+    interval = speedup_interval([(200.0, 100.0), (300.0, 150.0)])
+    assert interval == Interval(2.0, 2.0, 2.0, 2)
+
+
+def test_interval_is_a_t_interval_on_the_mean_log_speed_up():
+    interval = speedup_interval([(110.0, 100.0), (130.0, 100.0)])
+    logs = [math.log(1.1), math.log(1.3)]
+    mean = sum(logs) / 2
+    half = T_975_1DF * (abs(logs[1] - logs[0]) / math.sqrt(2)) / math.sqrt(2)
+    assert interval.ratio == pytest.approx(math.exp(mean))          # 1.1958
+    assert interval.low == pytest.approx(math.exp(mean - half), rel=1e-6)     # 0.4138
+    assert interval.high == pytest.approx(math.exp(mean + half), rel=1e-6)    # 3.456
+    assert interval.rounds == 2
+
+
+def test_one_round_gives_no_interval():
+    interval = speedup_interval([(120.0, 100.0)])
+    assert interval.ratio == pytest.approx(1.2) and interval.low is None
+    assert verdict_of(interval) == "too few rounds"
+
+
+@pytest.mark.parametrize("low, high, gain, verdict", [
+    (1.01, 1.2, 0.0, "faster"), (1.01, 1.2, 0.02, "within noise"), (1.03, 1.2, 0.02, "faster"),
+    (0.9, 1.1, 0.0, "within noise"), (0.8, 0.99, 0.02, "slower"),
+])
+def test_verdicts(low, high, gain, verdict):
+    assert verdict_of(Interval(1.0, low, high, 3), gain) == verdict
+
+
+def trials_from(times: dict[Config, list[dict[int, float]]], failed: set[Config] = frozenset(),
+                ) -> list[Trial]:
+    """Trials in interleaved rounds from {config: [per round {size: time_us}]}."""
+    trials = []
+    rounds = len(next(iter(times.values())))
+    for round_ in range(rounds):
+        for position, (config, per_round) in enumerate(times.items()):
+            trial = Trial(len(trials), 0, round_, position, config,
+                          status="failed" if config in failed else "ok")
+            if config not in failed:
+                trial.measurements = [Measurement("all_reduce", "float", size, t, 4)
+                                      for size, t in per_round[round_].items()]
+            trials.append(trial)
+    return trials
+
+
+def test_analyse_pairs_by_round_and_marks_per_size_winners():
+    # Ring is 2x faster at 1 MiB in every round but equal at 1 KiB; Tree is slower at 1 MiB.
+    trials = trials_from({
+        BASE: [{1024: 10.0, 1 << 20: 200.0}, {1024: 12.0, 1 << 20: 260.0},
+               {1024: 11.0, 1 << 20: 220.0}],
+        RING: [{1024: 10.5, 1 << 20: 100.0}, {1024: 11.0, 1 << 20: 131.0},
+               {1024: 11.5, 1 << 20: 109.0}],
+        TREE: [{1024: 10.0, 1 << 20: 400.0}, {1024: 12.0, 1 << 20: 530.0},
+               {1024: 11.0, 1 << 20: 441.0}],
+    })
+    rows = {(r.config, r.size_bytes): r for r in analyse(trials, BASE)}
+    ring_big = rows[(RING, 1 << 20)]
+    assert ring_big.verdict == "faster" and ring_big.winner
+    assert ring_big.interval.ratio == pytest.approx(
+        math.exp((math.log(2) + math.log(260 / 131) + math.log(220 / 109)) / 3))
+    assert ring_big.time_us == 109.0                                   # median of 100/131/109
+    # busbw = size / time x 2(n-1)/n on 4 ranks (nccl-tests)
+    assert ring_big.busbw_gbs == pytest.approx((1 << 20) / 109e-6 / 1e9 * 1.5)
+    assert rows[(TREE, 1 << 20)].verdict == "slower"
+    assert rows[(RING, 1024)].verdict == "within noise"
+    assert rows[(BASE, 1024)].winner and not rows[(BASE, 1 << 20)].winner
+    assert rows[(BASE, 1024)].verdict == "baseline" and rows[(BASE, 1024)].interval is None
+    assert score(list(rows.values()), RING) > 1.3 > 1.0 > score(list(rows.values()), TREE)
+
+
+def test_failed_configurations_have_no_rows():
+    trials = trials_from({BASE: [{1024: 10.0}, {1024: 11.0}],
+                          RING: [{1024: 5.0}, {1024: 5.5}]}, failed={RING})
+    rows = analyse(trials, BASE)
+    assert {r.config for r in rows} == {BASE}
+
+
+def test_winner_ranges_group_consecutive_sizes_with_the_same_winner():
+    sizes = [1024, 4096, 16384, 65536]
+    # Tree wins the two small sizes, Ring the two large ones
+    base = [{s: 100.0 for s in sizes}, {s: 104.0 for s in sizes}, {s: 98.0 for s in sizes}]
+    ring = [{1024: 100.0, 4096: 101.0, 16384: 50.0, 65536: 40.0},
+            {1024: 103.0, 4096: 104.0, 16384: 53.0, 65536: 41.0},
+            {1024: 99.0, 4096: 97.0, 16384: 50.0, 65536: 39.0}]
+    tree = [{1024: 60.0, 4096: 61.0, 16384: 99.0, 65536: 100.0},
+            {1024: 62.0, 4096: 63.0, 16384: 104.0, 65536: 105.0},
+            {1024: 58.0, 4096: 59.0, 16384: 97.0, 65536: 99.0}]
+    ranges = winner_ranges(analyse(trials_from({BASE: base, RING: ring, TREE: tree}), BASE))
+    assert [(r.config, r.sizes) for r in ranges] == [(TREE, (1024, 4096)),
+                                                     (RING, (16384, 65536))]

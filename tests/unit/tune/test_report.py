@@ -1,0 +1,36 @@
+"""What tune prints: the method, per-size cells, failures and the verdict."""
+
+from __future__ import annotations
+
+from collscope.tune.analysis import CI_METHOD, analyse
+from collscope.tune.config import TuneConfig
+from collscope.tune.report import lines
+from collscope.tune.space import Library, build_space
+from tests.unit.tune.test_analysis import trials_from
+
+
+def test_printed_report_names_its_method_and_the_verdict():
+    space = build_space([("NCCL_ALGO", ["Ring", "Tree"])], {}, Library())
+    base, ring, tree = space.grid()
+    rows = analyse(trials_from({base: [{1024: 100.0}, {1024: 104.0}, {1024: 98.0}],
+                                ring: [{1024: 99.0}, {1024: 105.0}, {1024: 97.0}]}), base,
+                   min_gain=0.02)
+    text = "\n".join(lines(rows, {tree: "hung: no exit within --timeout 60 s, killed"}, space,
+                           TuneConfig(), "grid, trials via standalone", "", CI_METHOD))
+    assert "t-interval on the mean log speed-up over paired rounds (scipy.stats.t)" in text
+    assert "faster = interval above 1.02" in text
+    assert "NCCL_ALGO unset (the library's default)" in text
+    assert "c1: NCCL_ALGO=Ring" in text and "within noise" in text
+    assert "failed (never recommended):\n  NCCL_ALGO=Tree: hung" in text
+    assert "all_reduce 1 KiB: defaults" in text
+    assert text.endswith("verdict: no configuration beats the defaults beyond noise (no interval "
+                         "lies wholly above 1.02)")
+
+
+def test_without_a_measured_baseline_there_is_no_verdict():
+    space = build_space([("NCCL_ALGO", ["Ring"])], {}, Library())
+    text = "\n".join(lines([], {space.baseline: "exit code 1 (RuntimeError: boom)"}, space,
+                           TuneConfig(), "grid", "the baseline (defaults) failed", CI_METHOD))
+    assert "winners by size range" not in text
+    assert text.endswith("verdict: none: the defaults were not measured, so nothing could be "
+                         "compared")
