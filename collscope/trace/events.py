@@ -58,6 +58,7 @@ class TraceDoc(msgspec.Struct):
     traceEvents: list[Event]  # noqa: N815 - the file's own key
     distributedInfo: Any = None  # noqa: N815
     deviceProperties: Any = None  # noqa: N815
+    host_name: Any = None
 
 
 _DECODER = msgspec.json.Decoder(TraceDoc)

@@ -81,6 +81,7 @@ class RankTrace:
     first_ts: float
     last_ts: float
     pg_sizes: dict[str, int] = field(default_factory=dict)
+    host: str | None = None
 
 
 def _int(value: Any) -> int | None:
@@ -390,4 +391,4 @@ def analyse_doc(doc: TraceDoc, path: str, rank_hint: int | None,
         compute_ms=whole.compute_ms, exposed_comm_ms=whole.exposed_comm_ms,
         overlap_percent=whole.overlap_percent,
         shared_stream_comm_ms=part.shared_stream_comm_ms, first_ts=first_ts, last_ts=last_ts,
-        pg_sizes=pg_sizes)
+        pg_sizes=pg_sizes, host=doc.host_name if isinstance(doc.host_name, str) else None)

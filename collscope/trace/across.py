@@ -1,0 +1,114 @@
+"""Across ranks (pure): the same collective call on every rank, its start skew, the late rank.
+
+A call is matched across ranks by (process group, sequence number) where the trace records
+"Seq", else by its position among the rank's calls of the same collective, group and size.
+The late rank of a call is the one that started it last: the others sat in the collective
+waiting for it. Start times are compared on the traces' own clocks, so they are only meaningful
+when the ranks' clocks agree (one host, or hosts with synchronised clocks).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from scipy.stats import binomtest
+
+from collscope.trace.rank import CommCall, RankTrace
+
+# A rank is a straggler when the binomial test rejects "last as often as any other rank"
+# at this level.
+STRAGGLER_ALPHA = 0.01
+
+
+@dataclass
+class MatchedCall:
+    key: tuple[object, ...]
+    collective: str
+    size_bytes: int | None
+    starts_us: dict[int, float]       # rank -> start on that rank
+    late_rank: int
+    skew_us: float                    # latest start - earliest start
+    wait_us: float                    # sum over the other ranks of (latest start - their start)
+
+
+@dataclass
+class RankLateness:
+    rank: int
+    late_calls: int
+    wait_caused_ms: float
+
+
+@dataclass
+class Straggler:
+    rank: int
+    late_calls: int
+    calls: int
+    ranks: int
+    p_value: float
+    test: str
+
+
+@dataclass
+class Across:
+    matched: list[MatchedCall]
+    ranks: list[RankLateness]
+    straggler: Straggler | None
+    unmatched_calls: int
+    method: str
+
+
+def _keys(calls: list[CommCall]) -> list[tuple[object, ...]]:
+    counters: dict[tuple[object, ...], int] = defaultdict(int)
+    keys = []
+    for call in sorted(calls, key=lambda c: c.start_us):
+        if call.seq is not None:
+            keys.append(("seq", call.group, call.seq))
+            continue
+        what = (call.collective, call.group, call.size_bytes)
+        keys.append(("order", *what, counters[what]))
+        counters[what] += 1
+    return keys
+
+
+def match(ranks: list[RankTrace]) -> Across:
+    """Calls present on every rank, matched; per-rank lateness; the straggler verdict."""
+    per_rank: dict[int, dict[tuple[object, ...], CommCall]] = {}
+    for trace in ranks:
+        ordered = sorted(trace.calls, key=lambda c: c.start_us)
+        per_rank[trace.rank] = dict(zip(_keys(ordered), ordered))
+    rank_ids = sorted(per_rank)
+    common = set.intersection(*(set(calls) for calls in per_rank.values())) if rank_ids else set()
+    total = sum(len(calls) for calls in per_rank.values())
+    matched = []
+    for key in common:
+        starts = {r: per_rank[r][key].start_us for r in rank_ids}
+        late = max(starts, key=lambda r: (starts[r], r))
+        latest = starts[late]
+        first = per_rank[rank_ids[0]][key]
+        matched.append(MatchedCall(key, first.collective, first.size_bytes, starts, late,
+                                   latest - min(starts.values()),
+                                   sum(latest - s for r, s in starts.items() if r != late)))
+    matched.sort(key=lambda m: min(m.starts_us.values()))
+    lateness = [RankLateness(r, sum(1 for m in matched if m.late_rank == r),
+                             sum(m.wait_us for m in matched if m.late_rank == r) / 1e3)
+                for r in rank_ids]
+    return Across(matched, lateness, _straggler(lateness, len(matched)),
+                  total - len(matched) * len(rank_ids),
+                  "calls matched by (process group, Seq) where recorded, else by order within "
+                  "(collective, group, size); late rank = latest start on the traces' clocks")
+
+
+def _straggler(lateness: list[RankLateness], calls: int) -> Straggler | None:
+    n = len(lateness)
+    if n < 2 or calls < 2:
+        return None
+    worst = max(lateness, key=lambda r: r.late_calls)
+    # The most-late rank is picked after looking: Bonferroni over the n ranks.
+    p_value = min(1.0, n * float(binomtest(worst.late_calls, calls, 1.0 / n,
+                                           alternative="greater").pvalue))
+    if p_value < STRAGGLER_ALPHA:
+        return Straggler(worst.rank, worst.late_calls, calls, n, p_value,
+                         f"one-sided binomial test of {worst.late_calls} late calls of {calls} "
+                         f"against 1/{n}, Bonferroni-corrected for {n} ranks")
+    return None
