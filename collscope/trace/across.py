@@ -12,8 +12,6 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from scipy.stats import binomtest
-
 from collscope.trace.rank import CommCall, RankTrace
 
 # A rank is a straggler when the binomial test rejects "last as often as any other rank"
@@ -103,6 +101,8 @@ def _straggler(lateness: list[RankLateness], calls: int) -> Straggler | None:
     n = len(lateness)
     if n < 2 or calls < 2:
         return None
+    from scipy.stats import binomtest
+
     worst = max(lateness, key=lambda r: r.late_calls)
     # The most-late rank is picked after looking: Bonferroni over the n ranks.
     p_value = min(1.0, n * float(binomtest(worst.late_calls, calls, 1.0 / n,

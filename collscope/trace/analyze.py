@@ -105,15 +105,15 @@ def check_one_job(traces: list[RankTrace]) -> None:
     first = traces[0]
     seen: dict[int, str] = {}
     for trace in traces:
-        if trace.rank in seen:
-            raise TraceInputError(f"{trace.path}: rank {trace.rank} again (also {seen[trace.rank]})"
-                                  "; give one trace per rank of one job")
-        seen[trace.rank] = trace.path
         if trace.job != first.job:
             raise TraceInputError(
                 f"{trace.path}: a different job than {first.path} (world size, backend or "
                 f"process groups differ: {trace.job[:2]} vs {first.job[:2]}); give the traces "
                 "of one job")
+        if trace.rank in seen:
+            raise TraceInputError(f"{trace.path}: rank {trace.rank} again (also "
+                                  f"{seen[trace.rank]}); give one trace per rank of one job")
+        seen[trace.rank] = trace.path
         if trace.world_size is not None and trace.rank >= trace.world_size:
             raise TraceInputError(f"{trace.path}: rank {trace.rank} is outside its world size "
                                   f"{trace.world_size}")

@@ -24,15 +24,16 @@ _KERNEL_COLLECTIVES = {
     "broadcast": "broadcast", "reduce": "reduce", "sendrecv": "sendrecv", "send": "sendrecv",
     "recv": "sendrecv", "alltoall": "alltoall",
 }
+_REDUCING = ("all_reduce", "reduce_scatter", "reduce")
 ALGORITHMS = ("RING", "TREE", "COLLNET_DIRECT", "COLLNET_CHAIN", "COLLNET", "NVLS_TREE", "NVLS",
               "PAT")
 PROTOCOLS = ("LL128", "LL", "SIMPLE")
+# Kernel names are split at "_", so "int8_t" arrives as "int8" and "__nv_bfloat16" as "bfloat16".
 _KERNEL_DTYPES = {
     "f32": "float", "float": "float", "f16": "half", "half": "half", "bf16": "bfloat16",
-    "__nv_bfloat16": "bfloat16", "hip_bfloat16": "bfloat16", "rccl_bfloat16": "bfloat16",
-    "f64": "double", "double": "double", "i8": "int8", "int8_t": "int8", "u8": "uint8",
-    "uint8_t": "uint8", "i32": "int32", "int32_t": "int32", "u32": "uint32", "uint32_t": "uint32",
-    "i64": "int64", "int64_t": "int64", "u64": "uint64", "uint64_t": "uint64",
+    "bfloat16": "bfloat16", "f64": "double", "double": "double", "i8": "int8", "int8": "int8",
+    "u8": "uint8", "uint8": "uint8", "i32": "int32", "int32": "int32", "u32": "uint32",
+    "uint32": "uint32", "i64": "int64", "int64": "int64", "u64": "uint64", "uint64": "uint64",
 }
 # Spellings of dtypes in record_param_comms "dtype" and in "Input type" (c10 / C++ names).
 _DTYPE_SPELLINGS = {
@@ -81,9 +82,10 @@ def decode_kernel(name: str) -> KernelInfo:
     algorithm = next((a for a in ALGORITHMS if re.search(rf"(^|_){a}(_|$)", rest)), None)
     protocol = next((p for p in PROTOCOLS if re.search(rf"(^|_){p}(_|$)", rest)), None)
     dtype = next((_KERNEL_DTYPES[t] for t in parts[2:] if t in _KERNEL_DTYPES), None)
-    # Send/recv kernels carry "int8_t" as a byte type, not the user's dtype.
+    # Only reductions are typed by the user's dtype: NCCL moves the bytes of broadcasts,
+    # gathers and send/recv as int8.
     return KernelInfo(collective, algorithm, protocol,
-                      None if collective in ("sendrecv", None) else dtype)
+                      dtype if collective in _REDUCING else None)
 
 
 _SUFFIXES = ("_into_tensor_coalesced", "_tensor_coalesced", "_into_tensor", "_coalesced",
