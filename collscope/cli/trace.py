@@ -117,7 +117,7 @@ def render(result: Any) -> None:
 
     tty = sys.stdout.isatty()
     console = Console(highlight=False, file=None if tty else io.StringIO())
-    console.width = max(console.width, 120) if tty else 160
+    console.width = max(console.width, 180) if tty else 200
     style = box.SIMPLE_HEAD if tty else box.MARKDOWN
     traces = result.traces
     first = traces[0]

@@ -13,6 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from collscope.trace.rank import CommCall, RankTrace
+from collscope.trace.table import window_calls
 
 # A rank is a straggler when the binomial test rejects "last as often as any other rank"
 # at this level.
@@ -28,13 +29,17 @@ class MatchedCall:
     late_rank: int
     skew_us: float                    # latest start - earliest start
     wait_us: float                    # sum over the other ranks of (latest start - their start)
+    delay_us: float                   # latest start - the next latest: what the late rank cost
+    step: int | None = None           # ProfilerStep of the call (on the first rank)
 
 
 @dataclass
 class RankLateness:
     rank: int
     late_calls: int
-    wait_caused_ms: float
+    wait_caused_ms: float             # the others' waits for it, summed over ranks
+    delay_per_step_ms: float          # per step, the most it delayed one call (calls of a
+                                      # step overlap, so their delays do not add up)
 
 
 @dataclass
@@ -69,11 +74,14 @@ def _keys(calls: list[CommCall]) -> list[tuple[object, ...]]:
     return keys
 
 
-def match(ranks: list[RankTrace]) -> Across:
-    """Calls present on every rank, matched; per-rank lateness; the straggler verdict."""
+def match(ranks: list[RankTrace], whole: bool = True) -> Across:
+    """Calls present on every rank, matched; per-rank lateness; the straggler verdict.
+    ``whole``: every call of the traces (more calls, a stronger test), else only the calls of
+    the selected steps."""
     per_rank: dict[int, dict[tuple[object, ...], CommCall]] = {}
     for trace in ranks:
-        ordered = sorted(trace.calls, key=lambda c: c.start_us)
+        ordered = sorted(trace.calls if whole else window_calls(trace),
+                         key=lambda c: c.start_us)
         per_rank[trace.rank] = dict(zip(_keys(ordered), ordered))
     rank_ids = sorted(per_rank)
     common = set.intersection(*(set(calls) for calls in per_rank.values())) if rank_ids else set()
@@ -83,17 +91,28 @@ def match(ranks: list[RankTrace]) -> Across:
         starts = {r: per_rank[r][key].start_us for r in rank_ids}
         late = max(starts, key=lambda r: (starts[r], r))
         latest = starts[late]
+        others = [s for r, s in starts.items() if r != late]
         first = per_rank[rank_ids[0]][key]
         matched.append(MatchedCall(key, first.collective, first.size_bytes, starts, late,
                                    latest - min(starts.values()),
-                                   sum(latest - s for r, s in starts.items() if r != late)))
+                                   sum(latest - s for s in others), latest - max(others),
+                                   first.step))
     matched.sort(key=lambda m: min(m.starts_us.values()))
-    lateness = [RankLateness(r, sum(1 for m in matched if m.late_rank == r),
-                             sum(m.wait_us for m in matched if m.late_rank == r) / 1e3)
-                for r in rank_ids]
+    steps = {m.step for m in matched}
+    lateness = []
+    for r in rank_ids:
+        worst: dict[int | None, float] = defaultdict(float)
+        for m in matched:
+            if m.late_rank == r:
+                worst[m.step] = max(worst[m.step], m.delay_us)
+        lateness.append(RankLateness(
+            r, sum(1 for m in matched if m.late_rank == r),
+            sum(m.wait_us for m in matched if m.late_rank == r) / 1e3,
+            sum(worst.values()) / 1e3 / max(1, len(steps))))
     return Across(matched, lateness, _straggler(lateness, len(matched)),
                   total - len(matched) * len(rank_ids),
-                  "calls matched by (process group, Seq) where recorded, else by order within "
+                  ("all calls of the traces" if whole else "calls of the selected steps")
+                  + " matched by (process group, Seq) where recorded, else by order within "
                   "(collective, group, size); late rank = latest start on the traces' clocks")
 
 

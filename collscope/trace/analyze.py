@@ -21,7 +21,7 @@ from collscope.trace.baseline import Baseline
 from collscope.trace.events import TraceInputError, load_trace
 from collscope.trace.findings import findings
 from collscope.trace.rank import RankTrace, analyse_doc
-from collscope.trace.table import collective_rows
+from collscope.trace.table import collective_rows, pooled_rows
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 _RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
@@ -176,5 +176,9 @@ def analyse(config: TraceConfig) -> TraceResult:
     if baseline is not None:
         for row in rows:
             baseline.apply(row)
-    across = match(traces) if len(traces) > 1 and any(t.calls for t in traces) else None
-    return TraceResult(traces, rows, across, findings(traces, rows, across), baseline)
+    across = (match(traces, whole=config.steps is None)
+              if len(traces) > 1 and any(t.calls for t in traces) else None)
+    result = TraceResult(traces, rows, across, [], baseline)
+    # Collective rules judge the pooled table: one finding per collective, not one per rank.
+    result.findings = findings(traces, pooled_rows(result), across)
+    return result

@@ -14,12 +14,18 @@ EXPOSED_SHARE_PERCENT = 10.0          # ... and at least this share of the step 
 FAR_BELOW_EFFICIENCY = 0.5
 
 
-def _steps(trace: RankTrace) -> int:
-    return max(1, len(trace.steps))
+def _steps(trace: RankTrace | None) -> int:
+    return max(1, len(trace.steps)) if trace is not None else 1
+
+
+def _rank(rank: int) -> int | None:
+    return None if rank < 0 else rank
 
 
 def findings(traces: list[RankTrace], rows: list[TraceCollectiveRecord],
              across: Across | None) -> list[FindingRecord]:
+    """``rows``: the collectives table, per rank or pooled over ranks (rank -1: each finding
+    then names no rank)."""
     found: list[FindingRecord] = []
     by_rank = {t.rank: t for t in traces}
     # Rank-wise rules report the worst rank (a job's ranks usually share the same problem).
@@ -28,13 +34,14 @@ def findings(traces: list[RankTrace], rows: list[TraceCollectiveRecord],
     per_rank_small: dict[int, tuple[float, float]] = {}
     for r in small:
         calls, ms = per_rank_small.get(r.rank, (0.0, 0.0))
+        steps = _steps(by_rank.get(r.rank)) if r.rank >= 0 else sum(map(_steps, traces))
         per_rank_small[r.rank] = (calls + (r.calls_per_step or 0),
-                                  ms + r.kernel_ms_total / _steps(by_rank[r.rank]))
+                                  ms + r.kernel_ms_total / steps)
     if per_rank_small:
         rank, (calls, ms) = max(per_rank_small.items(), key=lambda kv: kv[1][1])
         if calls >= MANY_PER_STEP:
             found.append(FindingRecord(
-                id="small-all-reduces", level="warn", rank=rank, at_stake_ms=ms,
+                id="small-all-reduces", level="warn", rank=_rank(rank), at_stake_ms=ms,
                 title=f"{calls:g} all-reduces under 1 MiB per step ({ms:.3g} ms per step)",
                 detail="each pays the collective's latency; fewer, larger messages amortise it",
                 fix="DDP: raise bucket_cap_mb (collscope train --sweep bucket_cap_mb=25,50,100 "
@@ -61,14 +68,15 @@ def findings(traces: list[RankTrace], rows: list[TraceCollectiveRecord],
     if across is not None and across.straggler is not None:
         s = across.straggler
         lateness = next(r for r in across.ranks if r.rank == s.rank)
-        steps = _steps(by_rank[s.rank])
+        steps = max(1, len({m.step for m in across.matched}))
         found.append(FindingRecord(
             id="straggler", level="warn", rank=s.rank,
-            at_stake_ms=lateness.wait_caused_ms / steps,
+            at_stake_ms=lateness.delay_per_step_ms,
             title=f"rank {s.rank} is the late rank in {s.late_calls} of {s.calls} collectives "
                   f"(fair share 1/{s.ranks})",
-            detail=f"the other ranks wait {lateness.wait_caused_ms / steps:.3g} ms per step for "
-                   "it in total",
+            detail=f"per step it starts a collective up to {lateness.delay_per_step_ms:.3g} ms "
+                   f"after the next latest rank; the others wait "
+                   f"{lateness.wait_caused_ms / steps:.3g} ms per step for it, summed over ranks",
             fix=f"run `collscope doctor` on rank {s.rank}'s host (throttling, a busy core, a slow "
                 "data loader, a degraded link)",
             test=f"{s.test}: p = {s.p_value:.2g} < 0.01"))
@@ -76,7 +84,8 @@ def findings(traces: list[RankTrace], rows: list[TraceCollectiveRecord],
         if r.efficiency is not None and r.efficiency < FAR_BELOW_EFFICIENCY and \
                 r.saving_ms_per_step:
             found.append(FindingRecord(
-                id="below-baseline", level="warn", rank=r.rank, at_stake_ms=r.saving_ms_per_step,
+                id="below-baseline", level="warn", rank=_rank(r.rank),
+                at_stake_ms=r.saving_ms_per_step,
                 title=f"{r.collective} {r.size_bytes} B on {r.group_size} ranks runs at "
                       f"{100 * r.efficiency:.0f}% of the cluster's measured busbw",
                 detail=f"{r.busbw_gbs:.3g} GB/s against {r.baseline_busbw_gbs:.3g} GB/s "

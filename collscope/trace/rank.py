@@ -249,7 +249,7 @@ def select_steps(steps: list[StepSpan], selection: tuple[int | None, int | None]
         return chosen, f"ProfilerSteps {low if low is not None else ''}:" \
                        f"{high if high is not None else ''} ({len(chosen)} steps)"
     if len(steps) >= 2:
-        return steps[:-1], (f"everything launched before the last ProfilerStep "
+        return steps[:-1], (f"everything issued before the last ProfilerStep "
                             f"(#{steps[-1].number}; as HolisticTraceAnalysis), "
                             f"{len(steps) - 1} steps")
     return steps, "the whole trace (fewer than 2 ProfilerSteps)"

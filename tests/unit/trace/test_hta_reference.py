@@ -12,13 +12,12 @@ from collscope.trace.events import load_trace
 from collscope.trace.rank import analyse_doc
 from tests.conftest import shared_fixture
 
-# HTA 0.5 fails on the MI300X trace (an int16 overflow in its parser); df_index_resolver takes
-# ~9 s in HTA, so it is left to benchmarks/trace_speed.py.
+# The traces HTA reads in about a second each. benchmarks/trace_speed.py compares every fixture
+# trace HTA can read (HTA 0.5 fails on the MI300X one: an int16 overflow in its parser) and
+# fails when one differs by more than 1 point.
 CASES = ["HolisticTraceAnalysis__nccl_data_rank0of2.json.gz",
-         "HolisticTraceAnalysis__negqueue_rank0of16.json.gz",
          "HolisticTraceAnalysis__sampled_rank-0of128.json.gz",
-         "HolisticTraceAnalysis__sampled_rank-1of128.json.gz",
-         "HolisticTraceAnalysis__trace_diff_control_rank3of8.json.gz"]
+         "HolisticTraceAnalysis__sampled_rank-1of128.json.gz"]
 
 
 @pytest.mark.parametrize("name", CASES)
