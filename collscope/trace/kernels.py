@@ -4,6 +4,7 @@ annotation says about its collective (algorithm, protocol, dtype), and dtype spe
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -53,6 +54,15 @@ def is_comm_kernel(name: str) -> bool:
 def is_compute_kernel(name: str) -> bool:
     """A GPU kernel that is neither communication nor a copy, set or sync (HTA's rule)."""
     return not is_comm_kernel(name) and _NOT_COMPUTE.match(name) is None
+
+
+@functools.lru_cache(maxsize=65536)
+def kernel_kind(name: str) -> str:
+    """"comm", "compute" or "other" (copies, sets, syncs); cached: a trace repeats a few
+    thousand kernel names over and over."""
+    if is_comm_kernel(name):
+        return "comm"
+    return "compute" if is_compute_kernel(name) else "other"
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,7 @@ from collscope.trace.kernels import (
     collective_from_annotation,
     decode_kernel,
     is_comm_annotation,
-    is_comm_kernel,
-    is_compute_kernel,
+    kernel_kind,
 )
 
 RUNTIME_CATS = {"cuda_runtime", "cuda_driver", "hip_runtime", "runtime", "driver"}
@@ -295,10 +294,7 @@ def _gpu_part(events: list[Event], all_steps: list[StepSpan], steps: list[StepSp
             continue
         launch = launches.get(_int(event.args.correlation)) if event.args else None
         launched = launch.ts if launch is not None else None
-        kind = "memory"
-        if event.cat == "kernel":
-            kind = ("comm" if is_comm_kernel(event.name) else
-                    "compute" if is_compute_kernel(event.name) else "other")
+        kind = kernel_kind(event.name) if event.cat == "kernel" else "memory"
         stream_kinds[_int(event.args.stream) if event.args else None].add(kind)
         items.append((launched, kind, (event.ts, event.ts + (event.dur or 0.0))))
         if kind == "comm":
@@ -372,8 +368,10 @@ def analyse_doc(doc: TraceDoc, path: str, rank_hint: int | None,
     rank = rank if rank is not None else (rank_hint if rank_hint is not None else 0)
     world_size = _int(info.get("world_size"))
     pg_sizes = _pg_sizes(info)
-    events = [e for e in doc.traceEvents if e.ph == "X" and isinstance(e.name, str)
-              and _num(e.ts) is not None and (e.dur is None or _num(e.dur) is not None)]
+    # Complete events with a numeric time (JSON has no NaN; bool is no time).
+    number = (int, float)
+    events = [e for e in doc.traceEvents if e.ph == "X" and type(e.name) is str
+              and type(e.ts) in number and (e.dur is None or type(e.dur) in number)]
     all_steps = profiler_steps(events)
     steps, window = select_steps(all_steps, selection)
     on_gpu = any(e.cat in ("kernel", "gpu_memcpy", "gpu_memset") for e in events)
