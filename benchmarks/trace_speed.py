@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -125,10 +126,11 @@ def main() -> int:
         if hta["error"] is None:
             totals["hta"] += hta["work_s"]
             totals["collscope"] += ours["work_s"]
+        hta_figure = hta["error"] is None and not math.isnan(hta["overlap"])  # NaN: no comm
         hta_overlap = ("fails: " + hta["error"]) if hta["error"] else (
-            "n/a" if hta["overlap"] != hta["overlap"] else f"{hta['overlap']:.2f}")
+            f"{hta['overlap']:.2f}" if hta_figure else "n/a")
         ours_overlap = "n/a" if ours["overlap"] is None else f"{ours['overlap']:.2f}"
-        if hta["error"] is None and hta["overlap"] == hta["overlap"] and ours["overlap"] is not None:
+        if hta_figure and ours["overlap"] is not None:
             worst_gap = max(worst_gap, abs(hta["overlap"] - ours["overlap"]))
         speedup = "-" if hta["error"] else f"{hta['work_s'] / ours['work_s']:.1f}x"
         print(f"| {path.name} | {path.stat().st_size / 1e6:.2f} | "
