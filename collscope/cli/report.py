@@ -55,7 +55,8 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
         inputs = load_inputs(args.inputs)
     except InputError as error:
         raise UsageError(f"INPUT: {error}") from None
-    if not any(source.results or any(run.train or run.samples for run in source.runs)
+    if not any(source.results or any(run.train or run.samples or run.trace
+                                     for run in source.runs)
                for source in inputs):
         raise UsageError("INPUT: no result, train or sample records in any input; nothing to "
                          "plot")

@@ -21,6 +21,7 @@ from collscope import __version__
 from collscope.report import charts as ch
 from collscope.report.store import Input, Run
 from collscope.report.svg import esc, legend_swatch, render
+from collscope.report.trace_charts import trace_charts
 from collscope.units import format_size
 
 STYLE = """
@@ -113,6 +114,11 @@ def render_report(inputs: list[Input], generated_at: float | None = None,
     if trains:
         body.append('<h2 id="train">Training sweeps</h2>')
         body.extend(_train_section(view) for view in trains)
+    traces = trace_charts(inputs)
+    if traces:
+        body.append('<h2 id="trace">Profiler traces</h2>')
+        blocks = "".join(_chart_block(chart, with_legend=True) for chart in traces)
+        body.append(f'<section><div class="charts">{blocks}</div></section>')
     if monitors:
         body.append('<h2 id="monitor">Monitor timelines</h2>')
         blocks = "".join(_chart_block(chart, with_legend=True) for chart in monitors)
@@ -131,6 +137,7 @@ def all_charts(inputs: list[Input]) -> list[ch.Chart]:
     for view in ch.collective_views(inputs):
         charts += [view.busbw, view.time]
     charts += [view.chart for view in ch.train_views(inputs)]
+    charts += trace_charts(inputs)
     charts += ch.monitor_charts(inputs)
     return charts
 

@@ -44,6 +44,11 @@ class Run:
     results: list[BenchResult] = field(default_factory=list)
     train: list[dict[str, Any]] = field(default_factory=list)
     samples: list[dict[str, Any]] = field(default_factory=list)
+    trace: list[dict[str, Any]] = field(default_factory=list)   # collscope trace's records
+
+
+# Record kinds `collscope trace` writes (collscope.results); report draws them as they are.
+TRACE_KINDS = ("trace_collective", "trace_step", "trace_rank", "finding")
 
 
 @dataclass
@@ -160,6 +165,7 @@ def group_records(records: list[tuple[int, dict[str, Any]]], name: str,
     """Runs from records in file order: each run record opens a run, measurements join it."""
     contexts: list[dict[str, Any]] = []
     members: list[tuple[list[BenchResult], list[dict[str, Any]], list[dict[str, Any]]]] = []
+    traces: dict[int, list[dict[str, Any]]] = {}   # by run index
 
     def current() -> tuple[list[BenchResult], list[dict[str, Any]], list[dict[str, Any]]]:
         if not members:            # measurements before any run record
@@ -183,6 +189,9 @@ def group_records(records: list[tuple[int, dict[str, Any]]], name: str,
                 current()[0].append(result)
         elif kind == "train":
             current()[1].append(record)
+        elif kind in TRACE_KINDS:
+            current()
+            traces.setdefault(len(members) - 1, []).append(record)
         elif kind == "sample":
             if isinstance(record.get("metrics"), dict) and _is_finite(record.get("ts")):
                 current()[2].append(record)
@@ -191,13 +200,13 @@ def group_records(records: list[tuple[int, dict[str, Any]]], name: str,
                                 "and a metrics object; skipped")
         else:
             warnings.append(f"{name}: line {number}: record kind {kind!r} is not one report "
-                            "reads (run, result, train, sample); skipped")
+                            "reads (run, result, train, sample, trace_*, finding); skipped")
     runs = []
     for index, (context, (results, train, samples)) in enumerate(zip(contexts, members)):
         label = _run_label(name, index, len(contexts), (context.get("extra") or {}).get("label")
                            if isinstance(context.get("extra"), dict) else None)
         runs.append(Run(label=label, context=context, results=results, train=train,
-                        samples=samples))
+                        samples=samples, trace=traces.get(index, [])))
     return runs
 
 
