@@ -116,7 +116,7 @@ def render(result: Any) -> None:
     from collscope.trace.table import pooled_rows
 
     tty = sys.stdout.isatty()
-    console = Console(highlight=False, file=None if tty else io.StringIO())
+    console = Console(highlight=False, markup=False, file=None if tty else io.StringIO())
     console.width = max(console.width, 180) if tty else 200
     style = box.SIMPLE_HEAD if tty else box.MARKDOWN
     traces = result.traces

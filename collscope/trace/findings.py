@@ -89,7 +89,9 @@ def findings(traces: list[RankTrace], rows: list[TraceCollectiveRecord],
                 title=f"{r.collective} {r.size_bytes} B on {r.group_size} ranks runs at "
                       f"{100 * r.efficiency:.0f}% of the cluster's measured busbw",
                 detail=f"{r.busbw_gbs:.3g} GB/s against {r.baseline_busbw_gbs:.3g} GB/s "
-                       f"({r.baseline})",
+                       f"({r.baseline})" + (
+                           "; a rank is late (see the straggler finding): the others' times "
+                           "include waiting for it" if across and across.straggler else ""),
                 fix="the process group may span nodes over a slow path: `collscope doctor` "
                     "network checks; pin the fabric with NCCL_IB_HCA / NCCL_SOCKET_IFNAME",
                 test=f"rule: efficiency < {FAR_BELOW_EFFICIENCY:g}"))
