@@ -118,7 +118,8 @@ def main() -> int:
           "speed-up | HTA overlap % | collscope overlap % |")
     print("|---|---|---|---|---|---|---|---|---|")
     totals = {"hta": 0.0, "collscope": 0.0}
-    worst_gap, imports = 0.0, {"hta": [], "collscope": []}
+    worst_gap = 0.0
+    imports: dict[str, list[float]] = {"hta": [], "collscope": []}
     for path in files:
         hta, ours = run_child("hta", path), run_child("collscope", path)
         for tool, result in (("hta", hta), ("collscope", ours)):

@@ -66,16 +66,16 @@ def efficiency_charts(run: Run) -> list[LineChart]:
     charts = []
     for collective, sizes in sorted(by_collective.items()):
         ordered = sorted(sizes)
-        job = [(s, statistics.mean(sizes[s][0])) for s in ordered]
-        base = [(s, statistics.mean(sizes[s][1])) for s in ordered]
+        job = [(float(s), statistics.mean(sizes[s][0])) for s in ordered]
+        baseline = [(float(s), statistics.mean(sizes[s][1])) for s in ordered]
         tips = [f"{int(s)} B: {b:.3g} GB/s, {100 * b / c:.0f}% of the baseline's {c:.3g}"
-                for (s, b), (_, c) in zip(job, base)]
+                for (s, b), (_, c) in zip(job, baseline)]
         charts.append(LineChart(
             f"trace_efficiency_{slug(run.label)}_{slug(collective)}",
             f"{run.label}: {collective} busbw, job vs cluster baseline", "message size",
             "busbw (GB/s)",
             [Series("job (trace)", job, PALETTE[3], key="job", tips=tips),
-             Series("baseline (bench)", base, PALETTE[0], dashed=True, marker="square",
+             Series("baseline (bench)", baseline, PALETTE[0], dashed=True, marker="square",
                     key="baseline")],
             note="job: p50 kernel time per call, nccl-tests busbw, mean over ranks; baseline: "
                  "the --baseline busbw at the same size and rank count"))

@@ -63,7 +63,7 @@ class Across:
 
 def _keys(calls: list[CommCall]) -> list[tuple[object, ...]]:
     counters: dict[tuple[object, ...], int] = defaultdict(int)
-    keys = []
+    keys: list[tuple[object, ...]] = []
     for call in sorted(calls, key=lambda c: c.start_us):
         if call.seq is not None:
             keys.append(("seq", call.group, call.seq))

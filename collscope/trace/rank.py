@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from collscope.trace import intervals as iv
-from collscope.trace.events import Event, TraceDoc
+from collscope.trace.events import Event, TraceDoc, TraceInputError
 from collscope.trace.kernels import (
     DTYPE_SIZES,
     canonical_trace_dtype,
@@ -374,6 +374,12 @@ def analyse_doc(doc: TraceDoc, path: str, rank_hint: int | None,
               and type(e.ts) in number and (e.dur is None or type(e.dur) in number)]
     all_steps = profiler_steps(events)
     steps, window = select_steps(all_steps, selection)
+    if selection is not None and not steps:
+        have = (f"it has ProfilerSteps {all_steps[0].number} to {all_steps[-1].number}"
+                if all_steps else "it has no ProfilerStep spans")
+        raise TraceInputError(f"--steps: {selection[0] if selection[0] is not None else ''}:"
+                              f"{selection[1] if selection[1] is not None else ''} selects no "
+                              f"step of {path} ({have})")
     on_gpu = any(e.cat in ("kernel", "gpu_memcpy", "gpu_memset") for e in events)
     part = (_gpu_part(events, all_steps, steps, selection is not None, world_size, pg_sizes)
             if on_gpu else _cpu_part(events, steps, world_size, pg_sizes))

@@ -62,6 +62,8 @@ def test_bad_inputs_exit_2_naming_the_file(tmp_path):
     usage_error(run_cli("trace", str(empty)), str(empty), "no .json")
     usage_error(run_cli("trace", str(shared_fixture("traces", NCCL)), "--steps", "5"),
                 "--steps")
+    usage_error(run_cli("trace", str(shared_fixture("traces", NCCL)), "--steps", "0:2"),
+                "--steps", "selects no step", "ProfilerSteps 4 to 6")
 
 
 def test_ranks_of_different_jobs_are_refused(tmp_path):
