@@ -95,3 +95,14 @@ def test_world_size_one_has_no_communication():
     trace = analyse("HolisticTraceAnalysis__ns_resolution_rank0of1.pt.trace.json.gz")
     assert trace.world_size == 1 and trace.calls == [] and trace.overlap_percent is None
     assert len(trace.steps) == 4 and trace.comm_ms == 0
+
+
+def test_worker_processes_give_the_same_analysis():
+    from collscope.trace.analyze import read_ranks
+
+    files = [shared_fixture("traces", f"HolisticTraceAnalysis__sampled_rank-{r}of128.json.gz")
+             for r in (0, 1)]
+    serial, parallel = read_ranks(files, None, workers=1), read_ranks(files, None, workers=2)
+    assert [t.rank for t in parallel] == [0, 1]
+    assert [(t.overlap_percent, len(t.calls)) for t in parallel] == [
+        (t.overlap_percent, len(t.calls)) for t in serial]
