@@ -154,6 +154,9 @@ def render(result: Any) -> None:
                           _fmt(r.saving_ms_per_step)]
             table.add_row(*cells)
         console.print(table)
+        if any(not r.group and r.group_size for r in rows):
+            console.print("# group 'N ranks' without a name: the trace names no process group "
+                          "for those calls; the world size (or its only group) is assumed")
         if result.baseline:
             notes = sorted({r.baseline for r in rows if r.efficiency is None and r.baseline})
             for note in notes:

@@ -27,8 +27,6 @@ from collscope.trace.kernels import (
 )
 
 RUNTIME_CATS = {"cuda_runtime", "cuda_driver", "hip_runtime", "runtime", "driver"}
-# Chunked collectives: nccl-tests' size is the whole gathered / scattered buffer.
-_CHUNKED = {"all_gather", "reduce_scatter", "alltoall"}
 
 
 @dataclass
@@ -122,10 +120,9 @@ def _largest_input(args: Any) -> int | None:
     return max(known) if known else None
 
 
-def size_bytes(collective: str, in_nelems: int | None, out_nelems: int | None,
-               dtype: str | None, group_size: int | None) -> int | None:
-    """nccl-tests' size column: the full buffer for chunked collectives (the larger of input
-    and output), the message for the others."""
+def size_bytes(in_nelems: int | None, out_nelems: int | None, dtype: str | None) -> int | None:
+    """nccl-tests' size column: the larger of input and output, which is the whole gathered
+    or scattered buffer for all_gather / reduce_scatter / alltoall and the message otherwise."""
     element = DTYPE_SIZES.get(dtype or "")
     counts = [n for n in (in_nelems, out_nelems) if n is not None]
     if element is None or not counts:
@@ -180,7 +177,7 @@ def _metadata_call(kernel: Event, spans: list[Event], fallback_group_size: int |
     seq = next((s for s in (_int(a.seq) for a in sources) if s is not None), None)
     args = kernel.args
     return CommCall(collective=collective, dtype=dtype,
-                    size_bytes=size_bytes(collective, in_n, out_n, dtype, group_size),
+                    size_bytes=size_bytes(in_n, out_n, dtype),
                     group=group, group_size=group_size, seq=seq, start_us=kernel.ts,
                     dur_us=kernel.dur or 0.0, algorithm=info.algorithm, protocol=info.protocol,
                     kernel=kernel.name.split("(", 1)[0],
@@ -198,7 +195,7 @@ def _cpu_call(span: Event, world_size: int | None, pg_sizes: dict[str, int]) -> 
     if collective == "all_gather" and numel is not None and group_size:
         numel *= group_size  # the span records the rank's input; nccl-tests counts the whole
     return CommCall(collective=collective, dtype=dtype,
-                    size_bytes=size_bytes(collective, numel, None, dtype, group_size),
+                    size_bytes=size_bytes(numel, None, dtype),
                     group="", group_size=group_size, seq=None, start_us=span.ts,
                     dur_us=span.dur or 0.0, kernel=span.name)
 
@@ -327,8 +324,8 @@ def _gpu_part(events: list[Event], all_steps: list[StepSpan], steps: list[StepSp
     return part
 
 
-def _cpu_part(events: list[Event], steps: list[StepSpan], world_size: int | None,
-              pg_sizes: dict[str, int]) -> _Part:
+def _cpu_part(events: list[Event], all_steps: list[StepSpan], steps: list[StepSpan],
+              selected: bool, world_size: int | None, pg_sizes: dict[str, int]) -> _Part:
     comm_spans = sorted((e for e in events if e.cat in ("user_annotation", "cpu_op")
                          and e.name.startswith(("gloo:", "mpi:", "ucc:", "nccl:", "rccl:"))
                          and is_comm_annotation(e.name)), key=lambda e: e.ts)
@@ -344,9 +341,11 @@ def _cpu_part(events: list[Event], steps: list[StepSpan], world_size: int | None
         call.step = _step_of(steps, call.start_us)
     comm = iv.union((c.start_us, c.start_us + c.dur_us) for c in calls)
     part = _Part(calls, [], comm, compute, [])
-    if steps:
-        low, high = steps[0].start, steps[-1].end
-        part.comm, part.compute = iv.clip(comm, low, high), iv.clip(compute, low, high)
+    # The same window as on GPUs: the selected steps, else everything before the last step.
+    window = ((steps[0].start, steps[-1].end) if selected and steps else
+              (-math.inf, all_steps[-1].start) if len(all_steps) >= 2 else None)
+    if window is not None:
+        part.comm, part.compute = iv.clip(comm, *window), iv.clip(compute, *window)
     for s in steps:
         step_comm, step_compute = iv.clip(comm, s.start, s.end), iv.clip(compute, s.start, s.end)
         part.steps.append(_breakdown(s.number, s.start, s.end, step_comm, step_compute,
@@ -382,7 +381,8 @@ def analyse_doc(doc: TraceDoc, path: str, rank_hint: int | None,
                               f"step of {path} ({have})")
     on_gpu = any(e.cat in ("kernel", "gpu_memcpy", "gpu_memset") for e in events)
     part = (_gpu_part(events, all_steps, steps, selection is not None, world_size, pg_sizes)
-            if on_gpu else _cpu_part(events, steps, world_size, pg_sizes))
+            if on_gpu else _cpu_part(events, all_steps, steps, selection is not None,
+                                     world_size, pg_sizes))
     first_ts = min((e.ts for e in events), default=0.0)
     last_ts = max((e.ts + (e.dur or 0.0) for e in events), default=0.0)
     whole = _breakdown(-1, first_ts, last_ts, part.comm, part.compute,
