@@ -324,6 +324,29 @@ def _gpu_part(events: list[Event], all_steps: list[StepSpan], steps: list[StepSp
     return part
 
 
+# What a backend runs for a c10d op when it has no collective of that name (gloo reduces and
+# scatters with an all-reduce of the whole buffer, which is also nccl-tests' size).
+_RUNS_AS = {"reduce_scatter": "all_reduce"}
+
+
+def _name_by_issuing_op(calls: list[CommCall], ops: list[Event]) -> None:
+    """Name each backend span after the c10d op that issued it (the earliest unused one of a
+    matching collective that started before it): FSDP's reduce_scatter runs on gloo as a
+    gloo:all_reduce span."""
+    pending = sorted(((e.ts, collective_from_annotation(e.name)) for e in ops),
+                     key=lambda item: item[0])
+    used = [False] * len(pending)
+    for call in sorted(calls, key=lambda c: c.start_us):
+        for index, (ts, collective) in enumerate(pending):
+            if ts > call.start_us:
+                break
+            if not used[index] and collective and call.collective in (
+                    collective, _RUNS_AS.get(collective)):
+                used[index] = True
+                call.collective = collective
+                break
+
+
 def _cpu_part(events: list[Event], all_steps: list[StepSpan], steps: list[StepSpan],
               selected: bool, world_size: int | None, pg_sizes: dict[str, int]) -> _Part:
     comm_spans = sorted((e for e in events if e.cat in ("user_annotation", "cpu_op")
@@ -337,6 +360,8 @@ def _cpu_part(events: list[Event], all_steps: list[StepSpan], steps: list[StepSp
         (e.ts, e.ts + (e.dur or 0.0)) for e in events
         if e.cat == "cpu_op" and (e.pid, e.tid) not in comm_threads), issue)
     calls = [_cpu_call(e, world_size, pg_sizes) for e in comm_spans]
+    _name_by_issuing_op(calls, [e for e in events if e.name.startswith("c10d::")
+                                and (e.pid, e.tid) not in comm_threads])
     for call in calls:
         call.step = _step_of(steps, call.start_us)
     comm = iv.union((c.start_us, c.start_us + c.dur_us) for c in calls)

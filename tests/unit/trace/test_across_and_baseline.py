@@ -86,3 +86,17 @@ def test_efficiency_and_saving_per_step():
     # At baseline speed each call takes 500 us: 2 calls x 0.5 ms saved per step.
     assert row.saving_ms_per_step == pytest.approx(1.0)
     assert not math.isnan(row.baseline_busbw_gbs)
+
+
+def test_gloo_spans_take_the_name_of_the_c10d_op_that_issued_them():
+    from collscope.trace.events import Event
+    from collscope.trace.rank import _name_by_issuing_op
+
+    ops = [Event(ph="X", name="c10d::_reduce_scatter_base_", ts=10.0, dur=1.0),
+           Event(ph="X", name="c10d::allreduce_", ts=20.0, dur=1.0),
+           Event(ph="X", name="c10d::_allgather_base_", ts=30.0, dur=1.0)]
+    calls = [CommCall("all_reduce", "float", 8, "", 2, None, 12.0, 5.0),
+             CommCall("all_reduce", "float", 8, "", 2, None, 22.0, 5.0),
+             CommCall("all_gather", "float", 8, "", 2, None, 31.0, 5.0)]
+    _name_by_issuing_op(calls, ops)
+    assert [c.collective for c in calls] == ["reduce_scatter", "all_reduce", "all_gather"]
