@@ -85,3 +85,27 @@ def test_two_ranks_of_one_job_are_matched():
     proc = run_cli("trace", *paths, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "calls matched" in proc.stdout
+
+
+def test_efficiency_against_an_rccl_tests_log():
+    """The MI300X trace (8 ranks, bf16 all-reduces) against rccl-tests all_reduce on 8 MI300X:
+    17632384 B lies between the log's 16777216 B (busbw 195.85 out-of-place, 187.83 in-place)
+    and 33554432 B (238.45, 226.78) rows; the best placement, linear in log2-size:
+    195.85 + log2(17632384 / 16777216) x (238.45 - 195.85) = 198.90 GB/s."""
+    import math
+
+    trace = shared_fixture("traces", "TraceLens__mi300x_resnet_act_checkpoint_rank0of8.json.gz")
+    log = shared_fixture("nccl-tests-logs", "mi300x_8gpu_allreduce_rccl_k8s.txt")
+    proc = run_cli("trace", str(trace), "--baseline", str(log), "--json", "-", timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(line) for line in proc.stdout.splitlines()]
+    row = next(r for r in rows if r["kind"] == "trace_collective"
+               and r["size_bytes"] == 17632384)
+    expected = 195.85 + math.log2(17632384 / 16777216) * (238.45 - 195.85)
+    assert abs(row["baseline_busbw_gbs"] - expected) < 1e-6
+    busbw = 17632384 / (row["kernel_us_p50"] * 1e3) * 2 * 7 / 8
+    assert abs(row["busbw_gbs"] - busbw) < 1e-9
+    assert abs(row["efficiency"] - busbw / expected) < 1e-9
+    broadcast = next(r for r in rows if r["kind"] == "trace_collective"
+                     and r["collective"] == "broadcast")
+    assert broadcast["efficiency"] is None and "no 8-rank broadcast" in broadcast["baseline"]
