@@ -1,7 +1,7 @@
 """Reading one Kineto / Chrome trace file (``.json`` or ``.json.gz``) into typed events.
 
 Only the fields collscope uses are decoded: msgspec decodes straight into these structs and
-skips everything else (call stacks, shapes of non-communication ops, flow events' payloads),
+skips everything else (call stacks, module hierarchy, most args, flow events' payloads),
 which is what keeps a large trace fast to read and small in memory. On the largest fixture
 trace (54 MB of JSON) benchmarks/trace_speed.py measures stdlib json, orjson and msgspec into
 dicts at 0.40-0.47 s and 161-201 MB held, msgspec into these structs at 0.17 s and 102 MB.
