@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from collscope.trace.rank import CommCall, RankTrace
+from collscope.trace.calls import CommCall
+from collscope.trace.rank import RankTrace
 from collscope.trace.table import window_calls
 
 # A rank is a straggler when the binomial test rejects "last as often as any other rank"

@@ -11,7 +11,8 @@ from typing import Any
 from collscope.bench.stats import iter_stats
 from collscope.collectives.table import COLLECTIVES, bandwidths
 from collscope.results import TraceCollectiveRecord
-from collscope.trace.rank import CommCall, RankTrace
+from collscope.trace.calls import CommCall
+from collscope.trace.rank import RankTrace
 
 GroupKey = tuple[str, str | None, int | None, str]
 

@@ -9,7 +9,8 @@ import pytest
 from collscope.results import BenchResult
 from collscope.trace.across import match
 from collscope.trace.baseline import Baseline
-from collscope.trace.rank import CommCall, RankTrace, StepBreakdown
+from collscope.trace.calls import CommCall
+from collscope.trace.rank import RankTrace, StepBreakdown
 from collscope.trace.table import collective_rows
 
 
@@ -89,8 +90,8 @@ def test_efficiency_and_saving_per_step():
 
 
 def test_gloo_spans_take_the_name_of_the_c10d_op_that_issued_them():
+    from collscope.trace.calls import name_by_issuing_op
     from collscope.trace.events import Event
-    from collscope.trace.rank import _name_by_issuing_op
 
     ops = [Event(ph="X", name="c10d::_reduce_scatter_base_", ts=10.0, dur=1.0),
            Event(ph="X", name="c10d::allreduce_", ts=20.0, dur=1.0),
@@ -98,5 +99,5 @@ def test_gloo_spans_take_the_name_of_the_c10d_op_that_issued_them():
     calls = [CommCall("all_reduce", "float", 8, "", 2, None, 12.0, 5.0),
              CommCall("all_reduce", "float", 8, "", 2, None, 22.0, 5.0),
              CommCall("all_gather", "float", 8, "", 2, None, 31.0, 5.0)]
-    _name_by_issuing_op(calls, ops)
+    name_by_issuing_op(calls, ops)
     assert [c.collective for c in calls] == ["reduce_scatter", "all_reduce", "all_gather"]
