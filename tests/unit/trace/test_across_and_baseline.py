@@ -101,3 +101,18 @@ def test_gloo_spans_take_the_name_of_the_c10d_op_that_issued_them():
              CommCall("all_gather", "float", 8, "", 2, None, 31.0, 5.0)]
     name_by_issuing_op(calls, ops)
     assert [c.collective for c in calls] == ["reduce_scatter", "all_reduce", "all_gather"]
+
+
+def test_findings_are_ranked_by_time_at_stake():
+    from collscope.trace.findings import findings
+
+    small = [call(100.0 * i, size=64 << 10, dur=50.0) for i in range(10)]   # 10 x 64 KiB
+    trace = rank(0, small)
+    trace.overlap_percent, trace.exposed_comm_ms = 5.0, 4.0    # of 10 ms steps: 40%
+    trace.shared_stream_comm_ms = 0.25
+    found = findings([trace], collective_rows(trace), None)
+    assert [f.id for f in found] == ["comm-exposed", "small-all-reduces",
+                                     "comm-on-compute-stream"]
+    assert found[0].at_stake_ms == pytest.approx(4.0)
+    assert found[1].at_stake_ms == pytest.approx(0.5)          # 10 x 50 us per step
+    assert all(f.fix and f.test for f in found)

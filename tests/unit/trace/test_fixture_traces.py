@@ -106,3 +106,33 @@ def test_worker_processes_give_the_same_analysis():
     assert [t.rank for t in parallel] == [0, 1]
     assert [(t.overlap_percent, len(t.calls)) for t in parallel] == [
         (t.overlap_percent, len(t.calls)) for t in serial]
+
+
+def test_odd_events_are_skipped_not_fatal():
+    import json
+    from pathlib import Path
+
+    from collscope.trace.events import parse_trace
+
+    events = [
+        {"ph": "X", "name": "ProfilerStep#x", "cat": "user_annotation", "ts": 0, "dur": 5},
+        {"ph": "X", "name": "ProfilerStep#1", "cat": "user_annotation", "ts": 0, "dur": 100},
+        {"ph": "X", "name": "ProfilerStep#2", "cat": "user_annotation", "ts": 100, "dur": 100},
+        {"ph": "X", "name": "ncclKernel_AllReduce_RING_LL_Sum_float", "cat": "kernel",
+         "ts": "soon", "dur": 3},                                   # non-numeric time
+        {"ph": "X", "cat": "kernel", "ts": 1, "dur": 3},           # no name
+        {"ph": "X", "name": "ncclKernel_AllReduce_RING_LL_Sum_float", "cat": "kernel",
+         "ts": 10, "dur": 20, "args": {"correlation": "7", "stream": "x"}},
+        {"ph": "X", "name": "cudaLaunchKernel", "cat": "cuda_runtime", "ts": 5, "dur": 1,
+         "args": {"correlation": 7}},
+        {"ph": "X", "name": "sgemm", "cat": "kernel", "ts": 15, "dur": 10},   # no launch
+        {"ph": "i", "name": "marker", "ts": 3},
+        {"ph": "X", "name": "record_param_comms", "cat": "cpu_op", "ts": 4, "dur": 2,
+         "args": {"In msg nelems": "many", "Group size": 2.5, "dtype": 7}},
+    ]
+    doc = parse_trace(json.dumps({"traceEvents": events}).encode(), Path("odd.json"))
+    trace = analyse_doc(doc, "odd.json", 3)
+    assert trace.rank == 3 and [s.step for s in trace.steps] == [1]
+    assert [(c.collective, c.size_bytes, c.step) for c in trace.calls] == [
+        ("all_reduce", None, 1)]
+    assert trace.comm_ms == pytest.approx(0.02) and trace.overlap_percent == 0.0
