@@ -42,8 +42,9 @@ def add_parser(commands: Any) -> None:
                     "bandwidth.", epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("traces", nargs="+", metavar="TRACE", help="trace files or folders")
-    p.add_argument("--baseline", nargs="+", default=[], metavar="FILE",
-                   help="collscope bench --json output and/or nccl-tests / rccl-tests logs")
+    p.add_argument("--baseline", nargs="+", action="extend", default=[], metavar="FILE",
+                   help="collscope bench --json output and/or nccl-tests / rccl-tests logs "
+                        "(give TRACE first, or repeat --baseline)")
     p.add_argument("--steps", metavar="A:B",
                    help="ProfilerSteps A to B-1 (default: all but the last, as "
                         "HolisticTraceAnalysis)")

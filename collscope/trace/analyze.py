@@ -68,7 +68,12 @@ def trace_files(paths: list[str]) -> list[Path]:
             found = sorted(p for p in path.iterdir()
                            if p.is_file() and p.name.endswith(TRACE_SUFFIXES))
             if not found:
-                raise TraceInputError(f"{path}: no .json or .json.gz trace files in this folder")
+                nested = sorted({p.parent.name for p in path.glob("*/*")
+                                 if p.name.endswith(TRACE_SUFFIXES)})
+                hint = (f"; its sub-folders {', '.join(nested)} hold traces (one job each, e.g. "
+                        "a train sweep's configurations): give one of them" if nested else "")
+                raise TraceInputError(f"{path}: no .json or .json.gz trace files in this "
+                                      f"folder{hint}")
             files.extend(found)
         elif path.is_file():
             files.append(path)
