@@ -26,7 +26,8 @@ measured: GPU kernel times of communication kernels (CPU-only gloo traces: the b
 spans, said so); exposed comm = time a communication kernel runs while no compute kernel does;
 overlap = comm time overlapped by compute / comm time (HolisticTraceAnalysis'
 get_comm_comp_overlap); busbw with nccl-tests' factors and the p50 kernel time; late rank =
-latest start of each matched call (straggler: one-sided binomial test, Bonferroni-corrected);
+the rank ready last for a matched call (its kernel start; gloo: its c10d op) (straggler:
+one-sided binomial test, Bonferroni-corrected);
 efficiency = busbw / the --baseline busbw at the same size and rank count.
 exit codes: 0 ok (also when there is no communication), 2 bad input.
 """
@@ -196,7 +197,7 @@ def _steps_table(console: Any, result: Any, style: Any) -> None:
 def _ranks_table(console: Any, result: Any, style: Any) -> None:
     from rich.table import Table
 
-    table = Table(title="Ranks (over the window; late = started the call last)", box=style,
+    table = Table(title="Ranks (over the window; late = ready for the call last)", box=style,
                   title_justify="left")
     for name in ("rank", "comm ms", "compute ms", "exposed ms", "overlap %", "calls",
                  "late calls", "wait caused ms"):

@@ -1,10 +1,11 @@
-"""Across ranks (pure): the same collective call on every rank, its start skew, the late rank.
+"""Across ranks (pure): the same collective call on every rank, its skew, the late rank.
 
 A call is matched across ranks by (process group, sequence number) where the trace records
 "Seq", else by its position among the rank's calls of the same collective, group and size.
-The late rank of a call is the one that started it last: the others sat in the collective
-waiting for it. Start times are compared on the traces' own clocks, so they are only meaningful
-when the ranks' clocks agree (one host, or hosts with synchronised clocks).
+The late rank of a call is the one that was ready for it last (its kernel started last; on
+gloo, it issued the c10d op last): the others sat in the collective waiting for it. Times are
+compared on the traces' own clocks, so they are only meaningful when the ranks' clocks agree
+(one host, or hosts with synchronised clocks).
 """
 
 from __future__ import annotations
@@ -26,11 +27,11 @@ class MatchedCall:
     key: tuple[object, ...]
     collective: str
     size_bytes: int | None
-    starts_us: dict[int, float]       # rank -> start on that rank
+    starts_us: dict[int, float]       # rank -> when that rank was ready (CommCall.ready_us)
     late_rank: int
-    skew_us: float                    # latest start - earliest start
-    wait_us: float                    # sum over the other ranks of (latest start - their start)
-    delay_us: float                   # latest start - the next latest: what the late rank cost
+    skew_us: float                    # latest ready - earliest ready
+    wait_us: float                    # sum over the other ranks of (latest ready - theirs)
+    delay_us: float                   # latest ready - the next latest: what the late rank cost
     step: int | None = None           # ProfilerStep of the call (on the first rank)
 
 
@@ -65,7 +66,7 @@ class Across:
 def _keys(calls: list[CommCall]) -> list[tuple[object, ...]]:
     counters: dict[tuple[object, ...], int] = defaultdict(int)
     keys: list[tuple[object, ...]] = []
-    for call in sorted(calls, key=lambda c: c.start_us):
+    for call in sorted(calls, key=lambda c: c.ready_us):
         if call.seq is not None:
             keys.append(("seq", call.group, call.seq))
             continue
@@ -82,14 +83,14 @@ def match(ranks: list[RankTrace], whole: bool = True) -> Across:
     per_rank: dict[int, dict[tuple[object, ...], CommCall]] = {}
     for trace in ranks:
         ordered = sorted(trace.calls if whole else window_calls(trace),
-                         key=lambda c: c.start_us)
+                         key=lambda c: c.ready_us)
         per_rank[trace.rank] = dict(zip(_keys(ordered), ordered))
     rank_ids = sorted(per_rank)
     common = set.intersection(*(set(calls) for calls in per_rank.values())) if rank_ids else set()
     total = sum(len(calls) for calls in per_rank.values())
     matched = []
     for key in common:
-        starts = {r: per_rank[r][key].start_us for r in rank_ids}
+        starts = {r: per_rank[r][key].ready_us for r in rank_ids}
         late = max(starts, key=lambda r: (starts[r], r))
         latest = starts[late]
         others = [s for r, s in starts.items() if r != late]
@@ -114,7 +115,8 @@ def match(ranks: list[RankTrace], whole: bool = True) -> Across:
                   total - len(matched) * len(rank_ids),
                   ("all calls of the traces" if whole else "calls of the selected steps")
                   + " matched by (process group, Seq) where recorded, else by order within "
-                  "(collective, group, size); late rank = latest start on the traces' clocks")
+                  "(collective, group, size); late rank = the one ready last on the traces' "
+                  "clocks (kernel start; gloo: the issuing c10d op)")
 
 
 def _straggler(lateness: list[RankLateness], calls: int) -> Straggler | None:

@@ -36,6 +36,13 @@ class CommCall:
     kernel: str = ""
     stream: int | None = None
     step: int | None = None           # ProfilerStep number it was issued in
+    issued_us: float | None = None    # CPU-only traces: when the c10d op handed it over
+
+    @property
+    def ready_us(self) -> float:
+        """When this rank was ready for the call: the kernel's start on GPUs; on gloo the
+        issuing op (a span starts later when it queued behind another on a worker thread)."""
+        return self.issued_us if self.issued_us is not None else self.start_us
 
 
 def to_int(value: Any) -> int | None:
@@ -171,4 +178,5 @@ def name_by_issuing_op(calls: list[CommCall], ops: list[Event]) -> None:
                     collective, _RUNS_AS.get(collective)):
                 used[index] = True
                 call.collective = collective
+                call.issued_us = ts
                 break
