@@ -74,8 +74,8 @@ def findings(traces: list[RankTrace], rows: list[TraceCollectiveRecord],
             at_stake_ms=lateness.delay_per_step_ms,
             title=f"rank {s.rank} is the late rank in {s.late_calls} of {s.calls} collectives "
                   f"(fair share 1/{s.ranks})",
-            detail=f"per step it is ready for a collective up to {lateness.delay_per_step_ms:.3g} ms "
-                   f"after the next latest rank; the others wait "
+            detail=f"per step it is ready for a collective up to "
+                   f"{lateness.delay_per_step_ms:.3g} ms after the next latest rank; the others wait "
                    f"{lateness.wait_caused_ms / steps:.3g} ms per step for it, summed over ranks",
             fix=f"run `collscope doctor` on rank {s.rank}'s host (throttling, a busy core, a slow "
                 "data loader, a degraded link)",
