@@ -75,8 +75,9 @@ def findings(traces: list[RankTrace], rows: list[TraceCollectiveRecord],
             title=f"rank {s.rank} is the late rank in {s.late_calls} of {s.calls} collectives "
                   f"(fair share 1/{s.ranks})",
             detail=f"per step it is ready for a collective up to "
-                   f"{lateness.delay_per_step_ms:.3g} ms after the next latest rank; the others wait "
-                   f"{lateness.wait_caused_ms / steps:.3g} ms per step for it, summed over ranks",
+                   f"{lateness.delay_per_step_ms:.3g} ms after the next latest rank; the others "
+                   f"wait {lateness.wait_caused_ms / steps:.3g} ms per step for it, summed over "
+                   "ranks",
             fix=f"run `collscope doctor` on rank {s.rank}'s host (throttling, a busy core, a slow "
                 "data loader, a degraded link)",
             test=f"{s.test}: p = {s.p_value:.2g} < 0.01"))
