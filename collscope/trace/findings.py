@@ -8,6 +8,8 @@ from collscope.trace.across import Across
 from collscope.trace.rank import RankTrace
 
 SMALL_ALL_REDUCE_BYTES = 1 << 20      # below ~1 MiB an all-reduce is latency-bound on fabrics
+LATENCY_BOUND_US = 50.0               # size unknown (old traces): a p50 kernel this short is
+                                      # latency-bound too
 MANY_PER_STEP = 8
 EXPOSED_OVERLAP_PERCENT = 50.0        # mostly exposed: less than half hidden by compute
 EXPOSED_SHARE_PERCENT = 10.0          # ... and at least this share of the step waits on it
@@ -29,8 +31,9 @@ def findings(traces: list[RankTrace], rows: list[TraceCollectiveRecord],
     found: list[FindingRecord] = []
     by_rank = {t.rank: t for t in traces}
     # Rank-wise rules report the worst rank (a job's ranks usually share the same problem).
-    small = [r for r in rows if r.collective == "all_reduce" and r.size_bytes is not None
-             and r.size_bytes < SMALL_ALL_REDUCE_BYTES and r.calls_per_step]
+    small = [r for r in rows if r.collective == "all_reduce" and r.calls_per_step and (
+        r.size_bytes < SMALL_ALL_REDUCE_BYTES if r.size_bytes is not None
+        else r.kernel_us_p50 < LATENCY_BOUND_US)]
     per_rank_small: dict[int, tuple[float, float]] = {}
     for r in small:
         calls, ms = per_rank_small.get(r.rank, (0.0, 0.0))
@@ -42,11 +45,12 @@ def findings(traces: list[RankTrace], rows: list[TraceCollectiveRecord],
         if calls >= MANY_PER_STEP:
             found.append(FindingRecord(
                 id="small-all-reduces", level="warn", rank=_rank(rank), at_stake_ms=ms,
-                title=f"{calls:g} all-reduces under 1 MiB per step ({ms:.3g} ms per step)",
+                title=f"{calls:g} small all-reduces per step",
                 detail="each pays the collective's latency; fewer, larger messages amortise it",
                 fix="DDP: raise bucket_cap_mb (collscope train --sweep bucket_cap_mb=25,50,100 "
                     "measures it); FSDP: larger wrapping units",
-                test=f"rule: >= {MANY_PER_STEP} all-reduces < 1 MiB per step"))
+                test=f"rule: >= {MANY_PER_STEP} all-reduces per step under 1 MiB (size unknown: "
+                     f"p50 kernel < {LATENCY_BOUND_US:g} us)"))
     exposed = [t for t in traces if t.overlap_percent is not None and t.steps
                and t.overlap_percent < EXPOSED_OVERLAP_PERCENT]
     if exposed:
