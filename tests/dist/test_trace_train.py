@@ -21,7 +21,7 @@ def test_trace_of_a_train_run_with_a_straggler(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     train = next(r for r in read_records(train_out) if r["kind"] == "train")
     bench_out = tmp_path / "bench.jsonl"
-    proc = run_cli("bench", "all_reduce", "--nproc", "4", "-b", "64K", "-e", "2M", "-n", "3",
+    proc = run_cli("bench", "all_reduce", "--nproc", "4", "-b", "256K", "-e", "1M", "-n", "3",
                    "-w", "1", "-c", "0", "--json", str(bench_out), timeout=180)
     assert proc.returncode == 0, proc.stderr[-3000:]
 
@@ -38,7 +38,7 @@ def test_trace_of_a_train_run_with_a_straggler(tmp_path):
         train["comm_bytes_per_step"]
     assert all(r["dtype"] == "float" and r["group_size"] == 4 for r in rows)
     assert all(r["timing"] == "cpu spans" for r in rows)
-    # Every bucket size lies inside the bench sweep: an efficiency for each.
+    # An efficiency for each bucket (inside the sweep interpolated, beyond it the nearest size).
     assert all(r["efficiency"] is not None and r["efficiency"] > 0 for r in rows)
     assert "efficiency" in proc.stdout and "%" in proc.stdout
 
