@@ -136,3 +136,37 @@ def test_odd_events_are_skipped_not_fatal():
     assert [(c.collective, c.size_bytes, c.step) for c in trace.calls] == [
         ("all_reduce", None, 1)]
     assert trace.comm_ms == pytest.approx(0.02) and trace.overlap_percent == 0.0
+
+
+def test_random_events_never_crash_the_analysis():
+    import json
+    from pathlib import Path
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from collscope.trace.events import parse_trace
+
+    value = st.one_of(st.none(), st.integers(-5, 500), st.floats(-5, 500, allow_nan=False),
+                      st.text(max_size=4), st.lists(st.integers(0, 9), max_size=3))
+    names = st.sampled_from(["ProfilerStep#1", "ProfilerStep#2", "record_param_comms",
+                             "nccl:all_reduce", "gloo:all_reduce", "c10d::allreduce_",
+                             "ncclDevKernel_Generic", "ncclKernel_AllReduce_RING_LL_Sum_float",
+                             "sgemm", "Memcpy DtoD", "cudaLaunchKernel"])
+    keys = st.sampled_from(["correlation", "stream", "Collective name", "In msg nelems",
+                            "Out msg nelems", "dtype", "Group size", "Process Group Name",
+                            "Seq", "Input Dims", "Input type"])
+    event = st.fixed_dictionaries(
+        {"ph": st.sampled_from(["X", "i", "s"]), "name": names, "ts": value, "dur": value},
+        optional={"cat": st.sampled_from(["kernel", "cpu_op", "user_annotation",
+                                          "cuda_runtime", "gpu_memcpy"]),
+                  "args": st.dictionaries(keys, value, max_size=4)})
+
+    @settings(max_examples=60, deadline=None)
+    @given(st.lists(event, max_size=25))
+    def check(events):
+        doc = parse_trace(json.dumps({"traceEvents": events}).encode(), Path("fuzz.json"))
+        trace = analyse_doc(doc, "fuzz.json", 0)
+        assert trace.comm_ms >= 0 and trace.exposed_comm_ms >= -1e-9
+
+    check()
