@@ -9,6 +9,7 @@ their CPU span, and compute is the time covered by other threads' CPU ops.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -145,6 +146,7 @@ def _gpu_part(events: list[Event], all_steps: list[StepSpan], steps: list[StepSp
     spans = Spans([e for e in events if e.cat in ("cpu_op", "user_annotation")
                     and (e.name == "record_param_comms" or is_comm_annotation(e.name))])
     window_end = all_steps[-1].start if not selected and len(all_steps) >= 2 else None
+    step_of = _StepIndex(steps).of
     calls: list[CommCall] = []
     stream_kinds: dict[Any, set[str]] = defaultdict(set)
     items: list[tuple[float | None, str, iv.Interval]] = []   # (launch ts, kind, interval)
@@ -159,12 +161,12 @@ def _gpu_part(events: list[Event], all_steps: list[StepSpan], steps: list[StepSp
         if kind == "comm":
             around = spans.around(launch.pid, launch.tid, launch.ts) if launch else []
             call = metadata_call(event, around, world_size, pg_sizes)
-            call.step = _step_of(steps, launched)
+            call.step = step_of(launched)
             calls.append(call)
 
     def inside(launched: float | None) -> bool:
         if selected:
-            return _step_of(steps, launched) is not None
+            return step_of(launched) is not None
         return window_end is None or (launched is not None and launched < window_end)
 
     part = _Part(calls, [], [], [], [])
@@ -173,7 +175,7 @@ def _gpu_part(events: list[Event], all_steps: list[StepSpan], steps: list[StepSp
             {"comm": part.comm, "compute": part.compute}.get(kind, part.busy).append(interval)
     by_step: dict[int, dict[str, list[iv.Interval]]] = defaultdict(lambda: defaultdict(list))
     for launched, kind, interval in items:
-        number = _step_of(steps, launched)
+        number = step_of(launched)
         if number is not None:
             by_step[number][kind].append(interval)
     for step in steps:
@@ -198,11 +200,12 @@ def _cpu_part(events: list[Event], all_steps: list[StepSpan], steps: list[StepSp
     compute = iv.difference(iv.union(
         (e.ts, e.ts + (e.dur or 0.0)) for e in events
         if e.cat == "cpu_op" and (e.pid, e.tid) not in comm_threads), issue)
+    step_of = _StepIndex(steps).of
     calls = [cpu_call(e, world_size, pg_sizes) for e in comm_spans]
     name_by_issuing_op(calls, [e for e in events if e.name.startswith("c10d::")
                                 and (e.pid, e.tid) not in comm_threads])
     for call in calls:
-        call.step = _step_of(steps, call.start_us)
+        call.step = step_of(call.start_us)
     comm = iv.union((c.start_us, c.start_us + c.dur_us) for c in calls)
     part = _Part(calls, [], comm, compute, [])
     # The same window as on GPUs: the selected steps, else everything before the last step.
@@ -217,10 +220,21 @@ def _cpu_part(events: list[Event], all_steps: list[StepSpan], steps: list[StepSp
     return part
 
 
-def _step_of(steps: list[StepSpan], ts: float | None) -> int | None:
-    if ts is None:
+class _StepIndex:
+    """Which step a time falls in (steps are disjoint and sorted), by bisection: traces hold
+    hundreds of thousands of kernels."""
+
+    def __init__(self, steps: list[StepSpan]):
+        self.steps = steps
+        self.starts = [s.start for s in steps]
+
+    def of(self, ts: float | None) -> int | None:
+        if ts is None:
+            return None
+        index = bisect.bisect_right(self.starts, ts) - 1
+        if index >= 0 and ts < self.steps[index].end:
+            return self.steps[index].number
         return None
-    return next((s.number for s in steps if s.start <= ts < s.end), None)
 
 
 def analyse_doc(doc: TraceDoc, path: str, rank_hint: int | None,
