@@ -97,6 +97,10 @@ def profiler_steps(events: list[Event]) -> list[StepSpan]:
     return sorted(steps, key=lambda s: s.start)
 
 
+def _count(steps: int) -> str:
+    return f"{steps} step" + ("" if steps == 1 else "s")
+
+
 def select_steps(steps: list[StepSpan], selection: tuple[int | None, int | None] | None,
                  ) -> tuple[list[StepSpan], str]:
     """The steps the figures cover, and how they were chosen. Default: every step but the last
@@ -106,11 +110,11 @@ def select_steps(steps: list[StepSpan], selection: tuple[int | None, int | None]
         chosen = [s for s in steps if (low is None or s.number >= low)
                   and (high is None or s.number < high)]
         return chosen, f"ProfilerSteps {low if low is not None else ''}:" \
-                       f"{high if high is not None else ''} ({len(chosen)} steps)"
+                       f"{high if high is not None else ''} ({_count(len(chosen))})"
     if len(steps) >= 2:
         return steps[:-1], (f"everything issued before the last ProfilerStep "
                             f"(#{steps[-1].number}; as HolisticTraceAnalysis), "
-                            f"{len(steps) - 1} steps")
+                            f"{_count(len(steps) - 1)}")
     return steps, "the whole trace (fewer than 2 ProfilerSteps)"
 
 
