@@ -203,6 +203,103 @@ class TuneRecord:
         return asdict(self)
 
 
+@dataclass
+class TraceCollectiveRecord:
+    """`collscope trace`: one (collective, dtype, size, process group) of one rank's trace.
+
+    ``kernel_us_*`` are over the GPU kernels of the calls (or their CPU spans where ``timing``
+    says "cpu spans"); ``busbw_gbs`` uses the p50 time and nccl-tests' factor for
+    ``group_size``. ``efficiency`` = busbw / the baseline's busbw at the same size and rank
+    count (None without a matching baseline; ``baseline`` says which or why not).
+    """
+
+    rank: int
+    collective: str
+    dtype: str | None
+    size_bytes: int | None
+    group: str
+    group_size: int | None
+    calls: int
+    calls_per_step: float | None
+    kernel_us_p50: float
+    kernel_us_p95: float
+    kernel_ms_total: float
+    algbw_gbs: float | None
+    busbw_gbs: float | None
+    step_share_percent: float | None
+    algorithm: str | None = None
+    protocol: str | None = None
+    timing: str = "gpu kernels"
+    baseline_busbw_gbs: float | None = None
+    efficiency: float | None = None
+    saving_ms_per_step: float | None = None
+    baseline: str = ""
+    kind: str = "trace_collective"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class TraceStepRecord:
+    """`collscope trace`: one ProfilerStep of one rank (-1: the whole trace, no steps)."""
+
+    rank: int
+    step: int
+    step_ms: float
+    compute_ms: float
+    comm_ms: float
+    exposed_comm_ms: float
+    overlap_percent: float | None
+    idle_ms: float
+    kind: str = "trace_step"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class TraceRankRecord:
+    """`collscope trace`: one rank over the analysed window (``window`` says which)."""
+
+    rank: int
+    path: str
+    timing: str
+    window: str
+    comm_kernel_ms: float
+    compute_kernel_ms: float
+    exposed_comm_ms: float
+    overlap_percent: float | None     # HolisticTraceAnalysis' get_comm_comp_overlap definition
+    late_calls: int
+    wait_caused_ms: float
+    calls: int
+    late_by_call: list[float] = field(default_factory=list)  # ms this rank started after the
+                                                              # earliest rank, per matched call
+    kind: str = "trace_rank"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class FindingRecord:
+    """A problem found, with its fix, ranked by the step time at stake (ms per step)."""
+
+    id: str
+    level: str                        # info, warn
+    title: str
+    detail: str
+    fix: str
+    at_stake_ms: float
+    rank: int | None = None
+    test: str = ""                    # the statistical test or rule that made the decision
+    kind: str = "finding"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+
 CSV_COLUMNS = [f.name for f in fields(BenchResult) if f.name != "kind"]
 
 

@@ -21,6 +21,7 @@ from collscope import __version__
 from collscope.report import charts as ch
 from collscope.report.store import Input, Run
 from collscope.report.svg import esc, legend_swatch, render
+from collscope.report.trace_charts import trace_charts
 from collscope.units import format_size
 
 STYLE = """
@@ -123,6 +124,11 @@ def render_report(inputs: list[Input], generated_at: float | None = None,
         body.append('<h2 id="tune">Tuning sweeps</h2>')
         blocks = "".join(_chart_block(chart, with_legend=True) for chart in tunes)
         body.append(f'<section><div class="charts">{blocks}</div></section>')
+    traces = trace_charts(inputs)
+    if traces:
+        body.append('<h2 id="trace">Profiler traces</h2>')
+        blocks = "".join(_chart_block(chart, with_legend=True) for chart in traces)
+        body.append(f'<section><div class="charts">{blocks}</div></section>')
     if monitors:
         body.append('<h2 id="monitor">Monitor timelines</h2>')
         blocks = "".join(_chart_block(chart, with_legend=True) for chart in monitors)
@@ -143,6 +149,7 @@ def all_charts(inputs: list[Input]) -> list[ch.Chart]:
     charts += ch.prediction_charts(inputs)
     charts += [view.chart for view in ch.train_views(inputs)]
     charts += ch.tune_charts(inputs)
+    charts += trace_charts(inputs)
     charts += ch.monitor_charts(inputs)
     return charts
 

@@ -47,6 +47,11 @@ class Run:
     samples: list[dict[str, Any]] = field(default_factory=list)
     predictions: list[dict[str, Any]] = field(default_factory=list)   # `model predict --json`
     tune: list[dict[str, Any]] = field(default_factory=list)      # `tune` sweep records
+    trace: list[dict[str, Any]] = field(default_factory=list)     # `trace` records
+
+
+# Record kinds `collscope trace` writes (collscope.results); report draws them as they are.
+TRACE_KINDS = ("trace_collective", "trace_step", "trace_rank", "finding")
 
 
 @dataclass
@@ -160,24 +165,20 @@ def parse_jsonl(text: str, name: str) -> tuple[list[tuple[int, dict[str, Any]]],
 
 def group_records(records: list[tuple[int, dict[str, Any]]], name: str,
                   warnings: list[str]) -> list[Run]:
-    """Runs from records in file order: each run record opens a run, measurements join it."""
-    contexts: list[dict[str, Any]] = []
-    Members = tuple[list[BenchResult], list[dict[str, Any]], list[dict[str, Any]],
-                    list[dict[str, Any]]]
-    members: list[Members] = []
+    """Runs from records in file order: each run record opens a run, measurements join it
+    (measurements before any run record, as `model predict --json` writes, open a run
+    without context)."""
+    runs: list[Run] = []
 
-    def current() -> Members:
-        if not members:            # measurements before any run record
-            contexts.append({})
-            members.append(([], [], [], []))
-        return members[-1]
+    def current() -> Run:
+        if not runs:
+            runs.append(Run(label="", context={}))
+        return runs[-1]
 
-    predictions: dict[int, list[dict[str, Any]]] = {}
     for number, record in records:
         kind = record.get("kind")
         if kind == "run":
-            contexts.append(record)
-            members.append(([], [], [], []))
+            runs.append(Run(label="", context=record))
         elif kind == "result":
             result = _result(record)
             if result is None:
@@ -186,34 +187,33 @@ def group_records(records: list[tuple[int, dict[str, Any]]], name: str,
                         else "with a field of the wrong type")
                 warnings.append(f"{name}: line {number}: result record {what}; skipped")
             else:
-                current()[0].append(result)
+                current().results.append(result)
         elif kind == "train":
-            current()[1].append(record)
+            current().train.append(record)
+        elif kind in TRACE_KINDS:
+            current().trace.append(record)
         elif kind == "sample":
             if isinstance(record.get("metrics"), dict) and _is_finite(record.get("ts")):
-                current()[2].append(record)
+                current().samples.append(record)
             else:
                 warnings.append(f"{name}: line {number}: sample record without a numeric ts "
                                 "and a metrics object; skipped")
         elif kind == "prediction":
             if _is_prediction(record):
-                current()             # `model predict --json` writes no run record
-                predictions.setdefault(len(members) - 1, []).append(record)
+                current().predictions.append(record)
             else:
                 warnings.append(f"{name}: line {number}: prediction record without a "
                                 "collective, a size, nodes and busbw; skipped")
         elif kind == "tune":
-            current()[3].append(record)
+            current().tune.append(record)
         elif kind != "tune_trial":    # a tune sweep's raw trials: its tune records sum them up
             warnings.append(f"{name}: line {number}: record kind {kind!r} is not one report "
-                            "reads (run, result, train, sample, prediction, tune); skipped")
-    runs = []
-    for index, (context, (results, train, samples, tune)) in enumerate(zip(contexts, members)):
-        label = _run_label(name, index, len(contexts), (context.get("extra") or {}).get("label")
-                           if isinstance(context.get("extra"), dict) else None)
-        runs.append(Run(label=label, context=context, results=results, train=train,
-                        samples=samples, predictions=predictions.get(index, []),
-                        tune=tune))
+                            "reads (run, result, train, sample, trace_*, finding, prediction, "
+                            "tune); skipped")
+    for index, run in enumerate(runs):
+        extra = run.context.get("extra")
+        run.label = _run_label(name, index, len(runs),
+                               extra.get("label") if isinstance(extra, dict) else None)
     return runs
 
 

@@ -26,6 +26,7 @@ import torch.distributed as dist
 
 from collscope.errors import RankFailure
 from collscope.runtime.dist import Session
+from collscope.testing.faults import planted, sleep_ms
 from collscope.train import analysis, parallel
 from collscope.train.analysis import Bucket
 from collscope.train.config import DDP_DEFAULT, DDPKnobs, ModelSpec, TrainConfig
@@ -172,6 +173,7 @@ class Trainer:
         with context:
             loss = model(input_ids=tokens, labels=tokens).loss
             self.clock.mark()
+            sleep_ms(planted("straggle", self.session.rank))
             loss.backward()
         self.clock.mark()
         if sync:
@@ -212,16 +214,19 @@ class Trainer:
 
     def trace(self, directory: Path, steps: int) -> Path:
         """A torch.profiler Chrome trace of ``steps`` synchronised steps of this rank."""
-        from torch.profiler import ProfilerActivity, profile
+        from torch.profiler import ProfilerActivity, profile, record_function
 
         activities = [ProfilerActivity.CPU]
         if self.device.type == "cuda":
             activities.append(ProfilerActivity.CUDA)
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / f"trace_rank{self.session.rank}.json"
-        with profile(activities=activities) as profiler:
+        # Shapes give the collectives' sizes (gloo records no record_param_comms); the
+        # ProfilerStep#N spans are what `collscope trace` splits the steps by.
+        with profile(activities=activities, record_shapes=True) as profiler:
             for index in range(steps):
-                self.step(self.batch(10_000 + index), sync=True)
+                with record_function(f"ProfilerStep#{index}"):
+                    self.step(self.batch(10_000 + index), sync=True)
         profiler.export_chrome_trace(str(path))
         return path
 

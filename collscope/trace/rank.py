@@ -1,0 +1,280 @@
+"""One rank's trace: its communication calls, its steps and its overlap (pure over events).
+
+GPU traces: every communication kernel is one call; its launch (the runtime event with the
+same correlation id) finds the record_param_comms op and the ``nccl:*`` / ``c10d::*`` spans
+around it on the launching thread, which name and size the collective where the kernel's own
+args do not. CPU-only traces (gloo): the backend's ``gloo:*`` spans are the calls, timed by
+their CPU span, and compute is the time covered by other threads' CPU ops.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from collscope.trace import intervals as iv
+from collscope.trace.calls import (
+    CommCall,
+    Spans,
+    cpu_call,
+    metadata_call,
+    name_by_issuing_op,
+    to_int,
+)
+from collscope.trace.events import Event, TraceDoc, TraceInputError
+from collscope.trace.kernels import is_comm_annotation, kernel_kind
+
+RUNTIME_CATS = {"cuda_runtime", "cuda_driver", "hip_runtime", "runtime", "driver"}
+
+
+@dataclass
+class StepBreakdown:
+    step: int                         # N of ProfilerStep#N; -1: the whole trace
+    step_ms: float
+    compute_ms: float
+    comm_ms: float
+    exposed_comm_ms: float
+    overlap_percent: float | None
+    idle_ms: float
+
+
+@dataclass
+class RankTrace:
+    path: str
+    rank: int
+    world_size: int | None
+    backend: str | None
+    job: tuple[Any, ...]              # what every rank of one job shares
+    timing: str                       # "gpu kernels" or "cpu spans"
+    calls: list[CommCall]
+    steps: list[StepBreakdown]
+    window: str                       # which part of the trace the rank figures cover
+    comm_ms: float
+    compute_ms: float
+    exposed_comm_ms: float
+    overlap_percent: float | None
+    shared_stream_comm_ms: float      # comm kernel time on streams that also run compute
+    first_ts: float
+    last_ts: float
+    pg_sizes: dict[str, int] = field(default_factory=dict)
+    host: str | None = None
+
+
+def _pg_sizes(info: dict[str, Any]) -> dict[str, int]:
+    sizes = {}
+    for pg in info.get("pg_config") or []:
+        if isinstance(pg, dict) and to_int(pg.get("pg_size")):
+            sizes[str(pg.get("pg_name"))] = int(pg["pg_size"])
+    return sizes
+
+
+def _job_key(info: dict[str, Any]) -> tuple[Any, ...]:
+    groups = tuple(sorted((str(pg.get("pg_name")), tuple(pg.get("ranks") or ()))
+                          for pg in info.get("pg_config") or [] if isinstance(pg, dict)))
+    return (info.get("world_size"), info.get("backend"), groups)
+
+
+@dataclass
+class StepSpan:
+    number: int
+    start: float
+    end: float
+
+
+def profiler_steps(events: list[Event]) -> list[StepSpan]:
+    steps = []
+    for event in events:
+        # CPU-side spans only: Kineto may mirror them on the GPU timeline
+        # (gpu_user_annotation), which would count every step twice.
+        if event.cat in ("user_annotation", "cpu_op") and event.name.startswith(
+                "ProfilerStep#"):
+            number = to_int(event.name.removeprefix("ProfilerStep#"))
+            if number is not None:
+                steps.append(StepSpan(number, event.ts, event.ts + (event.dur or 0.0)))
+    return sorted(steps, key=lambda s: s.start)
+
+
+def _count(steps: int) -> str:
+    return f"{steps} step" + ("" if steps == 1 else "s")
+
+
+def select_steps(steps: list[StepSpan], selection: tuple[int | None, int | None] | None,
+                 ) -> tuple[list[StepSpan], str]:
+    """The steps the figures cover, and how they were chosen. Default: every step but the last
+    when there are two or more (HTA's window: the profiler often cuts the last one short)."""
+    if selection is not None:
+        low, high = selection
+        chosen = [s for s in steps if (low is None or s.number >= low)
+                  and (high is None or s.number < high)]
+        return chosen, f"ProfilerSteps {low if low is not None else ''}:" \
+                       f"{high if high is not None else ''} ({_count(len(chosen))})"
+    if len(steps) >= 2:
+        return steps[:-1], (f"everything issued before the last ProfilerStep "
+                            f"(#{steps[-1].number}; as HolisticTraceAnalysis), "
+                            f"{_count(len(steps) - 1)}")
+    return steps, "the whole trace (fewer than 2 ProfilerSteps)"
+
+
+def _breakdown(number: int, start: float, end: float, comm: list[iv.Interval],
+               compute: list[iv.Interval], busy: list[iv.Interval]) -> StepBreakdown:
+    comm_u, compute_u = iv.union(comm), iv.union(compute)
+    overlapped = iv.total(iv.intersection(comm_u, compute_u))
+    comm_total = iv.total(comm_u)
+    step_ms = (end - start) / 1e3
+    return StepBreakdown(
+        step=number, step_ms=step_ms, compute_ms=iv.total(compute_u) / 1e3,
+        comm_ms=comm_total / 1e3, exposed_comm_ms=(comm_total - overlapped) / 1e3,
+        overlap_percent=100.0 * overlapped / comm_total if comm_total > 0 else None,
+        idle_ms=max(0.0, step_ms - iv.total(iv.union(busy)) / 1e3))
+
+
+@dataclass
+class _Part:
+    """What one kind of trace (GPU or CPU) yields for the rank figures."""
+
+    calls: list[CommCall]
+    steps: list[StepBreakdown]
+    comm: list[iv.Interval]          # inside the window
+    compute: list[iv.Interval]
+    busy: list[iv.Interval]
+    shared_stream_comm_ms: float = 0.0
+
+
+def _gpu_part(events: list[Event], all_steps: list[StepSpan], steps: list[StepSpan],
+              selected: bool, world_size: int | None, pg_sizes: dict[str, int]) -> _Part:
+    launches = {to_int(e.args.correlation): e for e in events
+                if e.cat in RUNTIME_CATS and e.args is not None}
+    spans = Spans([e for e in events if e.cat in ("cpu_op", "user_annotation")
+                    and (e.name == "record_param_comms" or is_comm_annotation(e.name))])
+    window_end = all_steps[-1].start if not selected and len(all_steps) >= 2 else None
+    step_of = _StepIndex(steps).of
+    calls: list[CommCall] = []
+    stream_kinds: dict[Any, set[str]] = defaultdict(set)
+    items: list[tuple[float | None, str, iv.Interval]] = []   # (launch ts, kind, interval)
+    for event in events:
+        if event.cat not in ("kernel", "gpu_memcpy", "gpu_memset"):
+            continue
+        launch = launches.get(to_int(event.args.correlation)) if event.args else None
+        launched = launch.ts if launch is not None else None
+        kind = kernel_kind(event.name) if event.cat == "kernel" else "memory"
+        stream_kinds[to_int(event.args.stream) if event.args else None].add(kind)
+        items.append((launched, kind, (event.ts, event.ts + (event.dur or 0.0))))
+        if kind == "comm":
+            around = spans.around(launch.pid, launch.tid, launch.ts) if launch else []
+            call = metadata_call(event, around, world_size, pg_sizes)
+            call.step = step_of(launched)
+            calls.append(call)
+
+    def inside(launched: float | None) -> bool:
+        if selected:
+            return step_of(launched) is not None
+        return window_end is None or (launched is not None and launched < window_end)
+
+    part = _Part(calls, [], [], [], [])
+    for launched, kind, interval in items:
+        if inside(launched):
+            {"comm": part.comm, "compute": part.compute}.get(kind, part.busy).append(interval)
+    by_step: dict[int, dict[str, list[iv.Interval]]] = defaultdict(lambda: defaultdict(list))
+    for launched, kind, interval in items:
+        number = step_of(launched)
+        if number is not None:
+            by_step[number][kind].append(interval)
+    for step in steps:
+        kinds = by_step[step.number]
+        busy = [i for intervals in kinds.values() for i in intervals]
+        part.steps.append(_breakdown(step.number, step.start, step.end, kinds["comm"],
+                                     kinds["compute"], busy))
+    shared = {s for s, kinds in stream_kinds.items() if {"comm", "compute"} <= kinds}
+    part.shared_stream_comm_ms = sum(c.dur_us for c in calls if c.stream in shared) / 1e3
+    return part
+
+
+def _cpu_part(events: list[Event], all_steps: list[StepSpan], steps: list[StepSpan],
+              selected: bool, world_size: int | None, pg_sizes: dict[str, int]) -> _Part:
+    comm_spans = sorted((e for e in events if e.cat in ("user_annotation", "cpu_op")
+                         and e.name.startswith(("gloo:", "mpi:", "ucc:", "nccl:", "rccl:"))
+                         and is_comm_annotation(e.name)), key=lambda e: e.ts)
+    comm_threads = {(e.pid, e.tid) for e in comm_spans}
+    # The ops that hand work to the backend (and may block on it) are not compute.
+    issue = iv.union((e.ts, e.ts + (e.dur or 0.0)) for e in events
+                     if e.name == "record_param_comms" or e.name.startswith("c10d::"))
+    compute = iv.difference(iv.union(
+        (e.ts, e.ts + (e.dur or 0.0)) for e in events
+        if e.cat == "cpu_op" and (e.pid, e.tid) not in comm_threads), issue)
+    step_of = _StepIndex(steps).of
+    calls = [cpu_call(e, world_size, pg_sizes) for e in comm_spans]
+    name_by_issuing_op(calls, [e for e in events if e.name.startswith("c10d::")
+                                and (e.pid, e.tid) not in comm_threads])
+    for call in calls:
+        call.step = step_of(call.start_us)
+    comm = iv.union((c.start_us, c.start_us + c.dur_us) for c in calls)
+    part = _Part(calls, [], comm, compute, [])
+    # The same window as on GPUs: the selected steps, else everything before the last step.
+    window = ((steps[0].start, steps[-1].end) if selected and steps else
+              (-math.inf, all_steps[-1].start) if len(all_steps) >= 2 else None)
+    if window is not None:
+        part.comm, part.compute = iv.clip(comm, *window), iv.clip(compute, *window)
+    for s in steps:
+        step_comm, step_compute = iv.clip(comm, s.start, s.end), iv.clip(compute, s.start, s.end)
+        part.steps.append(_breakdown(s.number, s.start, s.end, step_comm, step_compute,
+                                     step_comm + step_compute))
+    return part
+
+
+class _StepIndex:
+    """Which step a time falls in (steps are disjoint and sorted), by bisection: traces hold
+    hundreds of thousands of kernels."""
+
+    def __init__(self, steps: list[StepSpan]):
+        self.steps = steps
+        self.starts = [s.start for s in steps]
+
+    def of(self, ts: float | None) -> int | None:
+        if ts is None:
+            return None
+        index = bisect.bisect_right(self.starts, ts) - 1
+        if index >= 0 and ts < self.steps[index].end:
+            return self.steps[index].number
+        return None
+
+
+def analyse_doc(doc: TraceDoc, path: str, rank_hint: int | None,
+                selection: tuple[int | None, int | None] | None = None) -> RankTrace:
+    """Everything collscope reads from one rank's trace."""
+    info = doc.distributedInfo if isinstance(doc.distributedInfo, dict) else {}
+    rank = to_int(info.get("rank"))
+    rank = rank if rank is not None else (rank_hint if rank_hint is not None else 0)
+    world_size = to_int(info.get("world_size"))
+    pg_sizes = _pg_sizes(info)
+    # Complete events with a numeric time (JSON has no NaN; bool is no time).
+    number = (int, float)
+    events = [e for e in doc.traceEvents if e.ph == "X" and type(e.name) is str
+              and type(e.ts) in number and (e.dur is None or type(e.dur) in number)]
+    all_steps = profiler_steps(events)
+    steps, window = select_steps(all_steps, selection)
+    if selection is not None and not steps:
+        have = (f"it has ProfilerSteps {all_steps[0].number} to {all_steps[-1].number}"
+                if all_steps else "it has no ProfilerStep spans")
+        raise TraceInputError(f"--steps: {selection[0] if selection[0] is not None else ''}:"
+                              f"{selection[1] if selection[1] is not None else ''} selects no "
+                              f"step of {path} ({have})")
+    on_gpu = any(e.cat in ("kernel", "gpu_memcpy", "gpu_memset") for e in events)
+    part = (_gpu_part(events, all_steps, steps, selection is not None, world_size, pg_sizes)
+            if on_gpu else _cpu_part(events, all_steps, steps, selection is not None,
+                                     world_size, pg_sizes))
+    first_ts = min((e.ts for e in events), default=0.0)
+    last_ts = max((e.ts + (e.dur or 0.0) for e in events), default=0.0)
+    whole = _breakdown(-1, first_ts, last_ts, part.comm, part.compute,
+                       part.comm + part.compute + part.busy)
+    return RankTrace(
+        path=path, rank=rank, world_size=world_size,
+        backend=info.get("backend") if isinstance(info.get("backend"), str) else None,
+        job=_job_key(info), timing="gpu kernels" if on_gpu else "cpu spans",
+        calls=part.calls, steps=part.steps, window=window, comm_ms=whole.comm_ms,
+        compute_ms=whole.compute_ms, exposed_comm_ms=whole.exposed_comm_ms,
+        overlap_percent=whole.overlap_percent,
+        shared_stream_comm_ms=part.shared_stream_comm_ms, first_ts=first_ts, last_ts=last_ts,
+        pg_sizes=pg_sizes, host=doc.host_name if isinstance(doc.host_name, str) else None)
