@@ -30,6 +30,7 @@ from typing import Any
 from collscope import __version__
 from collscope.hw.tools import ToolRun, run_command
 from collscope.results import is_secret_name
+from collscope.sysfs import list_dir
 
 RawCapture = dict[str, str]
 
@@ -126,12 +127,6 @@ def _read(path: Path, limit: int = MAX_FILE_BYTES) -> str | None:
         return None
 
 
-def _listdir(path: Path) -> list[str]:
-    try:
-        return sorted(os.listdir(path))
-    except OSError:
-        return []
-
 
 def read_host_files(root: str | os.PathLike[str] = "/") -> RawCapture:
     """Copies of the kernel files the checks read, keyed ``sysfs/<absolute path>``.
@@ -149,19 +144,19 @@ def read_host_files(root: str | os.PathLike[str] = "/") -> RawCapture:
 
     for absolute in HOST_FILES:
         keep(absolute)
-    for iface in _listdir(base / "sys/class/net"):
+    for iface in list_dir(base / "sys/class/net"):
         for name in NET_FILES:
             keep(f"/sys/class/net/{iface}/{name}")
-    for dev in _listdir(base / "sys/class/infiniband"):
+    for dev in list_dir(base / "sys/class/infiniband"):
         dev_dir = f"/sys/class/infiniband/{dev}"
         for name in RDMA_DEVICE_FILES:
             keep(f"{dev_dir}/{name}")
-        for port in _listdir(base / dev_dir.lstrip("/") / "ports"):
+        for port in list_dir(base / dev_dir.lstrip("/") / "ports"):
             port_dir = f"{dev_dir}/ports/{port}"
             for name in RDMA_PORT_FILES:
                 keep(f"{port_dir}/{name}")
             _keep_gids(base, port_dir, files)
-    for address in _listdir(base / "sys/bus/pci/devices")[:MAX_PCI_DEVICES]:
+    for address in list_dir(base / "sys/bus/pci/devices")[:MAX_PCI_DEVICES]:
         dev_dir = f"/sys/bus/pci/devices/{address}"
         pci_class = _read(base / dev_dir.lstrip("/") / "class")
         if pci_class is None or not pci_class.strip().lower().startswith(PCI_CLASS_PREFIXES):
@@ -173,7 +168,7 @@ def read_host_files(root: str | os.PathLike[str] = "/") -> RawCapture:
 
 def _keep_gids(base: Path, port_dir: str, files: RawCapture) -> None:
     """Non-empty GID entries with their RoCE type and netdev (the RoCE GID-index facts)."""
-    indices = [i for i in _listdir(base / port_dir.lstrip("/") / "gids") if i.isdigit()]
+    indices = [i for i in list_dir(base / port_dir.lstrip("/") / "gids") if i.isdigit()]
     kept = 0
     for index in sorted(indices, key=int):
         gid = _read(base / port_dir.lstrip("/") / "gids" / index)
@@ -209,7 +204,7 @@ def host_info(root: str | os.PathLike[str] = "/") -> dict[str, Any]:
         # -1 = unlimited (RLIM_INFINITY), the value RDMA memory registration wants.
         "memlock_soft": -1 if soft == resource.RLIM_INFINITY else soft,
         "memlock_hard": -1 if hard == resource.RLIM_INFINITY else hard,
-        "iommu_groups": len(_listdir(base / "sys/kernel/iommu_groups")),
+        "iommu_groups": len(list_dir(base / "sys/kernel/iommu_groups")),
         "is_root": os.geteuid() == 0,
         "addresses": _addresses(),
         "python": platform.python_version(),
