@@ -20,6 +20,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from collscope.collectives.table import bandwidths
+
 SIZE_BYTES = 1 << 20
 WARMUP_ITERS = 2
 ITERS = 10
@@ -60,7 +62,7 @@ class SelfTestResult:
 
 def busbw(size_bytes: int, time_us: float, world: int) -> float:
     """nccl-tests' all_reduce bus bandwidth in GB/s: S/t x 2(n-1)/n."""
-    return size_bytes / (time_us * 1e3) * 2 * (world - 1) / world if time_us > 0 else 0.0
+    return bandwidths(size_bytes, time_us, "all_reduce", world)[1]
 
 
 def run_gloo_threads(timeout_s: float = 30.0) -> SelfTestResult:
