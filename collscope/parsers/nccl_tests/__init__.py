@@ -25,6 +25,12 @@ What it reads (all optional, in any order nccl-tests ever printed them):
   ``# Bitwise mismatches : N OK|FAILED``), ``# Reducing maxBytes ...``, ``# Testing N cycle.``;
 - failure lines (``Test NCCL failure common.cu:1279 '...'``, ``# error: ...``, launcher aborts).
 
+Captured logs often carry a prefix on every line (``srun -l`` task labels, ``mpirun
+--tag-output`` tags, time stamps, ``kubectl logs --prefix``): the prefix shared by nccl-tests'
+own lines is found and stripped first (``prefixes.py``); shell ``set -x`` traces (``+ cmd``)
+are command lines, ``cpu-bind=...`` lines launcher output, and a line of options right after a
+command line is its wrapped rest.
+
 Posted logs are often edited: markdown may strip the leading ``# `` of header lines, grep may
 keep only some rows (with ``====== N-node ======`` separators: each separator starts a new test
 block labelled with its text, inheriting the command line and versions before it), authors cut
@@ -77,6 +83,7 @@ from collscope.parsers.nccl_tests.inference import (
     guess_collective,
     world_size_from_ratio,
 )
+from collscope.parsers.nccl_tests.prefixes import strip_prefix
 from collscope.parsers.nccl_tests.reader import Reader
 from collscope.parsers.nccl_tests.records import (
     ELEMENT_SIZES,
@@ -112,7 +119,9 @@ def _line_of(message: str) -> int:
 def parse_nccl_tests(text: str) -> Parsed[list[ParsedTest]]:
     """All test blocks of an nccl-tests / rccl-tests log, with every warning (line-numbered)."""
     reader = Reader()
-    lines = text.splitlines()
+    lines, stripped = strip_prefix(text.splitlines())
+    if stripped:
+        reader.block.warnings.append(stripped)
     for number, line in enumerate(lines, start=1):
         try:
             reader.feed(number, line)

@@ -35,8 +35,8 @@ KNOWN_COMMENT = re.compile(
     r"skipping json output|Memory type|Check the result)", re.I)
 ELISION_COMMENT = re.compile(r"truncat|smaller (?:message )?sizes|omitted|snip|\.\.\.\s*$", re.I)
 ERROR_COMMENT = re.compile(r"error:\s*(\S.*)$", re.I)
-# Prompts: "$ cmd", "user@host:~$ cmd", "root@host:/x# cmd", "+ cmd" (bash -x).
-PROMPT = re.compile(r"(?:\$|[\w.\-]+@[\w.\-]+(?::[^\s$#]*)?[$#]|\+)\s+(\S.*)$")
+# Prompts: "$ cmd", "user@host:~$ cmd", "root@host:/x# cmd", "+ cmd" / "++ cmd" (set -x).
+PROMPT = re.compile(r"(?:\$|[\w.\-]+@[\w.\-]+(?::[^\s$#]*)?[$#]|\++)\s+(\S.*)$")
 # mpirun --tag-output prefixes every line with "[job,rank]<stdout>:".
 OUTPUT_TAG = re.compile(r"^\[\d+,\d+\]<std(?:out|err)>:\s?")
 LAUNCHERS = ("mpirun", "mpiexec", "orterun", "prterun", "srun", "torchrun", "aprun", "jsrun",
@@ -52,7 +52,7 @@ FAILURE = re.compile(
     r"\[ERROR\]|^Error:", re.I)
 LAUNCHER_NOISE = re.compile(
     r"(?:\[[^\]]*\]|-{5,}|\*{3}|mpirun|mpiexec|prterun|orterun|srun:|salloc:|sbatch:|"
-    r"slurmstepd:|warning:|Authorization required|Permission denied|ssh:|pdsh@|"
+    r"slurmstepd:|cpu[-_]bind[=:]|warning:|Authorization required|Permission denied|ssh:|pdsh@|"
     r"A (?:process|request|high-performance)|An? (?:error|MPI)|Open MPI|Local host:|"
     r"Remote host:|Local device:|Child job|PMIX|pmix|Lmod|module |Loading |"
     r"\S+:\s+/\S+:\s+no version information available)", re.I)

@@ -16,7 +16,12 @@ from collscope.parsers.nccl_tests.records import (
     decode_nccl_version_code,
     parse_num,
 )
-from collscope.parsers.nccl_tests.table import looks_like_row, parse_header, parse_row
+from collscope.parsers.nccl_tests.table import (
+    looks_like_row,
+    parse_header,
+    parse_row,
+    row_failure,
+)
 
 
 class Reader:
@@ -29,6 +34,7 @@ class Reader:
         self.continuing: CommandLine | None = None
         self.noise: tuple[str, int, int, str] | None = None     # category, first, last, text
         self.line_no = 0
+        self.command_end = -1       # last line of the latest command line
 
     # -- blocks --------------------------------------------------------------------------------
 
@@ -121,7 +127,7 @@ class Reader:
         block = self.block
         if not commented:
             prompt = patterns.PROMPT.match(stripped)
-            if prompt and not looks_like_row(stripped.split()):
+            if prompt and not looks_like_row(stripped.split(), block.header):
                 self._command(prompt.group(1))
                 return
 
@@ -189,7 +195,7 @@ class Reader:
             key = "hostname" if match.group(1).lower() == "hostname" else "library_path"
             self.block.info[key] = match.group(2).strip()
             return
-        if patterns.BANNER.search(body) and not looks_like_row(body.split()):
+        if patterns.BANNER.search(body) and not looks_like_row(body.split(), block.header):
             self._open("banner")
             self.in_devices = False
             return
@@ -205,7 +211,7 @@ class Reader:
             return
         if tokens and tokens[0] == "(B)":
             return
-        if not commented and looks_like_row(tokens):
+        if not commented and looks_like_row(tokens, self.block.header):
             self._open("row")
             self.in_devices = False
             self._row(line)
@@ -277,6 +283,8 @@ class Reader:
         if patterns.LAUNCHER_NOISE.match(stripped):
             self._noise("launcher/MPI output", stripped)
             return
+        if stripped.startswith("-") and self._options_continue_command(stripped):
+            return
         self._warn(f"line {self.line_no}: not understood: {clip(stripped)!r}")
 
     # -- pieces --------------------------------------------------------------------------------
@@ -287,13 +295,28 @@ class Reader:
         if text.endswith("\\"):
             self.continuing = CommandLine(line=self.line_no, text=text[:-1].rstrip(), argv=[])
             return
-        self.block.commands.append(parse_command_line(text, self.line_no))
+        self._add_command(text, self.line_no)
+
+    def _add_command(self, text: str, line: int) -> None:
+        self.block.commands.append(parse_command_line(text, line))
+        self.command_end = self.line_no
+
+    def _options_continue_command(self, stripped: str) -> bool:
+        """A line of options right after a command line is its rest, wrapped by whoever
+        pasted it without a backslash (``./all_reduce_perf -b 1M -e 8G`` / ``-f 2 -g 1``)."""
+        commands = self.block.commands
+        if not commands or self.command_end != self.line_no - 1 or not commands[-1].program:
+            return False
+        last = commands[-1]
+        commands[-1] = parse_command_line(last.text + " " + stripped, last.line)
+        self.command_end = self.line_no
+        return True
 
     def _continue_command(self, stripped: str) -> bool:
         """Add a continuation line to the command; False when the line is not one (a comment
         or a result row: the paste was cut), which ends the command."""
         assert self.continuing is not None
-        if stripped.startswith("#") or looks_like_row(stripped.split()):
+        if stripped.startswith("#") or looks_like_row(stripped.split(), self.block.header):
             self.block.commands.append(
                 parse_command_line(self.continuing.text, self.continuing.line))
             self.continuing = None
@@ -304,7 +327,7 @@ class Reader:
         if more:
             self.continuing.text = text
             return True
-        self.block.commands.append(parse_command_line(text, self.continuing.line))
+        self._add_command(text, self.continuing.line)
         self.continuing = None
         return True
 
@@ -352,6 +375,13 @@ class Reader:
 
     def _row(self, line: str) -> None:
         row, problems = parse_row(line, self.line_no, self.block.header, self.block.rows)
+        failure = row_failure(line, self.block.header)
+        if failure:
+            # The test died while printing this row: the cause is on this line, and the
+            # columns it cut short are a consequence, not a second problem.
+            self.block.failures.append((self.line_no, failure))
+            problems = [p for p in problems if "not understood" not in p
+                        and "cut short" not in p and "unexpected text" not in p]
         for problem in problems:
             self._warn(f"line {self.line_no}: {problem}: {clip(line)!r}")
         if row is not None:

@@ -116,6 +116,7 @@ class TableHeader:
     has_root: bool
     groups: list[list[str]]             # column names per placement, e.g. time algbw busbw #wrong
     timestamp: bool = False
+    has_redop: bool = True              # 2018-2019 data-movement tables print no redop
     time_ends: list[int] = field(default_factory=list)  # end column of each placement's time
 
     @property

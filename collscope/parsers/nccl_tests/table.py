@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from collscope.parsers.nccl_tests import patterns
 from collscope.parsers.nccl_tests.records import INT, NUM, Placement, Row, TableHeader, parse_num
 
 _TIME_NAMES = ("time", "cputime")
@@ -19,8 +20,10 @@ def parse_header(line: str, number: int) -> TableHeader | None:
     if names[:2] != ["size", "count"]:
         return None
     i = 2
+    has_redop = False
     for expected in ("type", "redop"):
         if i < len(names) and names[i] == expected:
+            has_redop = has_redop or expected == "redop"
             i += 1
     has_root = i < len(names) and names[i] == "root"
     if has_root:
@@ -39,14 +42,20 @@ def parse_header(line: str, number: int) -> TableHeader | None:
     if not groups:
         return None
     return TableHeader(line=number, has_root=has_root, groups=groups, timestamp=timestamp,
+                       has_redop=has_redop,
                        time_ends=time_ends)
 
 
-def looks_like_row(tokens: list[str]) -> bool:
-    return (len(tokens) >= 5 and INT.match(tokens[0]) is not None
+def looks_like_row(tokens: list[str], header: TableHeader | None = None) -> bool:
+    """size, count, a type name, then a redop name; under a header without a redop column
+    (old data-movement tables) the type is followed by numbers."""
+    if not (len(tokens) >= 5 and INT.match(tokens[0]) is not None
             and INT.match(tokens[1]) is not None
-            and NUM.match(tokens[2]) is None and NUM.match(tokens[3]) is None
-            and re.fullmatch(r"[A-Za-z][\w.]*", tokens[2]) is not None)
+            and re.fullmatch(r"[A-Za-z][\w.]*", tokens[2]) is not None):
+        return False
+    if header is not None and not header.has_redop:
+        return NUM.match(tokens[3]) is not None
+    return NUM.match(tokens[3]) is None
 
 
 _DEFAULT_NEW = ["time", "algbw", "busbw", "#wrong"]
@@ -60,6 +69,7 @@ def parse_row(line: str, number: int, header: TableHeader | None,
     matches = list(re.finditer(r"\S+", line))
     tokens = [m.group() for m in matches]
     problems: list[str] = []
+    has_redop = header is None or header.has_redop
     if header is not None:
         has_root = header.has_root
         groups = header.groups
@@ -72,18 +82,19 @@ def parse_row(line: str, number: int, header: TableHeader | None,
                         and (len(tokens) - 5) % 4 == 0) or (len(tokens) - 4) % 4 != 0
         group = _DEFAULT_NEW if has_root else _DEFAULT_OLD
         groups = [group, group]
-    prefix = 5 if has_root else 4
-    if has_root and (len(tokens) < 5 or INT.match(tokens[4]) is None):
+    prefix = 3 + has_redop + has_root
+    if has_root and (len(tokens) < prefix or INT.match(tokens[prefix - 1]) is None):
         return None, ["table row not understood (no root column)"]
     size, count = int(tokens[0]), int(tokens[1])
-    root = int(tokens[4]) if has_root else None
+    root = int(tokens[prefix - 1]) if has_root else None
     values = matches[prefix:]
     timestamp = None
     if header is not None and header.timestamp and len(values) >= 2 and \
             _DATE.match(values[-2].group()) and _CLOCK.match(values[-1].group()):
         timestamp = values[-2].group() + " " + values[-1].group()
         values = values[:-2]
-    row = Row(line=number, size_bytes=size, count=count, dtype=tokens[2], redop=tokens[3],
+    redop = tokens[3] if has_redop else "none"
+    row = Row(line=number, size_bytes=size, count=count, dtype=tokens[2], redop=redop,
               root=root, out_of_place=None, in_place=None, timestamp=timestamp)
     width = len(groups[0])
     if not values:
@@ -118,6 +129,21 @@ def parse_row(line: str, number: int, header: TableHeader | None,
     if row.in_place is None and row.out_of_place is None:
         return None, problems
     return row, problems
+
+
+def row_failure(line: str, header: TableHeader | None) -> str | None:
+    """The failure message printed on a row's line after its first columns, e.g.
+    ``1048576  262144  float  sum  -1  gpu-1: Test NCCL failure common.cu:1279 '...'``:
+    the text from the first word that is not a column value on, when it names a failure."""
+    if not patterns.FAILURE.search(line):
+        return None
+    has_redop = header is None or header.has_redop
+    tokens = list(re.finditer(r"\S+", line))
+    for match in tokens[3 + has_redop:]:
+        token = match.group().rstrip("*")
+        if NUM.match(token) is None and token.upper() != "N/A":
+            return line[match.start():].strip()
+    return None
 
 
 def _single_is_in_place(last_prefix: re.Match[str], first_value: re.Match[str],
