@@ -83,7 +83,16 @@ from collscope.parsers.nccl_tests.inference import (
     guess_collective,
     world_size_from_ratio,
 )
+from collscope.parsers.nccl_tests.json_output import (
+    looks_like_nccl_tests_json,
+    parse_nccl_tests_json,
+)
 from collscope.parsers.nccl_tests.prefixes import strip_prefix
+from collscope.parsers.nccl_tests.rccl_reporter import (
+    looks_like_rccl_csv,
+    looks_like_rccl_json,
+    parse_rccl_reporter,
+)
 from collscope.parsers.nccl_tests.reader import Reader
 from collscope.parsers.nccl_tests.records import (
     ELEMENT_SIZES,
@@ -107,7 +116,8 @@ __all__ = [
     "ELEMENT_SIZES", "REDUCTION_OPS", "CommandLine", "DeviceLine", "Footer", "ParsedTest",
     "Placement", "Row", "TableHeader", "TestParams", "decode_nccl_version_code",
     "element_size", "error_tolerance", "failed", "guess_collective", "parse_command_line",
-    "parse_nccl_tests", "printed_unit", "world_size_from_ratio",
+    "parse_nccl_tests", "printed_unit", "world_size_from_ratio", "detect_format", "parse_any",
+    "TEXT", "NCCL_TESTS_JSON", "RCCL_TESTS_CSV", "RCCL_TESTS_JSON",
 ]
 
 
@@ -139,3 +149,61 @@ def parse_nccl_tests(text: str) -> Parsed[list[ParsedTest]]:
         test.warnings.sort(key=_line_of)
         warnings.extend(test.warnings)
     return Parsed(value=tests, warnings=warnings)
+
+
+# The formats parse_any tells apart, by content.
+TEXT = "nccl-tests text log"
+NCCL_TESTS_JSON = "nccl-tests JSON (-J)"
+RCCL_TESTS_CSV = "rccl-tests CSV (-Z csv)"
+RCCL_TESTS_JSON = "rccl-tests JSON (-Z json)"
+
+
+def detect_format(text: str) -> str:
+    """Which output of nccl-tests / rccl-tests ``text`` is, from its content."""
+    text = text.removeprefix("\ufeff")
+    if looks_like_nccl_tests_json(text):
+        return NCCL_TESTS_JSON
+    if looks_like_rccl_json(text):
+        return RCCL_TESTS_JSON
+    if looks_like_rccl_csv(text):
+        return RCCL_TESTS_CSV
+    return TEXT
+
+
+def parse_any(text: str) -> tuple[str, Parsed[list[ParsedTest]]]:
+    """The format of ``text`` and its tests: a text log, nccl-tests' -J JSON or rccl-tests'
+    -Z csv/json file. Never raises."""
+    kind = detect_format(text)
+    if kind == TEXT:
+        return kind, parse_nccl_tests(text)
+    text = text.removeprefix("\ufeff")
+    try:
+        if kind == NCCL_TESTS_JSON:
+            parsed = parse_nccl_tests_json(text)
+        else:
+            parsed = parse_rccl_reporter(text, "csv" if kind == RCCL_TESTS_CSV else "json")
+    except Exception as exc:  # the parser must never raise on odd input
+        return kind, Parsed(value=[], warnings=[f"could not be read ({exc!r})"])
+    for test in parsed.value:
+        _decide_structured(test)
+    return kind, Parsed(value=parsed.value,
+                        warnings=[w for test in parsed.value for w in test.warnings])
+
+
+def _decide_structured(test: ParsedTest) -> None:
+    """decide() for a structured file: what the file declares (collective, world size) wins
+    over what the table would suggest; a disagreement is a warning."""
+    declared = (test.collective, test.collective_source, test.world_size, test.world_size_method)
+    if test.program is None and test.collective:
+        test.program = f"{test.collective}_perf"
+    try:
+        decide(test)
+    except Exception as exc:
+        test.warnings.append(f"test {test.index}: analysis failed ({exc!r})")
+    if declared[0]:
+        test.collective, test.collective_source = declared[0], declared[1]
+    if declared[2]:
+        test.world_size, test.world_size_method = declared[2], declared[3]
+        if test.table_world_size and test.table_world_size != test.world_size:
+            test.warnings.append(f"the table implies {test.table_world_size} ranks but the "
+                                 f"file says {test.world_size}")

@@ -178,6 +178,8 @@ class ParsedTest:
     world_size: int | None = None
     world_size_method: str = "unknown"
     table_world_size: int | None = None     # what the table alone implies, for cross-checks
+    nodes: int | None = None                # as declared by a structured output (rccl-tests -Z)
+    ranks_per_node: int | None = None
 
     @property
     def command(self) -> CommandLine | None:
