@@ -12,18 +12,21 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from collscope.doctor import probes
+from collscope.doctor import probes, recognize
+from collscope.doctor.gpu_usage import UsageFacts, usage_facts
 from collscope.doctor.selftest import SelfTestResult
 from collscope.parsers import (
     amd_smi,
+    ibstat,
     ibv_devinfo,
     nccl_debug,
     nvidia_smi,
     rocm_smi,
     rocminfo,
+    smi_tables,
     ucx_info,
 )
-from collscope.parsers.common import GpuInfo, Topology, to_int
+from collscope.parsers.common import GpuInfo, Parsed, Topology, to_int
 
 SYSFS = probes.SYSFS_DIR
 AMD_VENDOR_ID = "0x1002"
@@ -95,6 +98,8 @@ class PciDevice:
     class_code: str | None = None    # "0x120000"
     vendor: str | None = None        # "0x1002"
     numa_node: int | None = None
+    link_speed: str | None = None    # sysfs current_link_speed, "16.0 GT/s PCIe"
+    link_width: int | None = None    # current_link_width
 
     @property
     def is_gpu(self) -> bool:
@@ -182,6 +187,9 @@ class Facts:
     tools: dict[str, probes.ToolRun] = field(default_factory=dict)
     selftest: SelfTestResult | None = None
     notes: dict[str, list[str]] = field(default_factory=dict)  # file -> parser warnings
+    usage: UsageFacts = field(default_factory=UsageFacts)      # memory held, engine busy
+    read_as: dict[str, str] = field(default_factory=dict)      # file -> slot, from content
+    unrecognised: list[str] = field(default_factory=list)      # files no tool output matched
 
     @property
     def driver_version(self) -> str | None:
@@ -398,9 +406,11 @@ def _rdma_from_sysfs(capture: probes.RawCapture) -> list[RdmaDevice]:
     return devices
 
 
-def _rdma_from_ibv(text: str, notes: dict[str, list[str]]) -> list[RdmaDevice]:
-    parsed = ibv_devinfo.parse_ibv_devinfo(text)
-    _note(notes, "ibv_devinfo-v.txt", parsed.warnings)
+def _rdma_from_ibv(text: str, notes: dict[str, list[str]],
+                   name: str = "ibv_devinfo-v.txt") -> list[RdmaDevice]:
+    parse = ibstat.parse_ibstat if name == recognize.IBSTAT else ibv_devinfo.parse_ibv_devinfo
+    parsed = parse(text)
+    _note(notes, name, parsed.warnings)
     devices = []
     for hca in parsed.value:
         device = RdmaDevice(name=hca.hca_id, fw_ver=hca.fw_ver)
@@ -422,7 +432,10 @@ def _pci(capture: probes.RawCapture) -> list[PciDevice]:
         devices.append(PciDevice(address=address,
                                  class_code=(_sys(capture, f"{base}/class") or "").lower() or None,
                                  vendor=(_sys(capture, f"{base}/vendor") or "").lower() or None,
-                                 numa_node=_numa(_sys(capture, f"{base}/numa_node"))))
+                                 numa_node=_numa(_sys(capture, f"{base}/numa_node")),
+                                 link_speed=_sys(capture, f"{base}/current_link_speed"),
+                                 link_width=to_int(_sys(capture, f"{base}/current_link_width")
+                                                   or "")))
     return devices
 
 
@@ -487,6 +500,28 @@ def _merge_gpus(primary: list[GpuInfo], others: list[list[GpuInfo]]) -> list[Gpu
 GpuSources = dict[str, list[tuple[str, list[GpuInfo]]]]
 
 
+def _is_json(text: str) -> bool:
+    """A tool's --json output, perhaps after a warning line or two (rocm-smi prints some)."""
+    return any(line.lstrip().startswith(("{", "[")) for line in text.splitlines()[:6])
+
+
+def _nvidia_query(text: str) -> Parsed[list[GpuInfo]]:
+    """--query-gpu CSV with its header (bundles, older doctor) or without (csv,noheader)."""
+    parsed = nvidia_smi.parse_query_gpu_csv(text)
+    if parsed.value or not text.strip():
+        return parsed
+    return nvidia_smi.parse_query_gpu_csv(text, list(probes.NVIDIA_QUERY_FIELDS))
+
+
+def _table_gpus(parse: Any) -> Any:
+    """A GPU list from nvidia-smi's or amd-smi's default table."""
+    def gpus(text: str) -> Parsed[list[GpuInfo]]:
+        parsed = parse(text)
+        return Parsed([GpuInfo(index=g.index, name=g.name, memory_bytes=g.mem_total_bytes,
+                               pci_bus_id=g.bus_id) for g in parsed.value.gpus], parsed.warnings)
+    return gpus
+
+
 def _gpu_sources(capture: probes.RawCapture, notes: dict[str, list[str]]) -> GpuSources:
     """Every GPU list the capture holds: vendor -> [(file, gpus)] in order of preference."""
     amd: list[tuple[str, list[GpuInfo]]] = []
@@ -502,15 +537,22 @@ def _gpu_sources(capture: probes.RawCapture, notes: dict[str, list[str]]) -> Gpu
         ("rocm-smi--showproductname.txt", rocm_smi.parse_productname, amd),
         ("rocm-smi--showmeminfo-vram.txt", rocm_smi.parse_showmeminfo, amd),
         ("rocminfo.txt", rocminfo.parse_gpus, amd),
-        ("nvidia-smi-query-gpu.csv", nvidia_smi.parse_query_gpu_csv, nvidia),
+        ("nvidia-smi-query-gpu.csv", _nvidia_query, nvidia),
+        (recognize.AMD_SMI_TABLE, _table_gpus(smi_tables.parse_amd_smi_table), amd),
+        (recognize.NVIDIA_SMI_TABLE, _table_gpus(smi_tables.parse_nvidia_smi), nvidia),
     )
     for name, parse, target in parsers:
         if name in capture:
-            parsed = parse(capture[name])
+            text = capture[name]
+            # rocm-smi --json (what doctor runs) or the text a bundle may hold.
+            use = rocm_smi.parse_json if name.startswith("rocm-smi") and _is_json(text) \
+                else parse
+            parsed = use(text)
             _note(notes, name, parsed.warnings)
             target.append((name, list(parsed.value)))
     if "rocm-smi.txt" in capture:
-        concise = rocm_smi.parse_concise(capture["rocm-smi.txt"])
+        text = capture["rocm-smi.txt"]
+        concise = (rocm_smi.parse_json_status if _is_json(text) else rocm_smi.parse_concise)(text)
         _note(notes, "rocm-smi.txt", concise.warnings)
         amd.append(("rocm-smi.txt", [
             GpuInfo(index=s.index, name=AMD_DEVICE_IDS.get((s.device_id or "").lower()),
@@ -540,6 +582,7 @@ def _topology(capture: probes.RawCapture, facts: Facts) -> None:
                                                   if x in rank else len(rank))
         else:
             parse = amd_smi.parse_topology if name.startswith("amd-smi") \
+                else rocm_smi.parse_json_topology if _is_json(capture[name]) \
                 else rocm_smi.parse_showtopo
             parsed = parse(capture[name])
             _note(notes, name, parsed.warnings)
@@ -551,6 +594,8 @@ def _topology(capture: probes.RawCapture, facts: Facts) -> None:
 
 def _vendor(facts: Facts, sources: GpuSources, capture: probes.RawCapture) -> str:
     if sources["amd"] or "amd-smi-topology.txt" in capture or "rocm-smi--showtopo.txt" in capture:
+        return "amd"
+    if not sources["nvidia"] and recognize.AMD_SMI_METRIC in capture:
         return "amd"
     if sources["nvidia"] or "nvidia-smi-topo-m.txt" in capture:
         return "nvidia"
@@ -570,6 +615,9 @@ def _vendor(facts: Facts, sources: GpuSources, capture: probes.RawCapture) -> st
 def facts_from(capture: probes.RawCapture) -> Facts:
     """All facts of one node's capture (live or bundle)."""
     facts = Facts()
+    placed = recognize.place(capture)
+    capture = placed.capture
+    facts.read_as, facts.unrecognised = placed.moved, placed.unrecognised
     notes = facts.notes
     facts.env = parse_env(capture.get(probes.ENV_FILE, ""))
     facts.tools = _tool_runs(_dict(_json(capture, probes.COMMANDS_FILE, notes)))
@@ -579,13 +627,15 @@ def facts_from(capture: probes.RawCapture) -> Facts:
     facts.pci = _pci(capture)
     facts.rdma = _rdma_from_sysfs(capture)
     facts.rdma_source = "sysfs" if facts.rdma else None
-    if not facts.rdma and "ibv_devinfo-v.txt" in capture:
-        facts.rdma = _rdma_from_ibv(capture["ibv_devinfo-v.txt"], notes)
-        facts.rdma_source = "ibv_devinfo-v.txt"
+    for name in ("ibv_devinfo-v.txt", recognize.IBSTAT):
+        if not facts.rdma and name in capture:
+            facts.rdma = _rdma_from_ibv(capture[name], notes, name)
+            facts.rdma_source = name if facts.rdma else None
     if "lspci-vvv.txt" in capture:
         facts.acs = parse_lspci_acs(capture["lspci-vvv.txt"])
     _gpus_and_topology(capture, facts)
     _software(capture, facts)
+    facts.usage = usage_facts(capture)
     return facts
 
 

@@ -62,18 +62,31 @@ class ToolSpec:
     group: str  # amd, nvidia, ucx, rdma, host: which hardware makes it relevant
 
 
+# What doctor asks nvidia-smi for (csv,noheader,nounits: the units are the ones given here).
+NVIDIA_QUERY_FIELDS = ("index", "name", "memory.total [MiB]", "memory.used [MiB]",
+                       "utilization.gpu [%]", "driver_version", "pci.bus_id", "uuid",
+                       "pcie.link.gen.current", "pcie.link.width.current")
+
+# Vendor tools run in their machine-readable modes (JSON, CSV); the parsers also read the text
+# forms, which is what bundles assembled by hand and pasted outputs hold. File names are the
+# bundle format and stay the same whatever the content.
 TOOLS: tuple[ToolSpec, ...] = (
-    ToolSpec("amd-smi-static.txt", ("amd-smi", "static"), "amd"),
-    ToolSpec("amd-smi-topology.txt", ("amd-smi", "topology"), "amd"),
-    ToolSpec("rocm-smi.txt", ("rocm-smi",), "amd"),
-    ToolSpec("rocm-smi--showproductname.txt", ("rocm-smi", "--showproductname"), "amd"),
-    ToolSpec("rocm-smi--showtopo.txt", ("rocm-smi", "--showtopo"), "amd"),
-    ToolSpec("rocm-smi--showmeminfo-vram.txt", ("rocm-smi", "--showmeminfo", "vram"), "amd"),
+    ToolSpec("amd-smi-static.txt", ("amd-smi", "static", "--json"), "amd"),
+    ToolSpec("amd-smi-topology.txt", ("amd-smi", "topology", "--json"), "amd"),
+    ToolSpec("amd-smi-metric.txt", ("amd-smi", "metric", "--json"), "amd"),
+    ToolSpec("rocm-smi.txt", ("rocm-smi", "--showuse", "--showmemuse", "--showpower",
+                              "--showtemp", "--json"), "amd"),
+    ToolSpec("rocm-smi--showproductname.txt", ("rocm-smi", "--showproductname", "--json"),
+             "amd"),
+    ToolSpec("rocm-smi--showtopo.txt", ("rocm-smi", "--showtopo", "--json"), "amd"),
+    ToolSpec("rocm-smi--showmeminfo-vram.txt", ("rocm-smi", "--showmeminfo", "vram", "--json"),
+             "amd"),
     ToolSpec("rocminfo.txt", ("rocminfo",), "amd"),
     ToolSpec("nvidia-smi-topo-m.txt", ("nvidia-smi", "topo", "-m"), "nvidia"),
     ToolSpec("nvidia-smi-query-gpu.csv",
-             ("nvidia-smi", "--query-gpu=index,name,memory.total,driver_version,pci.bus_id,uuid",
-              "--format=csv"), "nvidia"),
+             ("nvidia-smi", "--query-gpu=" + ",".join(f.split(" [")[0]
+                                                      for f in NVIDIA_QUERY_FIELDS),
+              "--format=csv,noheader,nounits"), "nvidia"),
     ToolSpec("ucx_info-v.txt", ("ucx_info", "-v"), "ucx"),
     ToolSpec("ucx_info-d.txt", ("ucx_info", "-d"), "ucx"),
     ToolSpec("ibv_devinfo-v.txt", ("ibv_devinfo", "-v"), "rdma"),
@@ -92,7 +105,8 @@ HOST_FILES = (
 NET_FILES = ("operstate", "speed", "mtu", "carrier", "device/numa_node")
 RDMA_DEVICE_FILES = ("fw_ver", "node_type", "device/numa_node")
 RDMA_PORT_FILES = ("state", "phys_state", "rate", "link_layer")
-PCI_FILES = ("class", "vendor", "device", "numa_node")
+PCI_FILES = ("class", "vendor", "device", "numa_node", "current_link_speed",
+             "current_link_width")
 # PCI classes whose NUMA node matters: display/3D (GPUs), network, processing accelerators.
 PCI_CLASS_PREFIXES = ("0x03", "0x02", "0x12")
 MAX_GIDS_PER_PORT = 64

@@ -104,6 +104,8 @@ class NcclDebugSummary:
     network: str | None = None  # most frequent "Using network X": "IB", "Socket", ...
     network_counts: dict[str, int] = field(default_factory=dict)
     ib_no_device: bool = False  # "NET/IB : No device found."
+    # Why NET/IB could not be used, as logged: "Failed to open libibverbs.so[.1]", ibv_* errors
+    ib_failures: list[str] = field(default_factory=list)
     nics: list[NcclNic] = field(default_factory=list)
     oob_interface: str | None = None
     ib_relaxed_ordering: bool | None = None  # the "[RO]" of NET/IB's Using line
@@ -396,6 +398,20 @@ def _on_gdr(state: _State, message: str, rank: NcclRankInfo | None, lineno: int)
     return True
 
 
+_IB_FAILURE = re.compile(r"(?:Failed to open|cannot open)\s+libibverbs|"
+                         r"\bibv_\w+\s+failed|NET/IB\s*:\s*(?:Unable|Failed)", re.I)
+
+
+def _on_ib_failure(state: _State, message: str, rank: NcclRankInfo | None,
+                   lineno: int) -> bool:
+    if not _IB_FAILURE.search(message):
+        return False
+    failures = state.summary.ib_failures
+    if message not in failures and len(failures) < _MAX_WARNINGS:
+        failures.append(message)
+    return True
+
+
 def _on_comm(state: _State, message: str, rank: NcclRankInfo | None, lineno: int) -> bool:
     match = _COMM.search(message)
     if not match:
@@ -497,6 +513,7 @@ _HANDLERS = (
     _on_plugin,
     _on_net_devices,
     _on_gdr,
+    _on_ib_failure,
     _on_bootstrap,
     _on_comm,
     _on_channel_counts,

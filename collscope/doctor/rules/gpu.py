@@ -147,3 +147,49 @@ def check_torch_build(facts: Facts) -> Iterable[Verdict]:
                   "install the matching wheel, e.g. `pip install torch --index-url "
                   "https://download.pytorch.org/whl/rocm6.4`" if facts.vendor == "amd" else
                   "install a CUDA build of torch (`pip install torch`)")
+
+
+# A GPU counts as holding memory when this much is in use while its engines are idle: more than
+# a driver's or a bare context's few hundred MiB, less than any real job's working set.
+IDLE_HELD_BYTES = 2 << 30
+IDLE_HELD_FRACTION = 0.05
+
+
+@rule("gpu.idle-memory", "gpu", """
+Before a job starts its GPUs should be empty. VRAM in use while the GPU's engines are idle
+(0% activity, from nvidia-smi / amd-smi / rocm-smi tables, amd-smi metric or the vendor
+library) means something still holds memory: a process left behind by an earlier job (a rank
+that did not exit, a notebook kernel), or a context a hung job left in the driver. The new job
+then runs out of memory or, worse, shares the GPU with a zombie that still drives NCCL/RCCL
+traffic. Flagged: at least 2 GiB or 5% of the GPU's memory in use at 0% activity.
+""")
+def check_idle_memory(facts: Facts) -> Iterable[Verdict]:
+    usage = facts.usage
+    held = []
+    for gpu in usage.gpus:
+        fraction = usage.used_fraction(gpu)
+        if gpu.util_percent != 0 or fraction is None:
+            continue
+        if fraction >= IDLE_HELD_FRACTION or (gpu.mem_used_bytes or 0) >= IDLE_HELD_BYTES:
+            amount = (human_bytes(gpu.mem_used_bytes) if gpu.mem_used_bytes is not None
+                      else f"{fraction:.0%}")
+            held.append(f"GPU {gpu.index}: {amount} in use" + (
+                f" of {human_bytes(gpu.mem_total_bytes)}" if gpu.mem_total_bytes else ""))
+    if not held:
+        return
+    idle = {g.index for g in usage.gpus if g.util_percent == 0}
+    owners = [f"pid {p.pid} {p.name} on GPU {p.gpu}" + (
+        f" ({human_bytes(p.mem_bytes)})" if p.mem_bytes else "")
+        for p in usage.processes if p.gpu in idle]
+    who = (f" Processes: {listing(owners)}." if owners else
+           " No process is listed: a context left by a hung or killed job." if
+           usage.processes_listed else "")
+    tool = "amd-smi process / rocm-smi --showpids" if facts.vendor == "amd" else \
+        "nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv"
+    reset = "amd-smi reset -G -g N (rocm-smi --gpureset -d N)" if facts.vendor == "amd" \
+        else "nvidia-smi -r -i N"
+    yield Verdict("warn", f"GPU memory held while idle: {listing(held)}",
+                  f"0% activity with memory in use (from {usage.source}).{who}",
+                  f"list the processes ({tool}), end them (kill PID, or scancel the job that "
+                  f"left them), and if memory stays held with no process, reset the GPU "
+                  f"({reset}) or reboot the node")

@@ -50,3 +50,22 @@ def check_tools(facts: Facts) -> Iterable[Verdict]:
 
 def _group(file: str) -> str | None:
     return next((t.group for t in TOOLS if t.file == file), None)
+
+
+@rule("tools.unrecognised", "tools", """
+doctor reads a bundle's files by their content as well as by their names, so outputs saved
+under any name (gpu-status.txt, node1.log) are read as what they are: nvidia-smi and bare
+amd-smi tables, amd-smi monitor / static / metric / topology (text or --json), every rocm-smi
+table and --json, rocminfo, nvidia-smi topo -m and --query-gpu CSV, ucx_info, ibv_devinfo,
+ibstat, lspci -vvv and NCCL/RCCL debug logs. A file that matches none of them is named here:
+it was not read, so whatever it shows is missing from the report.
+""")
+def check_unrecognised(facts: Facts) -> Iterable[Verdict]:
+    for name, slot in sorted(facts.read_as.items()):
+        yield Verdict("info", f"{name} read as {slot}", "Recognised by its content.", "")
+    for name in sorted(facts.unrecognised):
+        yield Verdict("warn", f"{name}: not recognised as any tool output collscope reads",
+                      "Its content matches no tool doctor knows, so it was not read.",
+                      "save the output of one tool per file (the names doctor --collect uses "
+                      "are in the README); if it is a tool collscope should read, please "
+                      "report it with the file")
