@@ -517,8 +517,10 @@ def _table_gpus(parse: Any) -> Any:
     """A GPU list from nvidia-smi's or amd-smi's default table."""
     def gpus(text: str) -> Parsed[list[GpuInfo]]:
         parsed = parse(text)
+        table = parsed.value
         return Parsed([GpuInfo(index=g.index, name=g.name, memory_bytes=g.mem_total_bytes,
-                               pci_bus_id=g.bus_id) for g in parsed.value.gpus], parsed.warnings)
+                               pci_bus_id=g.bus_id, driver_version=table.driver)
+                       for g in table.gpus], parsed.warnings)
     return gpus
 
 

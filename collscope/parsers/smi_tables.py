@@ -46,6 +46,7 @@ class GpuProcess:
 @dataclass
 class SmiTable:
     tool: str
+    driver: str | None = None           # nvidia-smi "Driver Version", amd-smi "amdgpu version"
     gpus: list[GpuUsage] = field(default_factory=list)
     processes: list[GpuProcess] = field(default_factory=list)
     no_processes: bool = False          # the table says so (not merely absent)
@@ -57,6 +58,11 @@ def to_bytes(number: str, unit: str) -> int | None:
         return int(float(number) * factor) if factor else None
     except ValueError:
         return None
+
+
+def _driver(text: str, label: str) -> str | None:
+    match = re.search(re.escape(label) + r":\s*(\d[\w.+-]*)", text[:3000])
+    return match.group(1) if match else None
 
 
 def _float(text: str | None) -> float | None:
@@ -84,7 +90,7 @@ def looks_like_nvidia_smi(text: str) -> bool:
 
 def parse_nvidia_smi(text: str) -> Parsed[SmiTable]:
     """nvidia-smi's default table."""
-    table, warnings = SmiTable(tool="nvidia-smi"), []
+    table, warnings = SmiTable(tool="nvidia-smi", driver=_driver(text, "Driver Version")), []
     lines = text.splitlines()
     in_processes = False
     for number, line in enumerate(lines, start=1):
@@ -142,7 +148,7 @@ def looks_like_amd_smi_table(text: str) -> bool:
 
 def parse_amd_smi_table(text: str) -> Parsed[SmiTable]:
     """Bare ``amd-smi`` (ROCm 6.2+): two lines per GPU, then the processes."""
-    table, warnings = SmiTable(tool="amd-smi"), []
+    table, warnings = SmiTable(tool="amd-smi", driver=_driver(text, "amdgpu version")), []
     lines = text.splitlines()
     in_processes = False
     for number, line in enumerate(lines, start=1):
