@@ -11,9 +11,10 @@
                     Rate: 200
                     Link layer: InfiniBand
 
-States map to ibv_devinfo's words (Active -> PORT_ACTIVE, LinkUp -> LINK_UP); ``Rate`` (Gb/s)
-becomes the width/speed pair ``4X`` / ``<rate/4> Gbps`` only when nothing says otherwise, so it
-is kept as printed in ``attributes["rate"]``.
+States map to ibv_devinfo's words (Active -> PORT_ACTIVE, LinkUp -> LINK_UP). ``Rate`` is the
+link's Gb/s; ibstat does not print the width, so it becomes ``4X`` x ``rate/4 Gbps`` (the usual
+4X link: ``rate_gbps`` is the printed rate either way), and stays as printed in
+``attributes["rate"]``.
 """
 
 from __future__ import annotations
