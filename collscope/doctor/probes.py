@@ -2,7 +2,7 @@
 
 Everything doctor knows about a node passes through here as raw text, a ``RawCapture``
 (bundle file name -> text), so that a live run and a bundle captured on a cluster are checked
-by the same pure code (facts.py, checks.py). The file names are the bundle's public format
+by the same pure code (facts/, rules/). The file names are the bundle's public format
 (README, "collscope doctor"): users assemble bundles by hand from outputs they already have.
 
 Robustness rules: every external command runs from an argument list (never a shell), with
