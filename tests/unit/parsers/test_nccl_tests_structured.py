@@ -130,6 +130,12 @@ def test_import_cli_reads_json(tmp_path) -> None:
     assert kinds == ["run", "result", "result", "result", "result"]
 
 
+def test_compare_cli_reads_nccl_tests_json() -> None:
+    proc = run_cli("compare", str(OWN / NCCL_JSON), str(OWN / NCCL_JSON), "--json", "-")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)
+
+
 def _check(_parser: object, parsed) -> None:
     for test in parsed.value:
         for row in test.rows:
