@@ -136,7 +136,8 @@ def identify(text: str) -> str | None:
 @dataclass
 class Placement:
     capture: probes.RawCapture
-    moved: dict[str, str] = field(default_factory=dict)        # file -> slot it was read as
+    moved: dict[str, str] = field(default_factory=dict)        # file -> slot(s) it was read as
+    shadowed: dict[str, str] = field(default_factory=dict)     # file -> slot another file filled
     unrecognised: list[str] = field(default_factory=list)
 
 
@@ -161,5 +162,5 @@ def place(capture: probes.RawCapture) -> Placement:
             result.moved[name] = ", ".join(free)
         else:
             placed[name] = text            # every slot it fits is taken: kept, and said so
-            result.moved[name] = f"{found[0]} (already filled; not read)"
+            result.shadowed[name] = found[0]
     return result

@@ -175,6 +175,7 @@ class Facts:
     usage: UsageFacts = field(default_factory=UsageFacts)      # memory held, engine busy
     read_as: dict[str, str] = field(default_factory=dict)      # file -> slot, from content
     unrecognised: list[str] = field(default_factory=list)      # files no tool output matched
+    shadowed: dict[str, str] = field(default_factory=dict)     # file -> slot already filled
 
     @property
     def driver_version(self) -> str | None:

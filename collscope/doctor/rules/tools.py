@@ -63,6 +63,10 @@ it was not read, so whatever it shows is missing from the report.
 def check_unrecognised(facts: Facts) -> Iterable[Verdict]:
     for name, slot in sorted(facts.read_as.items()):
         yield Verdict("info", f"{name} read as {slot}", "Recognised by its content.", "")
+    for name, slot in sorted(facts.shadowed.items()):
+        yield Verdict("warn", f"{name}: a second {slot} output, not read",
+                      f"Another file already holds the {slot} output of this node.",
+                      "keep one output per tool in a bundle (one bundle per node)")
     for name in sorted(facts.unrecognised):
         yield Verdict("warn", f"{name}: not recognised as any tool output collscope reads",
                       "Its content matches no tool doctor knows, so it was not read.",

@@ -96,6 +96,13 @@ def test_files_under_bundle_names_stay_where_they_are() -> None:
     placed = place({"rocm-smi.txt": text})
     assert placed.capture == {"rocm-smi.txt": text}
     assert placed.moved == {} and placed.unrecognised == []
+    twice = place({"amd-smi.txt": text, "node2.txt": text})
+    assert twice.shadowed == {"node2.txt": "amd-smi.txt"} and twice.moved == {}
+    (finding,) = [f for f in run_checks(facts_from({"amd-smi.txt": text, "node2.txt": text}))
+                  if f.id == "tools.unrecognised"]
+    assert finding.level == "warn" and finding.title == \
+        "node2.txt: a second amd-smi.txt output, not read"
+    assert finding.fix.startswith("keep one output per tool")
 
 
 def test_nvidia_smi_default_table() -> None:
