@@ -184,3 +184,15 @@ def test_damaged_tables_never_raise(path) -> None:
     mutations.assert_parsers_never_raise(
         [smi_tables.parse_nvidia_smi, smi_tables.parse_amd_smi_table,
          smi_tables.parse_amd_smi_monitor, ibstat.parse_ibstat], path)
+
+
+@pytest.mark.parametrize(("text", "mem", "util"), [
+    (lambda: own("rocm-smi_concise_own_rocm57_2gpu.txt"), {0: 1.0, 1: 64.0}, [0.0, 99.0]),
+    (lambda: own("rocm-smi_concise_own_rocm61_2gpu.txt"), {0: 37.0, 1: 0.0}, [88.0, 0.0]),
+    (lambda: real("rocm-smi_concise_and_showuse_showmeminfo_vram_mi308x_8gpu.txt"),
+     {i: 0.0 for i in range(8)}, [0.0] * 8),
+], ids=["rocm5.7", "rocm6.1", "rocm7.2"])
+def test_rocm_smi_concise_layouts_give_usage(text, mem, util) -> None:
+    usage = facts_from({"gpus.txt": text()}).usage
+    assert usage.source == "rocm-smi.txt"
+    assert usage.mem_percent == mem and [g.util_percent for g in usage.gpus] == util
