@@ -150,3 +150,24 @@ def test_no_prefix_is_invented_for_bare_logs() -> None:
         if re.match(r"(srun|kubectl|journald)_", path.name):
             continue
         assert strip_prefix(lines) == (lines, None), path.name
+
+
+def test_2018_broadcast_with_root_but_no_redop_column() -> None:
+    text = "\n".join([
+        "$ ./build/broadcast_perf -b 1M -e 1M -g 4",
+        "#       size         count    type    root     time   algbw   busbw  error     time   "
+        "algbw   busbw  error",
+        "#        (B)    (elements)                     (us)  (GB/s)  (GB/s)            (us)  "
+        "(GB/s)  (GB/s)",
+        # 1048576 B / 52.40 us = 20.01 GB/s; broadcast's bus factor is 1
+        "     1048576        262144   float       0    52.40   20.01   20.01  0e+00    51.90   "
+        "20.20   20.20  0e+00",
+    ])
+    parsed = parse_nccl_tests(text)
+    (test,) = parsed.value
+    assert not [w for w in parsed.warnings if "not understood" in w]
+    (row,) = test.rows
+    assert (row.size_bytes, row.count, row.dtype, row.redop, row.root) == (
+        1048576, 262144, "float", "none", 0)
+    assert row.out_of_place.busbw_text == "20.01" and row.in_place.time_us == 51.9  # type: ignore
+    assert test.collective == "broadcast"
