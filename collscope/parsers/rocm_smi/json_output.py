@@ -109,7 +109,9 @@ def parse_json_status(text: str) -> Parsed[list[GpuStatus]]:
                 break
         status.power_cap_w = number_of(present_of(card.get("max graphics package power (w)")))
         status.gpu_percent = number_of(present_of(card.get("gpu use (%)")))
-        status.vram_percent = number_of(present_of(card.get("gpu memory allocated (vram%)")))
+        # --showmemuse: "GPU Memory Allocated (VRAM%)" (ROCm 5.x-7.x), "GPU memory use (%)" (4.x)
+        status.vram_percent = number_of(present_of(card.get("gpu memory allocated (vram%)")
+                                                   or card.get("gpu memory use (%)")))
         status.fan_percent = number_of(present_of(card.get("fan speed (%)")))
         status.sclk_mhz = number_of(present_of(card.get("sclk clock speed:")))
         status.mclk_mhz = number_of(present_of(card.get("mclk clock speed:")))
