@@ -23,6 +23,22 @@ def parse_size(text: str, flag: str) -> int:
     return int(value)
 
 
+# Byte units as GPU tools print them, binary whatever the spelling (amd-smi prints MiB as "MB").
+TOOL_BYTE_UNITS = {"": 1, "b": 1, "kb": 1 << 10, "kib": 1 << 10, "mb": 1 << 20, "mib": 1 << 20,
+                   "gb": 1 << 30, "gib": 1 << 30, "tb": 1 << 40, "tib": 1 << 40, "pb": 1 << 50}
+
+
+def tool_bytes(number: float | str, unit: str) -> int | None:
+    """Bytes of a GPU tool's "283 MB" / "48.8 GB" (binary units); None when not a size."""
+    factor = TOOL_BYTE_UNITS.get(unit.strip().lower())
+    try:
+        total = float(number) * factor if factor is not None else None
+    except ValueError:
+        return None
+    return int(total) if total is not None and math.isfinite(total) and abs(total) < 2**63 \
+        else None
+
+
 _BINARY_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 _DECIMAL_UNITS = ("B", "kB", "MB", "GB", "TB", "PB")
 

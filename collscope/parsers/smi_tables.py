@@ -16,9 +16,7 @@ import re
 from dataclasses import dataclass, field
 
 from collscope.parsers.common import Parsed
-
-_UNIT = {"b": 1, "kb": 1 << 10, "kib": 1 << 10, "mb": 1 << 20, "mib": 1 << 20, "gb": 1 << 30,
-         "gib": 1 << 30, "tb": 1 << 40, "tib": 1 << 40}   # smi tools print binary units
+from collscope.units import tool_bytes
 
 
 @dataclass
@@ -50,14 +48,6 @@ class SmiTable:
     gpus: list[GpuUsage] = field(default_factory=list)
     processes: list[GpuProcess] = field(default_factory=list)
     no_processes: bool = False          # the table says so (not merely absent)
-
-
-def to_bytes(number: str, unit: str) -> int | None:
-    factor = _UNIT.get(unit.lower())
-    try:
-        return int(float(number) * factor) if factor else None
-    except ValueError:
-        return None
 
 
 def _driver(text: str, label: str) -> str | None:
@@ -160,7 +150,7 @@ def parse_amd_smi_table(text: str) -> Parsed[SmiTable]:
             if match:
                 table.processes.append(GpuProcess(int(match.group(1)), int(match.group(2)),
                                                   match.group(3),
-                                                  to_bytes(match.group(4), match.group(5))))
+                                                  tool_bytes(match.group(4), match.group(5))))
             elif "No running processes" in line:
                 table.no_processes = True
             continue
@@ -175,8 +165,8 @@ def parse_amd_smi_table(text: str) -> Parsed[SmiTable]:
         gpu.util_percent = _float(util.group(1)) if util else None
         memory = _AMD_MEM.search(bottom)
         if memory:
-            gpu.mem_used_bytes = to_bytes(memory.group(1), memory.group(3))
-            gpu.mem_total_bytes = to_bytes(memory.group(2), memory.group(3))
+            gpu.mem_used_bytes = tool_bytes(memory.group(1), memory.group(3))
+            gpu.mem_total_bytes = tool_bytes(memory.group(2), memory.group(3))
         else:
             warnings.append(f"line {number + 1}: GPU {gpu.index}: memory use not found")
         power = _AMD_POWER.search(top)
@@ -228,11 +218,11 @@ def parse_amd_smi_monitor(text: str) -> Parsed[SmiTable]:
         used = next((cells[n] for n in _USED_NAMES if n in cells), None)
         if used and used[0] != "N/A":
             amount, _, total = used[0].partition("/")
-            gpu.mem_used_bytes = to_bytes(amount, used[1] or "MB")
+            gpu.mem_used_bytes = tool_bytes(amount, used[1] or "MB")
             if total:
-                gpu.mem_total_bytes = to_bytes(total, used[1] or "MB")
+                gpu.mem_total_bytes = tool_bytes(total, used[1] or "MB")
         if "VRAM_TOTAL" in cells and cells["VRAM_TOTAL"][0] != "N/A":
-            gpu.mem_total_bytes = to_bytes(cells["VRAM_TOTAL"][0], cells["VRAM_TOTAL"][1] or "MB")
+            gpu.mem_total_bytes = tool_bytes(cells["VRAM_TOTAL"][0], cells["VRAM_TOTAL"][1] or "MB")
         if "POWER" in cells:
             gpu.power_w = _float(cells["POWER"][0])
         temp = next((cells[n] for n in _TEMP_NAMES if n in cells), None)

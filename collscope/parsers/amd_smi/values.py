@@ -8,6 +8,8 @@ import math
 import re
 from typing import Any
 
+from collscope.units import TOOL_BYTE_UNITS
+
 # Indices above this are damaged text, not hardware: the largest node today shows 64 GPUs
 # (8 MI300X in CPX mode). Matrices are n x n, so a typo such as GPU[99999999] must not size them.
 MAX_GPUS = 256
@@ -28,19 +30,6 @@ CELL = re.compile(
 )
 RATE = re.compile(r"(?<![\d.])([-+]?\d+(?:\.\d+)?)\s*([KMGT]?)(b|B)/s")
 
-_BYTE_UNITS = {
-    "": 1,
-    "b": 1,
-    "kb": 1024,
-    "kib": 1024,
-    "mb": 1024**2,
-    "mib": 1024**2,
-    "gb": 1024**3,
-    "gib": 1024**3,
-    "tb": 1024**4,
-    "tib": 1024**4,
-    "pb": 1024**5,
-}
 STATUS_WORDS = {
     "u": "up",
     "up": "up",
@@ -101,7 +90,7 @@ def bytes_of(value: Any, default_unit: str = "B") -> int | None:
     number, unit = _quantity(value)
     if number is None:
         return None
-    factor = _BYTE_UNITS.get((unit or default_unit).strip().lower())
+    factor = TOOL_BYTE_UNITS.get((unit or default_unit).strip().lower())
     if factor is None:
         return None
     total = number * factor
