@@ -312,7 +312,10 @@ class JsonlWriter:
     def write(self, record: dict[str, Any]) -> None:
         self._file.write(json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n")
         self._file.flush()
-        os.fsync(self._file.fileno())
+        try:
+            os.fsync(self._file.fileno())
+        except OSError:  # a pipe or /dev/null (-o /dev/stdout, -o /dev/null) cannot be synced
+            pass
 
     def close(self) -> None:
         self._file.close()

@@ -22,6 +22,7 @@ examples:
   collscope import logs/*.txt -o cluster.jsonl --skip-failed
   collscope import run.log -o - | jq 'select(.kind=="result") | .busbw_gbs'
   collscope import a.log b.log -o all.jsonl --json summary.json
+  collscope import ar.json rccl.csv -o all.jsonl    # nccl-tests -J, rccl-tests -Z csv
 
 Each test of a log becomes a `run` record (hosts and devices from the '# Using devices' block,
 versions, env from the command line) followed by one `result` per printed row and placement,
@@ -34,8 +35,10 @@ exit codes: 0 ok, 2 bad input (a log with no result table, an unreadable file).
 def add_parser(commands: Any) -> None:
     p = commands.add_parser(
         "import", help="nccl-tests / rccl-tests logs -> collscope JSON Lines",
-        description="Import nccl-tests / rccl-tests text output (any version) as collscope "
-                    "run + result records.", epilog=EXAMPLES,
+        description="Import nccl-tests / rccl-tests output as collscope run + result records: "
+                    "text logs of any version (launcher/collector line prefixes stripped), "
+                    "nccl-tests -J JSON, rccl-tests -Z csv|json; recognised by content.",
+        epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("logs", nargs="+", metavar="LOG", help="nccl-tests / rccl-tests output files")
     p.add_argument("-o", "--output", required=True, metavar="OUT.jsonl",

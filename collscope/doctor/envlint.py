@@ -216,7 +216,7 @@ def version_tuple(text: str | None) -> tuple[int, ...] | None:
         return None
     parts = []
     for piece in text.replace("+", ".").replace("-", ".").split("."):
-        if not piece.isdigit():
+        if not (piece.isascii() and piece.isdigit()):    # "²".isdigit() is True, int() fails
             break
         parts.append(int(piece))
     return tuple(parts) or None

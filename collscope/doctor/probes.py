@@ -2,7 +2,7 @@
 
 Everything doctor knows about a node passes through here as raw text, a ``RawCapture``
 (bundle file name -> text), so that a live run and a bundle captured on a cluster are checked
-by the same pure code (facts.py, checks.py). The file names are the bundle's public format
+by the same pure code (facts/, rules/). The file names are the bundle's public format
 (README, "collscope doctor"): users assemble bundles by hand from outputs they already have.
 
 Robustness rules: every external command runs from an argument list (never a shell), with
@@ -30,6 +30,7 @@ from typing import Any
 from collscope import __version__
 from collscope.hw.tools import ToolRun, run_command
 from collscope.results import is_secret_name
+from collscope.sysfs import list_dir
 
 RawCapture = dict[str, str]
 
@@ -61,18 +62,31 @@ class ToolSpec:
     group: str  # amd, nvidia, ucx, rdma, host: which hardware makes it relevant
 
 
+# What doctor asks nvidia-smi for (csv,noheader,nounits: the units are the ones given here).
+NVIDIA_QUERY_FIELDS = ("index", "name", "memory.total [MiB]", "memory.used [MiB]",
+                       "utilization.gpu [%]", "driver_version", "pci.bus_id", "uuid",
+                       "pcie.link.gen.current", "pcie.link.width.current")
+
+# Vendor tools run in their machine-readable modes (JSON, CSV); the parsers also read the text
+# forms, which is what bundles assembled by hand and pasted outputs hold. File names are the
+# bundle format and stay the same whatever the content.
 TOOLS: tuple[ToolSpec, ...] = (
-    ToolSpec("amd-smi-static.txt", ("amd-smi", "static"), "amd"),
-    ToolSpec("amd-smi-topology.txt", ("amd-smi", "topology"), "amd"),
-    ToolSpec("rocm-smi.txt", ("rocm-smi",), "amd"),
-    ToolSpec("rocm-smi--showproductname.txt", ("rocm-smi", "--showproductname"), "amd"),
-    ToolSpec("rocm-smi--showtopo.txt", ("rocm-smi", "--showtopo"), "amd"),
-    ToolSpec("rocm-smi--showmeminfo-vram.txt", ("rocm-smi", "--showmeminfo", "vram"), "amd"),
+    ToolSpec("amd-smi-static.txt", ("amd-smi", "static", "--json"), "amd"),
+    ToolSpec("amd-smi-topology.txt", ("amd-smi", "topology", "--json"), "amd"),
+    ToolSpec("amd-smi-metric.txt", ("amd-smi", "metric", "--json"), "amd"),
+    ToolSpec("rocm-smi.txt", ("rocm-smi", "--showuse", "--showmemuse", "--showpower",
+                              "--showtemp", "--json"), "amd"),
+    ToolSpec("rocm-smi--showproductname.txt", ("rocm-smi", "--showproductname", "--json"),
+             "amd"),
+    ToolSpec("rocm-smi--showtopo.txt", ("rocm-smi", "--showtopo", "--json"), "amd"),
+    ToolSpec("rocm-smi--showmeminfo-vram.txt", ("rocm-smi", "--showmeminfo", "vram", "--json"),
+             "amd"),
     ToolSpec("rocminfo.txt", ("rocminfo",), "amd"),
     ToolSpec("nvidia-smi-topo-m.txt", ("nvidia-smi", "topo", "-m"), "nvidia"),
     ToolSpec("nvidia-smi-query-gpu.csv",
-             ("nvidia-smi", "--query-gpu=index,name,memory.total,driver_version,pci.bus_id,uuid",
-              "--format=csv"), "nvidia"),
+             ("nvidia-smi", "--query-gpu=" + ",".join(f.split(" [")[0]
+                                                      for f in NVIDIA_QUERY_FIELDS),
+              "--format=csv,noheader,nounits"), "nvidia"),
     ToolSpec("ucx_info-v.txt", ("ucx_info", "-v"), "ucx"),
     ToolSpec("ucx_info-d.txt", ("ucx_info", "-d"), "ucx"),
     ToolSpec("ibv_devinfo-v.txt", ("ibv_devinfo", "-v"), "rdma"),
@@ -91,7 +105,8 @@ HOST_FILES = (
 NET_FILES = ("operstate", "speed", "mtu", "carrier", "device/numa_node")
 RDMA_DEVICE_FILES = ("fw_ver", "node_type", "device/numa_node")
 RDMA_PORT_FILES = ("state", "phys_state", "rate", "link_layer")
-PCI_FILES = ("class", "vendor", "device", "numa_node")
+PCI_FILES = ("class", "vendor", "device", "numa_node", "current_link_speed",
+             "current_link_width")
 # PCI classes whose NUMA node matters: display/3D (GPUs), network, processing accelerators.
 PCI_CLASS_PREFIXES = ("0x03", "0x02", "0x12")
 MAX_GIDS_PER_PORT = 64
@@ -126,12 +141,6 @@ def _read(path: Path, limit: int = MAX_FILE_BYTES) -> str | None:
         return None
 
 
-def _listdir(path: Path) -> list[str]:
-    try:
-        return sorted(os.listdir(path))
-    except OSError:
-        return []
-
 
 def read_host_files(root: str | os.PathLike[str] = "/") -> RawCapture:
     """Copies of the kernel files the checks read, keyed ``sysfs/<absolute path>``.
@@ -149,19 +158,19 @@ def read_host_files(root: str | os.PathLike[str] = "/") -> RawCapture:
 
     for absolute in HOST_FILES:
         keep(absolute)
-    for iface in _listdir(base / "sys/class/net"):
+    for iface in list_dir(base / "sys/class/net"):
         for name in NET_FILES:
             keep(f"/sys/class/net/{iface}/{name}")
-    for dev in _listdir(base / "sys/class/infiniband"):
+    for dev in list_dir(base / "sys/class/infiniband"):
         dev_dir = f"/sys/class/infiniband/{dev}"
         for name in RDMA_DEVICE_FILES:
             keep(f"{dev_dir}/{name}")
-        for port in _listdir(base / dev_dir.lstrip("/") / "ports"):
+        for port in list_dir(base / dev_dir.lstrip("/") / "ports"):
             port_dir = f"{dev_dir}/ports/{port}"
             for name in RDMA_PORT_FILES:
                 keep(f"{port_dir}/{name}")
             _keep_gids(base, port_dir, files)
-    for address in _listdir(base / "sys/bus/pci/devices")[:MAX_PCI_DEVICES]:
+    for address in list_dir(base / "sys/bus/pci/devices")[:MAX_PCI_DEVICES]:
         dev_dir = f"/sys/bus/pci/devices/{address}"
         pci_class = _read(base / dev_dir.lstrip("/") / "class")
         if pci_class is None or not pci_class.strip().lower().startswith(PCI_CLASS_PREFIXES):
@@ -173,7 +182,7 @@ def read_host_files(root: str | os.PathLike[str] = "/") -> RawCapture:
 
 def _keep_gids(base: Path, port_dir: str, files: RawCapture) -> None:
     """Non-empty GID entries with their RoCE type and netdev (the RoCE GID-index facts)."""
-    indices = [i for i in _listdir(base / port_dir.lstrip("/") / "gids") if i.isdigit()]
+    indices = [i for i in list_dir(base / port_dir.lstrip("/") / "gids") if i.isdigit()]
     kept = 0
     for index in sorted(indices, key=int):
         gid = _read(base / port_dir.lstrip("/") / "gids" / index)
@@ -209,7 +218,7 @@ def host_info(root: str | os.PathLike[str] = "/") -> dict[str, Any]:
         # -1 = unlimited (RLIM_INFINITY), the value RDMA memory registration wants.
         "memlock_soft": -1 if soft == resource.RLIM_INFINITY else soft,
         "memlock_hard": -1 if hard == resource.RLIM_INFINITY else hard,
-        "iommu_groups": len(_listdir(base / "sys/kernel/iommu_groups")),
+        "iommu_groups": len(list_dir(base / "sys/kernel/iommu_groups")),
         "is_root": os.geteuid() == 0,
         "addresses": _addresses(),
         "python": platform.python_version(),

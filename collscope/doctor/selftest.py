@@ -5,7 +5,9 @@ over a shared in-memory store: a real 2-rank all_reduce through torch.distribute
 transport (TCP on this host, honouring GLOO_SOCKET_IFNAME exactly as a job would), without a
 second interpreter start, which keeps ``collscope doctor`` within seconds. With 2 or more GPUs
 it spawns 2 local ranks that run ``collscope.bench`` on NCCL/RCCL (the path a training job
-takes) with ``NCCL_DEBUG=INFO`` written to a file, so the bundle gets a real nccl-debug.log.
+takes) at a bandwidth-bound size (256 MiB: its busbw is judged against the GPU link, see
+link_bandwidth.py) with ``NCCL_DEBUG=INFO`` written to a file, so the bundle gets a real
+nccl-debug.log.
 """
 
 from __future__ import annotations
@@ -20,7 +22,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-SIZE_BYTES = 1 << 20
+from collscope.collectives.table import bandwidths
+
+SIZE_BYTES = 1 << 20                # CPU (gloo): proves the path works, in milliseconds
+GPU_SIZE_BYTES = 256 << 20          # GPUs: bandwidth-bound, so busbw can be judged
+BANDWIDTH_BOUND_BYTES = 64 << 20    # below this a 2-GPU all_reduce is still latency-bound
 WARMUP_ITERS = 2
 ITERS = 10
 WORLD = 2
@@ -60,7 +66,7 @@ class SelfTestResult:
 
 def busbw(size_bytes: int, time_us: float, world: int) -> float:
     """nccl-tests' all_reduce bus bandwidth in GB/s: S/t x 2(n-1)/n."""
-    return size_bytes / (time_us * 1e3) * 2 * (world - 1) / world if time_us > 0 else 0.0
+    return bandwidths(size_bytes, time_us, "all_reduce", world)[1]
 
 
 def run_gloo_threads(timeout_s: float = 30.0) -> SelfTestResult:
@@ -134,8 +140,8 @@ def run_gpu_ranks(timeout_s: float = 60.0) -> tuple[SelfTestResult, str | None]:
                                    "--selftest-timeout", str(timeout_s)], timeout_s)
         log = "".join(p.read_text(errors="replace") for p in sorted(Path(tmp).glob("nccl*.log")))
         method = (f"2 local ranks spawned (on GPUs 0 and 1), collscope.bench all_reduce float "
-                  f"sum of {SIZE_BYTES} B, {ITERS} timed iterations; time = mean per op (device "
-                  "events on GPUs), mean over ranks; verified afterwards")
+                  f"sum of {GPU_SIZE_BYTES} B, {ITERS} timed iterations; time = mean per op "
+                  "(device events on GPUs), mean over ranks; verified afterwards")
         if out.exists():
             result = SelfTestResult.from_dict(json.loads(out.read_text()))
             result.method = method
@@ -156,7 +162,8 @@ def rank_main(out_path: str, timeout_s: float) -> int:
     if "NCCL_DEBUG" not in os.environ:
         os.environ["NCCL_DEBUG"] = "INFO"
         os.environ["NCCL_DEBUG_FILE"] = str(Path(out_path).parent / "nccl.%h.%p.log")
-    config = BenchConfig(collectives=["all_reduce"], min_bytes=SIZE_BYTES, max_bytes=SIZE_BYTES,
+    config = BenchConfig(collectives=["all_reduce"], min_bytes=GPU_SIZE_BYTES,
+                         max_bytes=GPU_SIZE_BYTES,
                          iters=ITERS, warmup_iters=WARMUP_ITERS, backend="auto",
                          timeout_s=timeout_s)
 

@@ -1,8 +1,10 @@
 """A Prometheus exporter: the latest sample as gauges, over plain HTTP, from the stdlib.
 
 ``render`` (pure) turns a sample into the text exposition format (``# HELP`` / ``# TYPE`` per
-metric family, labels escaped); ``PrometheusExporter`` serves it on ``/metrics`` from a daemon
-thread. Names and labels are stable, e.g.::
+metric family, labels escaped, NaN and infinities as ``NaN`` / ``+Inf`` / ``-Inf``);
+``PrometheusExporter`` serves it on ``/metrics``: one thread per connection, each with a socket
+timeout, so a client that connects and sends nothing (or half a request) neither blocks other
+scrapes nor shutdown. Names and labels are stable, e.g.::
 
     collscope_gpu_utilization_percent{gpu="0",host="node0"} 97
     collscope_net_rx_bytes_per_second{iface="eth0",host="node0"} 1.2e+09
@@ -10,6 +12,7 @@ thread. Names and labels are stable, e.g.::
 
 from __future__ import annotations
 
+import math
 import re
 import socket
 import socketserver
@@ -22,6 +25,9 @@ from collscope.monitor.record import SampleRecord, split_metric
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 DEFAULT_HOST = "127.0.0.1"
+# How long a connection may take to send its request (and read the answer): an idle or
+# half-open client is dropped after this, in its own thread, without holding up others.
+CONNECTION_TIMEOUT_S = 5.0
 
 # (family, metric) -> (Prometheus name, help). Every one is a gauge: the exporter publishes the
 # latest sample; rates are already per second over the sampling interval.
@@ -104,7 +110,12 @@ def escape_label(value: str) -> str:
 
 
 def format_number(value: float) -> str:
-    return repr(float(value)) if value != int(value) or abs(value) >= 1e15 else str(int(value))
+    value = float(value)
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    return repr(value) if value != int(value) or abs(value) >= 1e15 else str(int(value))
 
 
 def render(sample: SampleRecord | None) -> str:
@@ -159,6 +170,8 @@ class PrometheusExporter:
         exporter = self
 
         class Handler(BaseHTTPRequestHandler):
+            timeout = CONNECTION_TIMEOUT_S          # applied to the socket in setup()
+
             def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
                 path = self.path.split("?", 1)[0]
                 if path == "/metrics":
@@ -218,9 +231,13 @@ class PrometheusExporter:
         self._server.server_close()
 
 
-class _QuietServer(HTTPServer):
-    """HTTPServer without the reverse-DNS lookup (socket.getfqdn) it does when binding, which
-    can stall for seconds on nodes without working DNS."""
+class _QuietServer(socketserver.ThreadingMixIn, HTTPServer):
+    """A threaded HTTPServer without the reverse-DNS lookup (socket.getfqdn) it does when
+    binding, which can stall for seconds on nodes without working DNS. Connection threads are
+    daemons and not joined on close: an idle client cannot delay shutdown."""
+
+    daemon_threads = True
+    block_on_close = False
 
     def server_bind(self) -> None:
         socketserver.TCPServer.server_bind(self)

@@ -8,12 +8,12 @@ reading, never reported as 0.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from collscope.hw import GpuBackend, GpuMetrics
+from collscope.sysfs import list_dir
 
 SYSFS_INFINIBAND = Path("/sys/class/infiniband")
 
@@ -101,25 +101,19 @@ def rdma_counter_files(root: Path) -> list[tuple[str, Path, int]]:
     ``rdma.<dev>.<port>.hw.<counter>`` for the driver's hw_counters.
     """
     files: list[tuple[str, Path, int]] = []
-    for dev in _listdir(root):
-        for port in _listdir(root / dev / "ports"):
+    for dev in list_dir(root):
+        for port in list_dir(root / dev / "ports"):
             port_dir = root / dev / "ports" / port
             base = f"rdma.{dev}.{port}"
             for filename, name, scale in RDMA_PORT_COUNTERS:
                 path = port_dir / "counters" / filename
                 if path.is_file():
                     files.append((f"{base}.{name}", path, scale))
-            for filename in _listdir(port_dir / "hw_counters"):
+            for filename in list_dir(port_dir / "hw_counters"):
                 if filename not in RDMA_HW_NOT_COUNTERS:
                     files.append((f"{base}.hw.{filename}", port_dir / "hw_counters" / filename, 1))
     return files
 
-
-def _listdir(path: Path) -> list[str]:
-    try:
-        return sorted(os.listdir(path))
-    except OSError:
-        return []
 
 
 class RdmaSource:

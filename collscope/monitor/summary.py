@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from collscope.monitor.record import SampleRecord
+from collscope.units import format_bytes
 
 SUMMARY_METHOD = ("mean and peak over samples; each rate covers the interval before its "
                   "sample; bytes moved = sum of counter deltas since the baseline reading "
@@ -87,15 +88,8 @@ class SummaryBuilder:
 # -- text -----------------------------------------------------------------------------------
 
 def human_bytes(value: float, binary: bool = True) -> str:
-    """1536 -> '1.5 KiB' (binary, for memory) or 1.5e9 -> '1.50 GB' (decimal, for traffic)."""
-    base, units = (1024.0, ("B", "KiB", "MiB", "GiB", "TiB", "PiB")) if binary else \
-        (1000.0, ("B", "kB", "MB", "GB", "TB", "PB"))
-    size = float(value)
-    for unit in units:
-        if abs(size) < base or unit == units[-1]:
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.2f} {unit}"
-        size /= base
-    raise AssertionError("unreachable")
+    """1536 -> '1.50 KiB' (binary, for memory) or 1.5e9 -> '1.50 GB' (decimal, for traffic)."""
+    return format_bytes(value, decimal=not binary, places=2, trim_whole=False)
 
 
 def format_value(metric: str, value: float) -> str:

@@ -1,4 +1,5 @@
-"""Import nccl-tests / rccl-tests text logs as collscope records.
+"""Import nccl-tests / rccl-tests outputs as collscope records: text logs, nccl-tests' -J JSON
+and rccl-tests' -Z csv/json files, told apart by content (``parsers.nccl_tests.parse_any``).
 
 Each test block of a log (one ``*_perf`` run) becomes one ``RunRecord`` (command "import",
 launcher "import") followed by one ``BenchResult`` per printed row and placement: two per row
@@ -32,7 +33,7 @@ from collscope.parsers.nccl_tests import (
     Placement,
     Row,
     failed,
-    parse_nccl_tests,
+    parse_any,
     printed_unit,
 )
 from collscope.results import BenchResult, RunRecord, recorded_env
@@ -78,7 +79,7 @@ def import_log(text: str, source: str) -> list[ImportedRun]:
     ``source`` names the log in records and messages. Raises ``LogImportError`` when no test
     printed a result row.
     """
-    parsed = parse_nccl_tests(text)
+    source_format, parsed = parse_any(text)
     tests = parsed.value
     name = PurePath(source).name or source
     with_rows = [test for test in tests if test.rows]
@@ -87,7 +88,7 @@ def import_log(text: str, source: str) -> list[ImportedRun]:
     runs: list[ImportedRun] = []
     by_index: dict[int, ImportedRun] = {}
     for test in with_rows:
-        imported = _import_test(test, source, len(tests))
+        imported = _import_test(test, source, len(tests), source_format)
         runs.append(imported)
         by_index[test.index] = imported
     for test in tests:
@@ -132,7 +133,8 @@ def _no_table_message(name: str, tests: list[ParsedTest]) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def _import_test(test: ParsedTest, source: str, tests_in_log: int) -> ImportedRun:
+def _import_test(test: ParsedTest, source: str, tests_in_log: int,
+                 source_format: str) -> ImportedRun:
     warnings = list(test.warnings)
     command = test.command
     world_size = test.world_size or 0
@@ -161,6 +163,7 @@ def _import_test(test: ParsedTest, source: str, tests_in_log: int) -> ImportedRu
     devices = _devices(test)
     extra: dict[str, Any] = {
         "source": source,
+        "source_format": source_format,
         "test_index": test.index,
         "tests_in_log": tests_in_log,
         "lines": [test.first_line, test.last_line],
@@ -186,10 +189,10 @@ def _import_test(test: ParsedTest, source: str, tests_in_log: int) -> ImportedRu
         "iters_source": iters_source,
         "average_source": ("-a on the command line" if "-a" in args or "--average" in args
                            else "nccl-tests default (mean over ranks)"),
-        "time_percentiles": ("unknown: nccl-tests prints only the mean time per op; "
-                             "time_us_p50/p95 are null, time_us_min/max are null unless the log "
-                             "has per-iteration columns"),
-        "started_at": "unknown (0.0): the log carries no date",
+        "time_percentiles": _percentiles_source(results),
+        "started_at": ("unknown (0.0): the file gives local time "
+                       f"{test.info['start_time']!r} without a zone" if "start_time" in test.info
+                       else "unknown (0.0): the log carries no date"),
         "warnings": warnings,
     }
     run = RunRecord(
@@ -225,8 +228,8 @@ def _result(test: ParsedTest, row: Row, in_place: bool, placement: Placement, co
         world_size=world_size,
         iters=iters,
         time_us=placement.time_us,
-        time_us_p50=None,
-        time_us_p95=None,
+        time_us_p50=_more_float(placement, "i_p50"),
+        time_us_p95=_more_float(placement, "i_p95"),
         time_us_min=_more_float(placement, "i_min"),
         time_us_max=_more_float(placement, "i_max"),
         algbw_gbs=placement.algbw_gbs,
@@ -235,6 +238,14 @@ def _result(test: ParsedTest, row: Row, in_place: bool, placement: Placement, co
         average=average,
         max_error=placement.error,
     )
+
+
+def _percentiles_source(results: list[BenchResult]) -> str:
+    if any(r.time_us_p50 is not None for r in results):
+        return ("nccl-tests' per-iteration statistics (-I 1): p50/p95/min/max over the timed "
+                "iterations, each iteration's time the max over processes")
+    return ("unknown: nccl-tests prints only the mean time per op; time_us_p50/p95 are null, "
+            "time_us_min/max are null unless the log has per-iteration columns")
 
 
 def _more_float(placement: Placement, name: str) -> float | None:
@@ -303,6 +314,8 @@ def _devices(test: ParsedTest) -> list[dict[str, Any]]:
 
 def _layout(test: ParsedTest, world_size: int) -> tuple[int, int, str]:
     """(nodes, ranks per node, how they were found); 0 where unknown."""
+    if test.nodes and test.ranks_per_node:
+        return test.nodes, test.ranks_per_node, "nodes and ranksPerNode columns of the file"
     if test.devices and not test.devices_elided:
         counts = Counter(device.host for device in test.devices)
         sizes = set(counts.values())

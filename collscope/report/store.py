@@ -2,8 +2,10 @@
 
 Users point `report` and `compare` at whatever they have, so the kind of a file is decided by
 its content, not its name: a file whose first non-blank line is a JSON object with a ``kind`` is
-JSON Lines; anything else is read as an nccl-tests log through the importer. Lines that cannot be
-used are reported with their line numbers (as the importer does), never silently dropped.
+JSON Lines; anything else goes through the importer, which tells an nccl-tests / rccl-tests
+text log, nccl-tests' ``-J`` JSON and rccl-tests' ``-Z csv|json`` apart by content. Lines
+that cannot be used are reported with their line numbers (as the importer does), never
+silently dropped.
 
 ``parse_jsonl`` and ``group_records`` are pure; ``load_input`` is the only function that reads a
 file.

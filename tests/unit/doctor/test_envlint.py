@@ -72,7 +72,7 @@ def test_tables_are_consistent():
 
 @pytest.mark.parametrize("text, expected", [
     ("2.21.5", (2, 21, 5)), ("2.21.5-HEAD:eef7b29", (2, 21, 5)), ("2.18.3+cuda12.2", (2, 18, 3)),
-    ("", None), (None, None), ("abc", None),
+    ("", None), (None, None), ("abc", None), ("2.²1", (2,)), ("٣.1", None),
 ])
 def test_version_tuple(text, expected):
     assert version_tuple(text) == expected

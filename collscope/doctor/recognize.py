@@ -1,0 +1,166 @@
+"""Which tool wrote a file, from its content: bundles assembled by hand, outputs pasted into a
+ticket, and files named as their authors pleased are read for what they are.
+
+``identify(text)`` returns the bundle file name (``probes`` names, the bundle's public format)
+of the first kind whose signature the text carries; ``place(capture)`` moves every file that
+is not under a bundle name into the slot its content belongs to, when that slot is empty, and
+lists the files recognised as nothing. Files under bundle names stay where they are (their
+parsers know the variants of their tool, and a file may hold several outputs). Signatures are
+lines each tool has printed unchanged across its releases (rocm-smi's banners since ROCm 5.0,
+amd-smi's table titles since 6.0, nvidia-smi's box header since driver 418); JSON is
+recognised by its keys.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from collscope.doctor import probes
+from collscope.parsers import ibstat, smi_tables
+
+# Bundle files that are not tool outputs (never moved, never "unrecognised").
+CONTEXT_FILES = (probes.ENV_FILE, probes.COMMANDS_FILE, probes.HOST_FILE, probes.TORCH_FILE,
+                 probes.SELFTEST_FILE, probes.HW_INVENTORY_FILE)
+# Extra slots for outputs doctor reads but does not run itself.
+AMD_SMI_TABLE = "amd-smi.txt"
+AMD_SMI_MONITOR = "amd-smi-monitor.txt"
+AMD_SMI_METRIC = "amd-smi-metric.txt"
+NVIDIA_SMI_TABLE = "nvidia-smi.txt"
+IBSTAT = "ibstat.txt"
+
+
+def _json(text: str) -> Any:
+    """The JSON document of a tool's --json output (after any warning lines it printed first)."""
+    match = re.search(r"^[ \t]*[\[{]", text, re.M)
+    if match is None or text[: match.start()].count("\n") > 5:
+        return None
+    try:
+        return json.loads(text[match.start():])
+    except ValueError:
+        return None
+
+
+def _keys(doc: Any) -> set[str]:
+    """Keys of the document and of its first-level children (lower-cased)."""
+    found: set[str] = set()
+    items = doc if isinstance(doc, list) else [doc]
+    if isinstance(doc, dict) and len(doc) == 1 and isinstance(next(iter(doc.values())), list):
+        items = next(iter(doc.values()))          # {"gpu_data": [...]}
+    for item in items[:4]:
+        if isinstance(item, dict):
+            found |= {str(k).lower() for k in item}
+            for value in item.values():
+                if isinstance(value, dict):
+                    found |= {str(k).lower() for k in value}
+    return found
+
+
+def _item_keys(doc: Any) -> set[str]:
+    """Keys of the document's items only (not of their children)."""
+    items = doc if isinstance(doc, list) else [doc]
+    if isinstance(doc, dict) and len(doc) == 1 and isinstance(next(iter(doc.values())), list):
+        items = next(iter(doc.values()))
+    return {str(k).lower() for item in items[:4] if isinstance(item, dict) for k in item}
+
+
+def _amd_json(doc: Any, *wanted: str) -> bool:
+    keys = _keys(doc)
+    return "gpu" in keys and any(w in keys for w in wanted)
+
+
+def _has(*patterns: str, flags: int = 0) -> Callable[[str], bool]:
+    compiled = [re.compile(p, flags | re.M) for p in patterns]
+    return lambda text: all(c.search(text) for c in compiled)
+
+
+# (slot, text test, JSON test) in order: more specific kinds before the ones they contain.
+SIGNATURES: tuple[tuple[str, Callable[[str], bool] | None, Callable[[Any], bool] | None], ...] = (
+    (AMD_SMI_TABLE, smi_tables.looks_like_amd_smi_table, None),
+    (NVIDIA_SMI_TABLE, smi_tables.looks_like_nvidia_smi, None),
+    (AMD_SMI_MONITOR, smi_tables.looks_like_amd_smi_monitor, None),
+    ("amd-smi-topology.txt", _has(r"^(?:ACCESS|WEIGHT|HOPS|LINK TYPE|NUMA BW) TABLE:"),
+     lambda d: "links" in _item_keys(d) and "link_metrics" not in _item_keys(d)),
+    (AMD_SMI_METRIC, _has(r"^GPU: \d+", r"^\s+(?:USAGE|POWER|PCIE|MEM_USAGE|ECC):\s*$"),
+     lambda d: _amd_json(d, "usage", "mem_usage", "power")),
+    ("amd-smi-static.txt", _has(r"^GPU: \d+", r"^\s+(?:ASIC|BUS|VBIOS|BOARD|DRIVER|VRAM):\s*$"),
+     lambda d: _amd_json(d, "asic", "vbios", "board", "bus")),
+    ("rocm-smi.txt", _has(r"^=+ (?:ROCm System Management Interface|Concise Info) =+",
+                          r"(?:VRAM%|GPU%|SCLK)"), None),
+    ("rocm-smi--showtopo.txt", _has(r"(?:Weight|Link Type|Hops) between two GPUs"),
+     lambda d: any(k.startswith("(topology)") for k in _keys(d))),
+    ("rocm-smi--showmeminfo-vram.txt", _has(r"VRAM Total Memory \(B\)", flags=re.I),
+     lambda d: "vram total memory (b)" in _keys(d)),
+    ("rocm-smi--showproductname.txt", _has(r"Card (?:series|Series|model|Model)\s*:"),
+     lambda d: "card series" in _keys(d)),
+    ("rocminfo.txt", _has(r"^HSA (?:System Attributes|Agents)\s*$"), None),
+    ("nvidia-smi-topo-m.txt", _has(r"^\s*GPU0\s.*GPU1|^\s*GPU0\s+X\b", r"Legend:|CPU Affinity"),
+     None),
+    ("nvidia-smi-query-gpu.csv", _has(r"^\s*(?:index|name|pci\.bus_id|memory\.total|uuid)"
+                                      r"(?:\s*\[[^\]]*\])?\s*,"), None),
+    ("ucx_info-d.txt", _has(r"^#\s+(?:Memory domain|Transport):"), None),
+    ("ucx_info-v.txt", _has(r"^#\s+(?:Library version|UCT version|Version)\s*[:=\d]",
+                            r"(?i:ucx|configured with|Git branch)"), None),
+    (IBSTAT, ibstat.looks_like_ibstat, None),
+    ("ibv_devinfo-v.txt", _has(r"^hca_id:\s*\S"), None),
+    ("lspci-vvv.txt", _has(r"^[0-9a-f]{2,4}:[0-9a-f]{2}[:.][0-9a-f]", r"Capabilities: \["),
+     None),
+    (probes.NCCL_LOG_FILE, _has(r"\b(?:NCCL|RCCL) (?:INFO|WARN)\b"), None),
+)
+TOOL_SLOTS = tuple(slot for slot, _, _ in SIGNATURES)
+
+
+def identify_all(text: str) -> list[str]:
+    """Every bundle slot whose tool's signature ``text`` carries (a file may hold several
+    outputs; ``rocm-smi -a --json`` answers for several slots)."""
+    doc = _json(text)
+    found = []
+    for slot, text_test, json_test in SIGNATURES:
+        if doc is not None:
+            if json_test is not None and json_test(doc):
+                found.append(slot)
+        elif text_test is not None and text_test(text):
+            found.append(slot)
+    return found
+
+
+def identify(text: str) -> str | None:
+    """The bundle slot of the tool that wrote ``text``; None when it is none collscope reads."""
+    found = identify_all(text)
+    return found[0] if found else None
+
+
+@dataclass
+class Placement:
+    capture: probes.RawCapture
+    moved: dict[str, str] = field(default_factory=dict)        # file -> slot(s) it was read as
+    shadowed: dict[str, str] = field(default_factory=dict)     # file -> slot another file filled
+    unrecognised: list[str] = field(default_factory=list)
+
+
+def place(capture: probes.RawCapture) -> Placement:
+    """The capture with each tool output under the slot its content belongs to."""
+    slots = set(TOOL_SLOTS) | {t.file for t in probes.TOOLS} | set(CONTEXT_FILES)
+    placed: probes.RawCapture = {name: text for name, text in capture.items()
+                                 if name in slots or name.startswith(probes.SYSFS_DIR + "/")}
+    result = Placement(capture=placed)
+    for name, text in capture.items():
+        if name in slots or name.startswith(probes.SYSFS_DIR + "/") or not text.strip():
+            continue
+        found = identify_all(text)
+        if not found:
+            placed[name] = text
+            result.unrecognised.append(name)
+            continue
+        free = [slot for slot in found if slot not in placed]
+        for slot in free:
+            placed[slot] = text
+        if free:
+            result.moved[name] = ", ".join(free)
+        else:
+            placed[name] = text            # every slot it fits is taken: kept, and said so
+            result.shadowed[name] = found[0]
+    return result

@@ -1,0 +1,256 @@
+"""Environment variables: interface and HCA selection, debug knobs, obsolete and misspelt names."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from collscope.doctor import envlint
+from collscope.doctor.facts import Facts, RdmaPort
+from collscope.doctor.rules.common import listing
+from collscope.doctor.rules.registry import Verdict, rule
+
+
+def _interface_names(facts: Facts) -> list[str]:
+    return [i.name for i in facts.interfaces]
+
+
+@rule("env.socket-ifname", "env", """
+NCCL_SOCKET_IFNAME picks the IP interfaces NCCL/RCCL use for bootstrap and sockets. Syntax
+(NCCL docs): a comma-separated list of prefixes (`eth` = eth0, eth1, ...); a leading `^`
+excludes instead (`^docker,lo`); a leading `=` matches exact names (`=eth0`, `^=docker0`).
+If it selects no existing interface, NCCL/RCCL fail at init ("no socket interface found") or
+hang in bootstrap; if it selects a down or wrong interface, ranks cannot reach each other.
+""")
+def check_socket_ifname(facts: Facts) -> Iterable[Verdict]:
+    value = facts.env.get("NCCL_SOCKET_IFNAME")
+    if value is None:
+        return
+    yield from _check_nccl_ifname(facts, "NCCL_SOCKET_IFNAME", value)
+
+
+def _check_nccl_ifname(facts: Facts, var: str, value: str) -> Iterable[Verdict]:
+    names = _interface_names(facts)
+    if not names:
+        yield Verdict("info", f"{var}={value} not checked: no interface list captured")
+        return
+    parsed = envlint.parse_name_list(value)
+    if not parsed.entries:
+        yield Verdict("fail", f"{var} is empty", f"{var}={value!r} names no interface.",
+                      f"unset {var}, or set it to an interface such as {_suggest(facts)}")
+        return
+    chosen = [n for n in names if parsed.selects(n) and (n != "lo" or not parsed.exclude)]
+    have = ", ".join(names)
+    if not chosen:
+        what = "excludes every interface" if parsed.exclude else "matches no interface"
+        yield Verdict("fail", f"{var}={value} {what} here",
+                      f"Interfaces on this node: {have}. NCCL/RCCL find no socket interface "
+                      "and fail at init (or hang in bootstrap).",
+                      f"export {var}={_suggest(facts)}")
+        return
+    up = [n for n in chosen if any(i.name == n and i.is_up for i in facts.interfaces)]
+    if not up:
+        yield Verdict("warn", f"{var}={value} selects only interfaces that are down",
+                      f"Selected: {', '.join(chosen)}.", f"export {var}={_suggest(facts)}")
+        return
+    unmatched = parsed.unmatched(names) if not parsed.exclude else []
+    if unmatched:
+        yield Verdict("info", f"{var}: entries {', '.join(e.name for e in unmatched)} match "
+                      "nothing here",
+                      f"Selected: {', '.join(chosen)}. Fine if other nodes have them.", "")
+    yield Verdict("ok", f"{var}={value} selects {', '.join(chosen)}")
+
+
+def _suggest(facts: Facts) -> str:
+    """An interface worth naming in a fix: up, not loopback, fastest first."""
+    candidates = sorted((i for i in facts.interfaces if i.is_up and i.name != "lo"),
+                        key=lambda i: -(i.speed_mbps or 0))
+    return candidates[0].name if candidates else "<interface>"
+
+
+@rule("env.gloo-ifname", "env", """
+GLOO_SOCKET_IFNAME picks the interfaces of torch's gloo backend. Unlike NCCL's variable it
+takes exact interface names only, comma-separated (torch opens one gloo device per name); no
+prefixes, no `^`/`=`. A name that does not exist makes init_process_group("gloo") raise on
+this node.
+""")
+def check_gloo_ifname(facts: Facts) -> Iterable[Verdict]:
+    value = facts.env.get("GLOO_SOCKET_IFNAME")
+    if value is None:
+        return
+    names = _interface_names(facts)
+    if not names:
+        yield Verdict("info", f"GLOO_SOCKET_IFNAME={value} not checked: no interface list")
+        return
+    if value.strip().startswith(("^", "=")):
+        yield Verdict("fail", f"GLOO_SOCKET_IFNAME={value} uses NCCL's ^/= syntax",
+                      "gloo takes exact interface names; it looks for an interface literally "
+                      f"named {value.split(',')[0]!r}.",
+                      f"export GLOO_SOCKET_IFNAME={_suggest(facts)}")
+        return
+    wanted = [w.strip() for w in value.split(",") if w.strip()]
+    missing = [w for w in wanted if w not in names]
+    if not wanted or missing:
+        yield Verdict("fail", f"GLOO_SOCKET_IFNAME names {', '.join(missing) or 'nothing'} "
+                      "which is not an interface here",
+                      f"Interfaces on this node: {', '.join(names)}. gloo raises at "
+                      "init_process_group.", f"export GLOO_SOCKET_IFNAME={_suggest(facts)}")
+        return
+    down = [w for w in wanted if not any(i.name == w and i.is_up for i in facts.interfaces)]
+    if down:
+        yield Verdict("warn", f"GLOO_SOCKET_IFNAME names interface(s) that are down: "
+                      f"{', '.join(down)}", "", f"export GLOO_SOCKET_IFNAME={_suggest(facts)}")
+        return
+    yield Verdict("ok", f"GLOO_SOCKET_IFNAME={value} exists and is up")
+
+
+@rule("env.ib-hca", "env", """
+NCCL_IB_HCA picks the RDMA devices (and ports) NCCL/RCCL use: the list syntax of
+NCCL_SOCKET_IFNAME (prefixes, `^` exclude, `=` exact) plus an optional `:port` per entry
+(`=mlx5_0:1,mlx5_1:1`). Naming devices that do not exist here leaves NCCL without IB devices,
+so it falls back to TCP sockets (10x slower) or fails; naming DOWN ports breaks connections.
+""")
+def check_ib_hca(facts: Facts) -> Iterable[Verdict]:
+    value = facts.env.get("NCCL_IB_HCA")
+    if value is None:
+        return
+    if not facts.rdma:
+        yield Verdict("warn", f"NCCL_IB_HCA={value} is set but this node has no RDMA device",
+                      "NCCL/RCCL will use TCP sockets between nodes.",
+                      "unset NCCL_IB_HCA on nodes without RDMA, or fix the RDMA driver "
+                      "(`ibv_devinfo`)")
+        return
+    parsed = envlint.parse_name_list(value, with_ports=True)
+    bad = [e for e in parsed.entries if e.bad_port is not None]
+    if bad:
+        yield Verdict("fail", f"NCCL_IB_HCA={value}: unreadable port in "
+                      f"{', '.join(f'{e.name}:{e.bad_port}' for e in bad)}",
+                      "A port is a number, e.g. mlx5_0:1.", "")
+    ports = [(d, p) for d in facts.rdma for p in d.ports] or \
+        [(d, RdmaPort(port=1)) for d in facts.rdma]
+    chosen = [(d, p) for d, p in ports if parsed.selects(d.name, p.port)]
+    have = ", ".join(f"{d.name}:{p.port}" for d, p in ports)
+    if not chosen:
+        what = "excludes every RDMA port" if parsed.exclude else "matches no RDMA device"
+        yield Verdict("fail", f"NCCL_IB_HCA={value} {what} here",
+                      f"RDMA ports on this node: {have}. NCCL/RCCL find no IB device and fall "
+                      "back to TCP sockets (or fail).",
+                      "export NCCL_IB_HCA=" + ",".join(sorted({d.name for d, p in ports
+                                                               if p.active}) or ["<device>"]))
+        return
+    if not parsed.exclude:
+        unmatched = parsed.unmatched([d.name for d in facts.rdma])
+        wrong_port = [e for e in parsed.entries if e.port is not None and e.bad_port is None
+                      and any(parsed.matches(e, d.name) for d in facts.rdma)
+                      and not any(parsed.matches(e, d.name, p.port) for d, p in ports)]
+        if unmatched or wrong_port:
+            names = [e.name for e in unmatched] + [f"{e.name}:{e.port}" for e in wrong_port]
+            yield Verdict("warn", f"NCCL_IB_HCA names {', '.join(names)}, absent here",
+                          f"RDMA ports on this node: {have}.",
+                          "remove the absent entries (or fix the device that is missing)")
+    inactive = [f"{d.name}:{p.port}" for d, p in chosen if p.state and not p.active]
+    if inactive and len(inactive) == len(chosen):
+        yield Verdict("fail", "NCCL_IB_HCA selects only ports that are not active",
+                      f"Selected: {', '.join(inactive)}.",
+                      "bring the links up or select active ports")
+    elif inactive:
+        yield Verdict("warn", f"NCCL_IB_HCA selects inactive port(s): {', '.join(inactive)}",
+                      "Connections through them fail.", "exclude them, e.g. NCCL_IB_HCA=^=" +
+                      ",".join(sorted({i.split(':')[0] for i in inactive})))
+    else:
+        yield Verdict("ok", f"NCCL_IB_HCA={value} selects "
+                      f"{', '.join(f'{d.name}:{p.port}' for d, p in chosen)}")
+
+
+@rule("env.debug-knobs", "env", """
+NCCL's documentation separates system-configuration variables from debugging ones that
+"should not be used in production nor retained in scripts", among them the algorithm,
+protocol, channel and buffer overrides. Flagged: NCCL_ALGO, NCCL_PROTO, NCCL_MIN_NCHANNELS,
+NCCL_MAX_NCHANNELS, NCCL_BUFFSIZE, NCCL_NTHREADS, NCCL_CHECKS_DISABLE, NCCL_LAUNCH_MODE, and
+the switches that turn a transport off (NCCL_P2P_DISABLE, NCCL_SHM_DISABLE, NCCL_IB_DISABLE).
+Left set, they pin choices NCCL/RCCL would tune per size and topology (RCCL bypasses its MI300
+channel tuning model when NCCL_MIN/MAX_NCHANNELS are set) and typically cost bandwidth or
+cause hangs.
+""")
+def check_debug_knobs(facts: Facts) -> Iterable[Verdict]:
+    for name, why in envlint.DEBUG_KNOBS.items():
+        if name in facts.env:
+            yield Verdict("warn", f"{name}={facts.env[name]} is set (a debugging knob)",
+                          f"It {why}. Keep it for an experiment, not in a job script.",
+                          f"unset {name}")
+
+
+@rule("env.nccl-debug", "env", """
+NCCL_DEBUG=INFO (or TRACE) makes every rank print its topology, channels and connections:
+exactly what a diagnosis needs, and megabytes of log per job otherwise, written while
+communicators initialise. Leave it unset (or WARN) in production and turn it on to debug.
+""")
+def check_nccl_debug(facts: Facts) -> Iterable[Verdict]:
+    value = facts.env.get("NCCL_DEBUG")
+    if value is not None and value.strip().upper() in ("INFO", "TRACE"):
+        yield Verdict("warn", f"NCCL_DEBUG={value} is left on",
+                      "Every rank logs init details (TRACE: every call); this slows "
+                      "initialisation and floods logs.",
+                      "unset NCCL_DEBUG (or NCCL_DEBUG=WARN) outside debugging sessions")
+
+
+@rule("env.obsolete", "env", """
+Switches that the installed library no longer has do nothing, and whoever set them believes
+they do. collscope keeps a small table with sources: RCCL removed its clique-based kernels in
+2.12.10 (ROCm 5.3), so RCCL_ENABLE_CLIQUE, RCCL_CLIQUE_IGNORE_TOPO,
+RCCL_CLIQUE_ALLREDUCE_BYTE_LIMIT and RCCL_CLIQUE_ALLREDUCE_NCHANNELS are dead;
+RCCL_FORCE_ENABLE_CLIQUE was replaced in 2.8.4; RCCL_ENABLE_HIPGRAPH is unnecessary since
+2.13.4 (ROCm 5.4). NCCL renamed NCCL_MAX/MIN_NRINGS to NCCL_MAX/MIN_NCHANNELS and
+NCCL_IB_GDR_LEVEL to NCCL_NET_GDR_LEVEL; torch reads TORCH_NCCL_ASYNC_ERROR_HANDLING,
+TORCH_NCCL_BLOCKING_WAIT and TORCH_NCCL_DESYNC_DEBUG instead of the NCCL_* spellings.
+The installed RCCL version comes from torch (torch.cuda.nccl.version()) or the NCCL log.
+""")
+def check_obsolete(facts: Facts) -> Iterable[Verdict]:
+    installed = envlint.version_tuple(facts.rccl_or_nccl_version)
+    is_rccl = bool(facts.torch and facts.torch.hip) or \
+        bool(facts.nccl_log and facts.nccl_log.library == "RCCL")
+    for name in sorted(facts.env):
+        entry = envlint.OBSOLETE.get(name)
+        if entry is None:
+            continue
+        if entry.replacement:
+            also = f" ({entry.replacement} is set too)" if entry.replacement in facts.env else ""
+            yield Verdict("warn", f"{name} is an old name: use {entry.replacement}",
+                          f"{entry.note}{also}.",
+                          f"rename it: export {entry.replacement}={facts.env[name]}; "
+                          f"unset {name}")
+            continue
+        removed = ".".join(map(str, entry.removed_in or ()))
+        if installed is not None and is_rccl and entry.removed_in is not None:
+            if installed >= entry.removed_in:
+                yield Verdict("warn", f"{name} has no effect in the installed RCCL "
+                              f"{'.'.join(map(str, installed))}", entry.note + ".",
+                              f"unset {name}")
+            continue
+        yield Verdict("info", f"{name}: gone since RCCL {removed}",
+                      f"{entry.note}; the installed RCCL version is unknown here.",
+                      f"unset {name} if your RCCL is {removed} or newer")
+
+
+@rule("env.typo", "env", """
+NCCL, RCCL, torch and gloo silently ignore variables they do not know, so a misspelt name
+(NCCL_SOCKET_IFNAMES, NCCL_IB_HCAS, RCCL_SOCKET_IFNAME for NCCL_SOCKET_IFNAME) leaves the
+intended setting unset. Names with the NCCL_, RCCL_, TORCH_NCCL_ and GLOO_ prefixes are
+compared with the names collscope knows (difflib similarity >= 0.85); close ones are flagged
+with the probable intended name, other unknown ones are listed as information (a network
+plugin's or a newer release's variable).
+""")
+def check_typos(facts: Facts) -> Iterable[Verdict]:
+    unknown = []
+    for name in sorted(facts.env):
+        if not name.startswith(envlint.TYPO_PREFIXES) or name in envlint.KNOWN:
+            continue
+        close = envlint.closest_known(name)
+        if close:
+            yield Verdict("warn", f"{name} is not a known variable: did you mean {close}?",
+                          f"{name}={facts.env[name]} is ignored by the libraries.",
+                          f"rename it: export {close}={facts.env[name]}; unset {name}")
+        else:
+            unknown.append(name)
+    if unknown:
+        yield Verdict("info", f"Variables collscope does not know: {listing(unknown)}",
+                      "They may belong to a network plugin or a newer release.", "")

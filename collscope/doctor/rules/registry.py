@@ -1,0 +1,118 @@
+"""Pure rules: Facts -> findings, each with what was found, why it matters, and the fix.
+
+Every rule is registered with an id, an area and a long explanation (``collscope doctor
+--explain ID``). A rule returns ``Verdict``s; the registry stamps them with the rule's id and
+area. A rule that crashes on odd facts becomes one "warn" finding naming the rule rather than
+taking the whole report down (property tests make sure none does).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from typing import Any, NamedTuple
+
+from collscope.doctor.facts import Facts
+
+LEVELS = ("fail", "warn", "info", "ok")          # worst first
+AREAS = ("gpu", "torch", "topology", "host", "network", "ucx", "nccl", "env", "selftest",
+         "cluster", "tools")
+
+
+@dataclass
+class Finding:
+    """One result of one rule: ``level`` is ok, info, warn or fail."""
+
+    id: str
+    level: str
+    area: str
+    title: str
+    detail: str = ""
+    fix: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Verdict(NamedTuple):
+    level: str
+    title: str
+    detail: str = ""
+    fix: str = ""
+
+
+Check = Callable[[Facts], Iterable[Verdict]]
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    area: str
+    explanation: str
+    check: Check | None   # None: computed elsewhere (cluster differences)
+
+
+RULES: dict[str, Rule] = {}
+
+
+def rule(rule_id: str, area: str, explanation: str) -> Callable[[Check], Check]:
+    """Register a check under ``rule_id``; ``explanation`` is what --explain prints."""
+    assert area in AREAS, area
+
+    def register(check: Check) -> Check:
+        RULES[rule_id] = Rule(rule_id, area, explanation.strip(), check)
+        return check
+
+    return register
+
+
+def register_external(rule_id: str, area: str, explanation: str) -> None:
+    """A rule whose findings are produced outside run_checks (e.g. across nodes)."""
+    RULES[rule_id] = Rule(rule_id, area, explanation.strip(), None)
+
+
+def run_checks(facts: Facts, only: Iterable[str] | None = None) -> list[Finding]:
+    """Every registered rule (or those in ``only``) on ``facts``, worst first."""
+    wanted = None if only is None else set(only)
+    findings = []
+    for entry in RULES.values():
+        if entry.check is None or (wanted is not None and entry.id not in wanted):
+            continue
+        try:
+            for verdict in entry.check(facts):
+                findings.append(Finding(entry.id, verdict.level, entry.area, verdict.title,
+                                        verdict.detail, verdict.fix))
+        except Exception as error:  # a rule bug must not hide every other finding
+            findings.append(Finding(entry.id, "warn", entry.area,
+                                    f"check {entry.id} could not run: {type(error).__name__}",
+                                    f"{error} (a collscope bug: please report it with the "
+                                    "bundle from --collect)"))
+    return sort_findings(findings)
+
+
+def sort_findings(findings: list[Finding]) -> list[Finding]:
+    """Areas with the worst finding first; inside an area, worst first (stable)."""
+    def level_rank(level: str) -> int:
+        return LEVELS.index(level) if level in LEVELS else len(LEVELS)
+
+    # Areas with a failure come first, then areas with a warning, then the rest in the
+    # fixed reading order (info and ok do not reorder areas).
+    worst: dict[str, int] = {}
+    for f in findings:
+        worst[f.area] = min(worst.get(f.area, 99), level_rank(f.level), LEVELS.index("info"))
+
+    def key(f: Finding) -> tuple[int, int, int]:
+        area = AREAS.index(f.area) if f.area in AREAS else len(AREAS)
+        return worst[f.area], area, level_rank(f.level)
+
+    return sorted(findings, key=key)
+
+
+def exit_code(findings: Iterable[Finding]) -> int:
+    """0 when nothing fails, 1 when a check fails."""
+    return 1 if any(f.level == "fail" for f in findings) else 0
+
+
+def explain(rule_id: str) -> str | None:
+    entry = RULES.get(rule_id)
+    return None if entry is None else f"{entry.id} ({entry.area})\n\n{entry.explanation}\n"
