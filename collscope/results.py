@@ -98,6 +98,11 @@ class BenchResult:
     algo: str = "flat"
     average: str = "mean"
     max_error: float | None = None
+    # Rank 0's records only (None elsewhere and in imports): per rank, its last <= -n
+    # per-iteration times (nccl-tests' per-process times) and its own time inside each op
+    # (launch to completion, which shows a late rank), microseconds; see bench/per_rank.py.
+    rank_times_us: list[list[float]] | None = None
+    rank_op_us: list[list[float]] | None = None
     kind: str = "result"
 
     def to_dict(self) -> dict[str, Any]:
@@ -109,7 +114,8 @@ class BenchResult:
         return cls(**{k: v for k, v in data.items() if k in names})
 
 
-CSV_COLUMNS = [f.name for f in fields(BenchResult) if f.name != "kind"]
+CSV_COLUMNS = [f.name for f in fields(BenchResult)
+               if f.name not in ("kind", "rank_times_us", "rank_op_us")]
 
 
 class JsonlWriter:
