@@ -114,6 +114,54 @@ class BenchResult:
         return cls(**{k: v for k, v in data.items() if k in names})
 
 
+@dataclass
+class LinkRecord:
+    """One direction of one pair's exchange in `collscope links` (receiver-side timing)."""
+
+    src_host: str
+    dst_host: str
+    src_rank: int
+    dst_rank: int
+    src_device: str | None        # "cuda:3", "cpu"
+    dst_device: str | None
+    src_nic: str | None           # the interface the rank was pinned to, when known
+    dst_nic: str | None
+    scope: str                    # "inter" (across nodes) or "intra" (inside a node)
+    link_type: str | None         # intra-node GPU pairs: xgmi, nvlink, pcie, ... (topology)
+    size_bytes: int
+    iters: int
+    time_us: float                # median over iterations of the receive completion time
+    gbs: float                    # size_bytes / time_us, GB/s = 1e9 B/s (sendrecv busbw)
+    expected_gbs: float | None    # nominal per-direction bandwidth of link_type, if known
+    verdict: str = "ok"           # ok | slow | node (a slow endpoint node explains it) |
+                                  # below-link-type
+    round: int = 0
+    src_node: int = 0
+    dst_node: int = 0
+    kind: str = "link"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class NodeRecord:
+    """One host in `collscope links`: its inter-node links summarised, and its verdict."""
+
+    host: str
+    node: int
+    ranks: list[int]
+    nics: list[str]
+    median_gbs: float | None      # median over its inter-node links (None on one node)
+    best_gbs: float | None        # its fastest inter-node link
+    links: int
+    verdict: str = "ok"           # ok | slow (slow on all its links)
+    kind: str = "node"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 CSV_COLUMNS = [f.name for f in fields(BenchResult)
                if f.name not in ("kind", "rank_times_us", "rank_op_us")]
 

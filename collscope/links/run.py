@@ -1,0 +1,172 @@
+"""The measurement: rounds of disjoint pairs, each pair exchanging one message both ways.
+
+Timing method: per iteration each rank of a pair posts its send and its receive together
+(``batch_isend_irecv``, a sendrecv in both directions) and times, with perf_counter, from the
+post to the completion of its receive (GPU: plus a device synchronise), so each rank times the
+direction that arrives at it. ``time_us`` is the median over ``-n`` iterations after ``-w``
+warm-ups; ``gbs`` = size / time (nccl-tests' sendrecv algbw = busbw). Rounds are separated by
+an all-gather of the round's measurements (a barrier, so pairs of different rounds never
+overlap), and every round runs under the watchdog's --timeout.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from collscope.collectives.table import bandwidths
+from collscope.errors import RankFailure
+from collscope.links import expected, plan
+from collscope.links.config import LinksConfig
+from collscope.links.schedule import Pair
+from collscope.links.verdicts import NodeInfo, Threshold, judge
+from collscope.results import LinkRecord, NodeRecord
+from collscope.runtime.dist import Session
+
+# The variable that pins a rank to a NIC, in the order collscope reports it.
+NIC_VARIABLES = ("GLOO_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_SOCKET_IFNAME", "UCX_NET_DEVICES")
+
+
+def rank_nic(environ: dict[str, str] | None = None) -> str | None:
+    environ = dict(os.environ) if environ is None else environ
+    for name in NIC_VARIABLES:
+        if environ.get(name):
+            return f"{environ[name]} ({name})"
+    return None
+
+
+@dataclass
+class Phase:
+    scope: str                       # inter | intra
+    rounds: list[list[Pair]]
+
+
+@dataclass
+class Outcome:
+    links: list[LinkRecord]
+    nodes: list[NodeRecord]
+    thresholds: list[Threshold]
+    phases: list[Phase]
+    seconds: float
+    round_seconds: list[float] = field(default_factory=list)
+
+
+def phases_for(config: LinksConfig, by_node: list[list[int]]) -> list[Phase]:
+    phases = []
+    if len(by_node) > 1:
+        rounds = plan.node_rounds(len(by_node), config.partners, config.seed)
+        phases.append(Phase("inter", plan.inter_node_rounds(by_node, rounds, config.per_gpu)))
+    intra = plan.intra_node_rounds(by_node)
+    if intra:
+        phases.append(Phase("intra", intra))
+    return phases
+
+
+def _exchange(session: Session, partner: int, send: torch.Tensor, recv: torch.Tensor,
+              config: LinksConfig) -> list[float]:
+    ops = [dist.P2POp(dist.isend, send, partner), dist.P2POp(dist.irecv, recv, partner)]
+    times = []
+    for i in range(config.warmup_iters + config.iters):
+        start = time.perf_counter()
+        works = dist.batch_isend_irecv(ops)
+        works[-1].wait()
+        if session.device.type == "cuda":
+            torch.cuda.synchronize(session.device)
+        elapsed = time.perf_counter() - start
+        for work in works[:-1]:
+            work.wait()
+        session.watchdog.beat()
+        if i >= config.warmup_iters:
+            times.append(elapsed)
+    return times
+
+
+def run(config: LinksConfig, session: Session,
+        on_round: Callable[[str, int, int, list[dict[str, Any]]], None] | None = None,
+        ) -> Outcome | None:
+    """Measure every scheduled pair; the judged outcome on rank 0, None on the others."""
+    started = time.monotonic()
+    by_node = plan.ranks_by_node(session.layout.devices)
+    phases = phases_for(config, by_node)
+    me = session.layout.devices[session.rank]
+    matrix = None
+    if session.device.type == "cuda" and me["local_rank"] == 0 and len(by_node[me["node"]]) > 1:
+        matrix = expected.link_matrix(expected.capture_topology(min(config.timeout_s, 20.0)))
+    count = max(1, config.size_bytes // 4)
+    send = torch.ones(count, dtype=torch.float32, device=session.device)
+    recv = torch.empty(count, dtype=torch.float32, device=session.device)
+    measured: list[dict[str, Any]] = []
+    round_seconds = []
+    for phase in phases:
+        for index, pairs in enumerate(phase.rounds):
+            partner = plan.partner_of(pairs, session.rank)
+            what = (f"links {phase.scope}-node round {index + 1}/{len(phase.rounds)}"
+                    + (f" (rank {session.rank} <-> rank {partner})" if partner is not None
+                       else " (idle this round)"))
+            round_started = time.monotonic()
+            with session.watchdog.step(what):
+                try:
+                    mine = []
+                    if partner is not None:
+                        mine.append({"scope": phase.scope, "round": index, "src": partner,
+                                     "dst": session.rank,
+                                     "times": _exchange(session, partner, send, recv, config)})
+                    everyone: list[Any] = [None] * session.world_size
+                    dist.all_gather_object(everyone, mine)
+                except (RuntimeError, dist.DistError) as error:
+                    first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+                    raise RankFailure(f"rank {session.rank}: {what} failed: {first}") from error
+            round_seconds.append(time.monotonic() - round_started)
+            done = [m for part in everyone for m in part]
+            measured += done
+            if on_round and session.rank == 0:
+                on_round(phase.scope, index, len(phase.rounds), done)
+    info: list[Any] = [None] * session.world_size
+    with session.watchdog.step("links result exchange"):
+        dist.all_gather_object(info, {"nic": rank_nic(), "matrix": matrix})
+    if session.rank != 0:
+        return None
+    links = link_records(measured, session.layout.devices, info, config)
+    nodes = [NodeInfo(node=n, host=session.layout.devices[ranks[0]]["host"], ranks=ranks,
+                      nics=sorted({info[r]["nic"] for r in ranks if info[r]["nic"]}))
+             for n, ranks in enumerate(by_node)]
+    node_records, thresholds = judge(links, nodes, config.fraction, config.mad_k,
+                                     config.expected_fraction)
+    return Outcome(links, node_records, thresholds, phases, time.monotonic() - started,
+                   round_seconds)
+
+
+def link_records(measured: list[dict[str, Any]], devices: list[dict[str, Any]],
+                 info: list[dict[str, Any]], config: LinksConfig) -> list[LinkRecord]:
+    """Measurements -> link records (unjudged), with host, device, NIC and link type."""
+    matrices = {devices[r]["node"]: info[r]["matrix"] for r in range(len(devices))
+                if info[r]["matrix"] is not None}
+    records = []
+    for m in measured:
+        src, dst = devices[m["src"]], devices[m["dst"]]
+        link_type, nominal = (None, None)
+        if m["scope"] == "intra":
+            link_type, nominal = expected.pair_link(matrices.get(src["node"]), src["device"],
+                                                    dst["device"])
+        time_us = statistics.median(m["times"]) * 1e6
+        gbs, _busbw = bandwidths(config.size_bytes, time_us, "sendrecv", 2)
+        records.append(LinkRecord(
+            src_host=src["host"], dst_host=dst["host"], src_rank=m["src"], dst_rank=m["dst"],
+            src_device=_device(src), dst_device=_device(dst), src_nic=info[m["src"]]["nic"],
+            dst_nic=info[m["dst"]]["nic"], scope=m["scope"], link_type=link_type,
+            size_bytes=config.size_bytes, iters=len(m["times"]), time_us=time_us, gbs=gbs,
+            expected_gbs=nominal, round=m["round"], src_node=src["node"],
+            dst_node=dst["node"]))
+    return records
+
+
+def _device(entry: dict[str, Any]) -> str:
+    return entry["device_type"] if entry["device"] is None else \
+        f"{entry['device_type']}:{entry['device']}"
