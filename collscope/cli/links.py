@@ -26,7 +26,7 @@ pairs (round-robin tournament: N-1 rounds for N nodes, N for odd N), one rank pe
 every local rank at once with --per-gpu. Inside each node every rank (GPU) pair does the same,
 compared with the link type the topology doctor reads (xGMI, NVLink, PCIe). time = median
 receive completion over -n iterations; GB/s = size / time (1e9 B/s, nccl-tests' sendrecv busbw).
-A link is slow below min(median - k x MAD, fraction x median) of the links between healthy
+A link is slow below --fraction (default 70%) of the median of the links between healthy
 nodes; a node slow on all its links is reported as the node.
 exit codes: 0 every link and node ok, 1 a link or node failed (or a rank failed / timed out),
 2 bad input.
@@ -52,9 +52,8 @@ def add_parser(commands: Any) -> None:
                    help="across nodes, every local rank exchanges with the same local rank of "
                         "the partner node at once (each GPU on its own NIC)")
     p.add_argument("--fraction", type=float, default=0.7,
-                   help="slow below this fraction of the median (default 0.7), and below "
-                        "median - k x MAD")
-    p.add_argument("--mad-k", type=float, default=3.0, help="k of median - k x MAD (default 3)")
+                   help="slow below this fraction of the median of the links between healthy "
+                        "nodes (default 0.7)")
     p.add_argument("--expected-fraction", type=float, default=0.5,
                    help="GPU pairs below this fraction of their link type's nominal bandwidth "
                         "fail (default 0.5)")
@@ -72,7 +71,7 @@ def config_from_args(args: argparse.Namespace) -> Any:
 
     return LinksConfig(size_bytes=parse_size(args.size, "-b/--size"), iters=args.iters,
                        warmup_iters=args.warmup_iters, pairs=args.pairs, per_gpu=args.per_gpu,
-                       fraction=args.fraction, mad_k=args.mad_k,
+                       fraction=args.fraction,
                        expected_fraction=args.expected_fraction, seed=args.seed,
                        backend=args.backend, timeout_s=args.timeout)
 
@@ -94,13 +93,14 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
                              f"{len(done)} directions measured\n")
 
         outcome = links_run.run(config, session, on_round=progress)
-        if outcome is None:
-            return 0
-        if args.json:
-            write_records(args.json, outcome, session, launcher_name, config, started)
-        if not to_stdout:
-            render(outcome, config)
-        return 1 if failed(outcome.links, outcome.nodes) else 0
+        code = 0
+        if outcome is not None:
+            if args.json:
+                write_records(args.json, outcome, session, launcher_name, config, started)
+            if not to_stdout:
+                render(outcome, config)
+            code = 1 if failed(outcome.links, outcome.nodes) else 0
+        return links_run.agree_exit(session, code)
 
     return launch_or_spawn(Job("links", config.backend, config.timeout_s, args.nproc,
                                config.validate_for_job, body), argv)
@@ -142,7 +142,7 @@ def render(outcome: Any, config: Any) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(highlight=False, soft_wrap=True)
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
     rounds = ", ".join(f"{p.scope}-node {len(p.rounds)} rounds" for p in outcome.phases)
     console.print(f"collscope links: {format_size(config.size_bytes)} per direction, "
                   f"{config.iters} iterations per pair; {rounds}; {outcome.seconds:.1f} s")

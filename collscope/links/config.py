@@ -26,8 +26,7 @@ class LinksConfig:
         "across nodes, every local rank exchanges with the same local rank of the partner "
         "node at once (each on its own GPU/NIC), instead of one rank per node"))
     fraction: float = field(default=0.7, metadata=_help(
-        "slow below this fraction of the reference median (and below median - k x MAD)"))
-    mad_k: float = field(default=3.0, metadata=_help("k of the median - k x MAD bound"))
+        "slow below this fraction of the median of the links between healthy nodes"))
     expected_fraction: float = field(default=0.5, metadata=_help(
         "intra-node pairs below this fraction of their link type's nominal bandwidth fail"))
     seed: int = field(default=0, metadata=_help("seed of --pairs random:K"))
@@ -46,8 +45,6 @@ class LinksConfig:
         self.partners = parse_pairs(self.pairs)
         if not 0 < self.fraction < 1:
             raise UsageError(f"--fraction: {self.fraction} must be between 0 and 1, e.g. 0.7")
-        if self.mad_k <= 0:
-            raise UsageError(f"--mad-k: {self.mad_k} must be > 0, e.g. 3")
         if not 0 < self.expected_fraction <= 1:
             raise UsageError(f"--expected-fraction: {self.expected_fraction} must be in (0, 1]")
         if self.timeout_s <= 0:

@@ -137,8 +137,7 @@ def run(config: LinksConfig, session: Session,
     nodes = [NodeInfo(node=n, host=session.layout.devices[ranks[0]]["host"], ranks=ranks,
                       nics=sorted({info[r]["nic"] for r in ranks if info[r]["nic"]}))
              for n, ranks in enumerate(by_node)]
-    node_records, thresholds = judge(links, nodes, config.fraction, config.mad_k,
-                                     config.expected_fraction)
+    node_records, thresholds = judge(links, nodes, config.fraction, config.expected_fraction)
     return Outcome(links, node_records, thresholds, phases, time.monotonic() - started,
                    round_seconds)
 
@@ -170,3 +169,11 @@ def link_records(measured: list[dict[str, Any]], devices: list[dict[str, Any]],
 def _device(entry: dict[str, Any]) -> str:
     return entry["device_type"] if entry["device"] is None else \
         f"{entry['device_type']}:{entry['device']}"
+
+
+def agree_exit(session: Session, code: int) -> int:
+    """Rank 0's exit code on every rank, so every launcher agent reports the same gate."""
+    box = [code]
+    with session.watchdog.step("links verdict broadcast"):
+        dist.broadcast_object_list(box, src=0)
+    return int(box[0])
