@@ -15,6 +15,7 @@ import csv
 import io
 import json
 import os
+import sys
 from dataclasses import asdict, dataclass, field, fields
 from typing import IO, Any
 
@@ -170,15 +171,20 @@ class JsonlWriter:
     """Appends records as JSON Lines, flushing each one so a crash loses nothing written."""
 
     def __init__(self, path: str | os.PathLike[str]):
-        self._file: IO[str] = open(path, "w", encoding="utf-8")  # noqa: SIM115
+        # "-" is stdout (a pipe: flushed, not fsynced, not closed).
+        self._stdout = str(path) == "-"
+        self._file: IO[str] = sys.stdout if self._stdout else \
+            open(path, "w", encoding="utf-8")  # noqa: SIM115
 
     def write(self, record: dict[str, Any]) -> None:
         self._file.write(json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n")
         self._file.flush()
-        os.fsync(self._file.fileno())
+        if not self._stdout:
+            os.fsync(self._file.fileno())
 
     def close(self) -> None:
-        self._file.close()
+        if not self._stdout:
+            self._file.close()
 
 
 class CsvWriter:

@@ -114,7 +114,7 @@ def write_records(path: str, outcome: Any, session: Any, launcher: str, config: 
     from collscope.runtime.dist import library_versions
 
     layout = session.layout
-    writer = JsonlWriter("/dev/stdout" if path == "-" else path)
+    writer = JsonlWriter(path)
     try:
         extra = {"config": {k: v for k, v in vars(config).items()},
                  "thresholds": [asdict(t) for t in outcome.thresholds],

@@ -1,0 +1,43 @@
+"""collscope links as users run it: bad input exits 2 on one line; local ranks give a matrix."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.helpers import run_cli, usage_error_in_process
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--pairs", "some"], "--pairs"),
+    (["-b", "12Q"], "-b/--size"),
+    (["--fraction", "1.5"], "--fraction"),
+    (["-n", "0"], "-n/--iters"),
+    (["--nproc", "1"], "at least 2 ranks"),
+])
+def test_bad_input_is_one_line_exit_2(capsys, args, needle):
+    assert needle in usage_error_in_process(capsys, ["links", *args])
+
+
+def test_local_ranks_measure_every_pair_and_json_to_stdout_is_only_json():
+    proc = run_cli("links", "--nproc", "3", "-b", "256K", "-n", "2", "-w", "1", "--json", "-",
+                   "--timeout", "60", timeout=120)
+    assert proc.returncode in (0, 1), proc.stderr        # noisy CPU pairs may fail the gate
+    records = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert records[0]["kind"] == "run" and records[0]["command"] == "links"
+    assert records[0]["extra"]["rounds"] == {"intra": 3}
+    links = [r for r in records if r["kind"] == "link"]
+    assert sorted((r["src_rank"], r["dst_rank"]) for r in links) == [
+        (0, 1), (0, 2), (1, 0), (1, 2), (2, 0), (2, 1)]
+    for link in links:
+        assert link["scope"] == "intra" and link["size_bytes"] == 256 * 1024
+        assert link["gbs"] == pytest.approx(link["size_bytes"] / link["time_us"] / 1e3)
+    (node,) = [r for r in records if r["kind"] == "node"]
+    assert node["ranks"] == [0, 1, 2] and node["verdict"] == "ok"
+    assert proc.returncode == (1 if any(r["verdict"] != "ok" for r in links) else 0)
+
+
+def test_help_shows_examples():
+    proc = run_cli("links", "--help", timeout=30)
+    assert proc.returncode == 0 and "srun" in proc.stdout and "torchrun" in proc.stdout
