@@ -121,7 +121,7 @@ class LateRank:
 
 def late_rank(op_us: Sequence[Sequence[float]], alpha: float = ALPHA) -> LateRank | None:
     """The rank that arrives last at one size's ops, from every rank's own op times."""
-    from scipy.stats import binomtest, wilcoxon
+    from scipy.stats import binomtest, wilcoxon  # type: ignore[import-untyped]
 
     ranks = len(op_us)
     iterations = min((len(t) for t in op_us), default=0)
@@ -165,7 +165,7 @@ class LateFinding:
 def finding(per_size: Sequence[LateRank | None], world_size: int, hosts: Sequence[str],
             alpha: float = ALPHA) -> LateFinding | None:
     """The rank late in most sizes beyond chance, or None."""
-    from scipy.stats import binomtest
+    from scipy.stats import binomtest  # type: ignore[import-untyped]
 
     judged = [s for s in per_size if s is not None]
     late = [s for s in judged if s.significant]

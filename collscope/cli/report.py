@@ -55,10 +55,10 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
         inputs = load_inputs(args.inputs)
     except InputError as error:
         raise UsageError(f"INPUT: {error}") from None
-    if not any(source.results or any(run.train or run.samples for run in source.runs)
-               for source in inputs):
-        raise UsageError("INPUT: no result, train or sample records in any input; nothing to "
-                         "plot")
+    if not any(source.results or any(run.train or run.samples or run.links
+                                      for run in source.runs) for source in inputs):
+        raise UsageError("INPUT: no result, train, sample or link records in any input; "
+                         "nothing to plot")
     page = render_report(inputs, title=args.title)
     try:
         with open(args.output, "w", encoding="utf-8") as out:

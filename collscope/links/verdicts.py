@@ -47,7 +47,7 @@ class Threshold:
 
 
 def threshold(values: Sequence[float], fraction: float, scope: str) -> Threshold:
-    from scipy.stats import median_abs_deviation
+    from scipy.stats import median_abs_deviation  # type: ignore[import-untyped]
 
     reference = statistics.median(values)
     mad = float(median_abs_deviation(values, scale="normal")) if len(values) > 1 else 0.0

@@ -44,6 +44,7 @@ class Run:
     results: list[BenchResult] = field(default_factory=list)
     train: list[dict[str, Any]] = field(default_factory=list)
     samples: list[dict[str, Any]] = field(default_factory=list)
+    links: list[dict[str, Any]] = field(default_factory=list)    # links' link/node records
 
 
 @dataclass
@@ -160,6 +161,7 @@ def group_records(records: list[tuple[int, dict[str, Any]]], name: str,
     """Runs from records in file order: each run record opens a run, measurements join it."""
     contexts: list[dict[str, Any]] = []
     members: list[tuple[list[BenchResult], list[dict[str, Any]], list[dict[str, Any]]]] = []
+    link_records: dict[int, list[dict[str, Any]]] = {}      # run index -> link/node records
 
     def current() -> tuple[list[BenchResult], list[dict[str, Any]], list[dict[str, Any]]]:
         if not members:            # measurements before any run record
@@ -183,6 +185,10 @@ def group_records(records: list[tuple[int, dict[str, Any]]], name: str,
                 current()[0].append(result)
         elif kind == "train":
             current()[1].append(record)
+        elif kind in ("link", "node"):
+            if not members:
+                current()
+            link_records.setdefault(len(members) - 1, []).append(record)
         elif kind == "sample":
             if isinstance(record.get("metrics"), dict) and _is_finite(record.get("ts")):
                 current()[2].append(record)
@@ -191,13 +197,13 @@ def group_records(records: list[tuple[int, dict[str, Any]]], name: str,
                                 "and a metrics object; skipped")
         else:
             warnings.append(f"{name}: line {number}: record kind {kind!r} is not one report "
-                            "reads (run, result, train, sample); skipped")
+                            "reads (run, result, train, sample, link, node); skipped")
     runs = []
     for index, (context, (results, train, samples)) in enumerate(zip(contexts, members)):
         label = _run_label(name, index, len(contexts), (context.get("extra") or {}).get("label")
                            if isinstance(context.get("extra"), dict) else None)
         runs.append(Run(label=label, context=context, results=results, train=train,
-                        samples=samples))
+                        samples=samples, links=link_records.get(index, [])))
     return runs
 
 
