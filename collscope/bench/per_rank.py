@@ -198,7 +198,8 @@ def report_lines(rows: Sequence[tuple[str, int, bool, LateRank | None]],
     for collective, size, in_place, late in rows:
         place = "in-place" if in_place else "out-of-place"
         if late is None:
-            lines.append(f"#  {collective:<14s} {size:>9d}  {place:<12s}  (too few iterations)")
+            lines.append(f"#  {collective:<14s} {size:>9d}  {place:<12s}  "
+                         "(needs >= 2 ranks and 2 iterations)")
             continue
         who = f"{late.rank:>9d}" if late.significant else "     none"
         host = (hosts[late.rank] if late.rank < len(hosts) else "?") if late.significant else "-"

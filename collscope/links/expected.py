@@ -24,10 +24,19 @@ TOPOLOGY_FILES = ("amd-smi-topology.txt", "rocm-smi--showtopo.txt", "nvidia-smi-
 
 def link_matrix(capture: dict[str, str]) -> list[list[str]] | None:
     """GPU x GPU link types from a doctor capture (tool file name -> text); None if unknown."""
+    return node_topology(capture)[0]
+
+
+def node_topology(capture: dict[str, str]) -> tuple[list[list[str]] | None, dict[int, str]]:
+    """(GPU x GPU link types or None, GPU index -> its nearest NIC) from a doctor capture; the
+    nearest NIC comes from nvidia-smi topo -m's NIC columns, where present."""
     from collscope.doctor.facts import facts_from
 
-    topology = facts_from(capture).topology
-    return topology.link_type if topology is not None and topology.gpus > 0 else None
+    facts = facts_from(capture)
+    topology = facts.topology
+    matrix = topology.link_type if topology is not None and topology.gpus > 0 else None
+    nearest = {gpu: nics[0] for gpu, nics in facts.gpu_nearest_nic.items() if nics}
+    return matrix, nearest
 
 
 def capture_topology(timeout_s: float) -> dict[str, str]:

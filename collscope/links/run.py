@@ -35,6 +35,7 @@ NIC_VARIABLES = ("GLOO_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_SOCKET_IFNAME", "UCX
 
 
 def rank_nic(environ: dict[str, str] | None = None) -> str | None:
+    """The NIC named by the variable that pins this rank to one, if any."""
     environ = dict(os.environ) if environ is None else environ
     for name in NIC_VARIABLES:
         if environ.get(name):
@@ -96,9 +97,12 @@ def run(config: LinksConfig, session: Session,
     by_node = plan.ranks_by_node(session.layout.devices)
     phases = phases_for(config, by_node)
     me = session.layout.devices[session.rank]
-    matrix = None
-    if session.device.type == "cuda" and me["local_rank"] == 0 and len(by_node[me["node"]]) > 1:
-        matrix = expected.link_matrix(expected.capture_topology(min(config.timeout_s, 20.0)))
+    matrix: list[list[str]] | None = None
+    nearest: dict[int, str] = {}
+    if session.device.type == "cuda" and me["local_rank"] == 0:
+        with session.watchdog.step("links topology probe"):
+            matrix, nearest = expected.node_topology(
+                expected.capture_topology(min(config.timeout_s, 20.0)))
     count = max(1, config.size_bytes // 4)
     send = torch.ones(count, dtype=torch.float32, device=session.device)
     recv = torch.empty(count, dtype=torch.float32, device=session.device)
@@ -130,9 +134,11 @@ def run(config: LinksConfig, session: Session,
                 on_round(phase.scope, index, len(phase.rounds), done)
     info: list[Any] = [None] * session.world_size
     with session.watchdog.step("links result exchange"):
-        dist.all_gather_object(info, {"nic": rank_nic(), "matrix": matrix})
+        dist.all_gather_object(info, {"matrix": matrix, "nearest": nearest,
+                                      "pinned": rank_nic()})
     if session.rank != 0:
         return None
+    resolve_nics(info, session.layout.devices)
     links = link_records(measured, session.layout.devices, info, config)
     nodes = [NodeInfo(node=n, host=session.layout.devices[ranks[0]]["host"], ranks=ranks,
                       nics=sorted({info[r]["nic"] for r in ranks if info[r]["nic"]}))
@@ -140,6 +146,20 @@ def run(config: LinksConfig, session: Session,
     node_records, thresholds = judge(links, nodes, config.fraction, config.expected_fraction)
     return Outcome(links, node_records, thresholds, phases, time.monotonic() - started,
                    round_seconds)
+
+
+def resolve_nics(info: list[dict[str, Any]], devices: list[dict[str, Any]]) -> None:
+    """Each rank's NIC: the variable pinning it, else its GPU's nearest NIC from its node's
+    topology probe (run by the node's local rank 0), else unknown."""
+    nearest_by_node: dict[int, dict[int, str]] = {}
+    for rank, entry in enumerate(info):
+        if entry["nearest"]:
+            nearest_by_node.setdefault(devices[rank]["node"], entry["nearest"])
+    for rank, entry in enumerate(info):
+        device = devices[rank]["device"]
+        near = nearest_by_node.get(devices[rank]["node"], {}).get(device) \
+            if isinstance(device, int) else None
+        entry["nic"] = entry["pinned"] or (f"{near} (nearest to its GPU)" if near else None)
 
 
 def link_records(measured: list[dict[str, Any]], devices: list[dict[str, Any]],
