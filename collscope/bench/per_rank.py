@@ -18,8 +18,9 @@ Decisions (pure functions, scipy.stats):
   iteration) both give p < alpha (default 0.01);
 * the *wait it causes* is the median over iterations of (median of the other ranks' own
   times - the late rank's own time);
-* a *finding* names a rank (and its host) when it is the late rank of more than half of the
-  sizes and a binomial (sign) test of that count against 1/N per size gives p < alpha.
+* a *finding* names a rank (and its host) when it is the per-size candidate in more than
+  half of the sizes and a binomial (sign) test of that count against 1/N per size gives
+  p < alpha (and it is significant in at least one size).
 """
 
 from __future__ import annotations
@@ -158,25 +159,30 @@ class LateFinding:
 
     def message(self) -> str:
         return (f"rank {self.rank} on {self.host} is the late rank in {self.sizes_late} of "
-                f"{self.sizes} sizes (binomial sign test vs 1/N: p={self.binom_p:.2g}); the "
+                f"{self.sizes} sizes (binomial sign test vs 1/N per size: "
+                f"p={self.binom_p:.2g}); the "
                 f"others wait a median {self.median_wait_us:.0f} us per op for it")
 
 
 def finding(per_size: Sequence[LateRank | None], world_size: int, hosts: Sequence[str],
             alpha: float = ALPHA) -> LateFinding | None:
-    """The rank late in most sizes beyond chance, or None."""
+    """The rank that is each size's late-rank candidate in most sizes beyond chance, or None.
+
+    Under no late rank each size's candidate is any of the N ranks with probability 1/N, so a
+    binomial (sign) test of how often one rank is the candidate decides; the rank must also
+    be the candidate in more than half of the sizes and significant in at least one.
+    """
     from scipy.stats import binomtest  # type: ignore[import-untyped]
 
     judged = [s for s in per_size if s is not None]
-    late = [s for s in judged if s.significant]
-    if not late or world_size < 2:
+    if not judged or world_size < 2:
         return None
     counts: dict[int, list[LateRank]] = {}
-    for size in late:
+    for size in judged:
         counts.setdefault(size.rank, []).append(size)
     rank, sizes = max(counts.items(), key=lambda item: len(item[1]))
     p = float(binomtest(len(sizes), len(judged), 1 / world_size, alternative="greater").pvalue)
-    if len(sizes) * 2 <= len(judged) or p >= alpha:
+    if len(sizes) * 2 <= len(judged) or p >= alpha or not any(s.significant for s in sizes):
         return None
     host = hosts[rank] if rank < len(hosts) else "?"
     return LateFinding(rank=rank, host=host, sizes_late=len(sizes), sizes=len(judged),

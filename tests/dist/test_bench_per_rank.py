@@ -12,7 +12,7 @@ from tests.helpers import cli_env, read_records, run_cli
 
 pytestmark = pytest.mark.dist
 
-ARGS = ("bench", "all_reduce", "-b", "64K", "-e", "1M", "-n", "20", "-w", "3", "--nproc", "4",
+ARGS = ("bench", "all_reduce", "-b", "64K", "-e", "1M", "-n", "40", "-w", "3", "--nproc", "4",
         "--per-rank", "--timeout", "60")
 ROW = re.compile(r"^#  all_reduce\s+(\d+)\s+in-place\s+(\S+)\s")
 
@@ -33,11 +33,11 @@ def test_planted_delay_names_rank_2_in_every_size(tmp_path):
     results = read_records(out)[1:]
     for result in results:               # rank 0's records keep every rank's series, <= -n
         assert len(result["rank_op_us"]) == 4 and len(result["rank_times_us"]) == 4
-        assert all(len(series) == 20 for series in result["rank_op_us"])
+        assert all(len(series) == 40 for series in result["rank_op_us"])
     doc = json.loads(nccl.read_text())
     assert doc["version"] == 3 and len(doc["results"]) == 5
     per_iter = doc["results"][0]["in_place_per_iter"]
-    assert len(per_iter["per_process_max_times_us"]) == 4 and len(per_iter["times_us"]) == 20
+    assert len(per_iter["per_process_max_times_us"]) == 4 and len(per_iter["times_us"]) == 40
 
 
 def test_without_a_delay_no_rank_is_named():

@@ -94,3 +94,12 @@ def test_op_clock_sleeps_outside_the_op_and_keeps_the_last_n():
     times = clock.times()
     assert len(times) == 3 and len(calls) == 5
     assert max(times) < 0.01                              # the sleep is not in the op time
+
+
+def test_finding_counts_candidates_so_one_noisy_size_does_not_hide_the_rank():
+    from dataclasses import replace
+
+    late = [late_rank(_series(4, 20, 1, seed=s)) for s in range(5)]
+    late[2] = replace(late[2], significant=False)       # a size where noise hid it
+    found = finding(late, 4, ["a", "b", "c", "d"])
+    assert found is not None and found.rank == 1 and found.sizes_late == 5
