@@ -29,6 +29,7 @@ from collscope.links.schedule import Pair
 from collscope.links.verdicts import NodeInfo, Threshold, judge
 from collscope.results import LinkRecord, NodeRecord
 from collscope.runtime.dist import Session
+from collscope.testing import faults
 
 # The variable that pins a rank to a NIC, in the order collscope reports it.
 NIC_VARIABLES = ("GLOO_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_SOCKET_IFNAME", "UCX_NET_DEVICES")
@@ -73,8 +74,10 @@ def phases_for(config: LinksConfig, by_node: list[list[int]]) -> list[Phase]:
 def _exchange(session: Session, partner: int, send: torch.Tensor, recv: torch.Tensor,
               config: LinksConfig) -> list[float]:
     ops = [dist.P2POp(dist.isend, send, partner), dist.P2POp(dist.irecv, recv, partner)]
+    delay = faults.planted("delay", session.rank)    # test seam: a slow sender; None in real runs
     times = []
     for i in range(config.warmup_iters + config.iters):
+        faults.sleep_ms(delay)
         start = time.perf_counter()
         works = dist.batch_isend_irecv(ops)
         works[-1].wait()

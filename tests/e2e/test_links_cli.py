@@ -41,3 +41,22 @@ def test_local_ranks_measure_every_pair_and_json_to_stdout_is_only_json():
 def test_help_shows_examples():
     proc = run_cli("links", "--help", timeout=30)
     assert proc.returncode == 0 and "srun" in proc.stdout and "torchrun" in proc.stdout
+
+
+def test_a_slow_sender_fails_the_gate_with_its_links_named(tmp_path):
+    from collscope.testing.faults import FAULT_ENV
+    from tests.helpers import cli_env, read_records
+
+    out = tmp_path / "links.jsonl"
+    proc = run_cli("links", "--nproc", "4", "-b", "4M", "-n", "3", "-w", "1", "--json",
+                   str(out), "--timeout", "60", env=cli_env(**{FAULT_ENV: "delay@2:50"}),
+                   timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    links = [r for r in read_records(out) if r["kind"] == "link"]
+    slow = {(r["src_rank"], r["dst_rank"]) for r in links if r["verdict"] == "slow"}
+    # The receivers waited 50 ms per exchange for rank 2's data (4 MiB moves in a few ms).
+    assert {(2, 0), (2, 1), (2, 3)} <= slow
+    from_2 = max(r["gbs"] for r in links if r["src_rank"] == 2)
+    others = sorted(r["gbs"] for r in links if r["src_rank"] != 2)
+    assert from_2 < others[len(others) // 2] / 5
+    assert "failing links" in proc.stdout and "verdict: FAIL" in proc.stdout
