@@ -33,6 +33,7 @@ class LinksConfig:
     backend: str = "auto"
     timeout_s: float = field(default=300.0, metadata=_help(
         "seconds any exchange or round may take before every rank exits"))
+    partners: int | None = field(init=False, default=None)   # from pairs: None = every pair
 
     def __post_init__(self) -> None:
         if self.size_bytes < 4:
