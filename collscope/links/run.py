@@ -12,9 +12,11 @@ overlap), and every round runs under the watchdog's --timeout.
 from __future__ import annotations
 
 import os
+import re
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,6 +73,18 @@ def phases_for(config: LinksConfig, by_node: list[list[int]]) -> list[Phase]:
     return phases
 
 
+@contextmanager
+def _failure_named(session: Session, what: str) -> Iterator[None]:
+    """Name the step for the watchdog; a backend error becomes a one-line RankFailure."""
+    with session.watchdog.step(what):
+        try:
+            yield
+        except (RuntimeError, dist.DistError) as error:
+            first = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
+            first = re.sub(r"^\[[^\]]*\]\s*", "", first)  # drop "[/path/file.cc:78] "
+            raise RankFailure(f"rank {session.rank}: {what} failed: {first}") from error
+
+
 def _exchange(session: Session, partner: int, send: torch.Tensor, recv: torch.Tensor,
               config: LinksConfig) -> list[float]:
     ops = [dist.P2POp(dist.isend, send, partner), dist.P2POp(dist.irecv, recv, partner)]
@@ -111,6 +125,8 @@ def run(config: LinksConfig, session: Session,
     recv = torch.empty(count, dtype=torch.float32, device=session.device)
     measured: list[dict[str, Any]] = []
     round_seconds = []
+    hang = faults.planted("hang", session.rank)      # test seam; None in real runs
+    rounds_done = 0
     for phase in phases:
         for index, pairs in enumerate(phase.rounds):
             partner = plan.partner_of(pairs, session.rank)
@@ -118,19 +134,21 @@ def run(config: LinksConfig, session: Session,
                     + (f" (rank {session.rank} <-> rank {partner})" if partner is not None
                        else " (idle this round)"))
             round_started = time.monotonic()
-            with session.watchdog.step(what):
-                try:
-                    mine = []
-                    if partner is not None:
-                        mine.append({"scope": phase.scope, "round": index, "src": partner,
-                                     "dst": session.rank,
-                                     "times": _exchange(session, partner, send, recv, config)})
-                    everyone: list[Any] = [None] * session.world_size
-                    dist.all_gather_object(everyone, mine)
-                except (RuntimeError, dist.DistError) as error:
-                    first = str(error).strip().splitlines()[0] if str(error).strip() else ""
-                    raise RankFailure(f"rank {session.rank}: {what} failed: {first}") from error
+            mine = []
+            with _failure_named(session, what):
+                if hang is not None and rounds_done >= hang.arg:
+                    faults.hang_forever()
+                if partner is not None:
+                    mine.append({"scope": phase.scope, "round": index, "src": partner,
+                                 "dst": session.rank,
+                                 "times": _exchange(session, partner, send, recv, config)})
+            everyone: list[Any] = [None] * session.world_size
+            with _failure_named(session, f"links {phase.scope}-node round {index + 1}/"
+                                f"{len(phase.rounds)}: all-gather of the round's timings "
+                                "(waits for every rank)"):
+                dist.all_gather_object(everyone, mine)
             round_seconds.append(time.monotonic() - round_started)
+            rounds_done += 1
             done = [m for part in everyone for m in part]
             measured += done
             if on_round and session.rank == 0:

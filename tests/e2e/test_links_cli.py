@@ -60,3 +60,19 @@ def test_a_slow_sender_fails_the_gate_with_its_links_named(tmp_path):
     others = sorted(r["gbs"] for r in links if r["src_rank"] != 2)
     assert from_2 < others[len(others) // 2] / 5
     assert "failing links" in proc.stdout and "verdict: FAIL" in proc.stdout
+
+
+def test_a_hung_rank_ends_every_rank_within_the_timeout_naming_the_round():
+    import time
+
+    from collscope.testing.faults import FAULT_ENV
+    from tests.helpers import cli_env
+
+    started = time.monotonic()
+    proc = run_cli("links", "--nproc", "3", "-b", "64K", "-n", "1", "-w", "0", "--timeout", "4",
+                   env=cli_env(**{FAULT_ENV: "hang@1:1"}), timeout=60)
+    assert proc.returncode == 1
+    assert time.monotonic() - started < 40
+    assert "Traceback" not in proc.stderr
+    assert "links intra-node round 2/3" in proc.stderr          # where each rank waited
+    assert "rank 1: no progress for 4 s" in proc.stderr        # the hung rank itself
