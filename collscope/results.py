@@ -15,6 +15,7 @@ import csv
 import io
 import json
 import os
+import sys
 from dataclasses import asdict, dataclass, field, fields
 from typing import IO, Any
 
@@ -98,6 +99,11 @@ class BenchResult:
     algo: str = "flat"
     average: str = "mean"
     max_error: float | None = None
+    # Rank 0's records only (None elsewhere and in imports): per rank, its last <= -n
+    # per-iteration times (nccl-tests' per-process times) and its own time inside each op
+    # (launch to completion, which shows a late rank), microseconds; see bench/per_rank.py.
+    rank_times_us: list[list[float]] | None = None
+    rank_op_us: list[list[float]] | None = None
     kind: str = "result"
 
     def to_dict(self) -> dict[str, Any]:
@@ -300,25 +306,80 @@ class FindingRecord:
 
 
 
-CSV_COLUMNS = [f.name for f in fields(BenchResult) if f.name != "kind"]
+@dataclass
+class LinkRecord:
+    """One direction of one pair's exchange in `collscope links` (receiver-side timing)."""
+
+    src_host: str
+    dst_host: str
+    src_rank: int
+    dst_rank: int
+    src_device: str | None        # "cuda:3", "cpu"
+    dst_device: str | None
+    src_nic: str | None           # the interface the rank was pinned to, when known
+    dst_nic: str | None
+    scope: str                    # "inter" (across nodes) or "intra" (inside a node)
+    link_type: str | None         # intra-node GPU pairs: xgmi, nvlink, pcie, ... (topology)
+    size_bytes: int
+    iters: int
+    time_us: float                # median over iterations of the receive completion time
+    gbs: float                    # size_bytes / time_us, GB/s = 1e9 B/s (sendrecv busbw)
+    expected_gbs: float | None    # nominal per-direction bandwidth of link_type, if known
+    verdict: str = "ok"           # ok | slow | node (a slow endpoint node explains it) |
+                                  # below-link-type
+    round: int = 0
+    src_node: int = 0
+    dst_node: int = 0
+    kind: str = "link"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class NodeRecord:
+    """One host in `collscope links`: its inter-node links summarised, and its verdict."""
+
+    host: str
+    node: int
+    ranks: list[int]
+    nics: list[str]
+    median_gbs: float | None      # median over its inter-node links (None on one node)
+    best_gbs: float | None        # its fastest inter-node link
+    links: int
+    verdict: str = "ok"           # ok | slow (slow on all its links)
+    kind: str = "node"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+CSV_COLUMNS = [f.name for f in fields(BenchResult)
+               if f.name not in ("kind", "rank_times_us", "rank_op_us")]
 
 
 class JsonlWriter:
     """Appends records as JSON Lines, flushing each one so a crash loses nothing written."""
 
     def __init__(self, path: str | os.PathLike[str]):
-        self._file: IO[str] = open(path, "w", encoding="utf-8")  # noqa: SIM115
+        # "-" is stdout (a pipe: flushed, not fsynced, not closed).
+        self._stdout = str(path) == "-"
+        self._file: IO[str] = sys.stdout if self._stdout else \
+            open(path, "w", encoding="utf-8")  # noqa: SIM115
 
     def write(self, record: dict[str, Any]) -> None:
         self._file.write(json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n")
         self._file.flush()
+        if self._stdout:
+            return
         try:
             os.fsync(self._file.fileno())
         except OSError:  # a pipe or /dev/null (-o /dev/stdout, -o /dev/null) cannot be synced
             pass
 
     def close(self) -> None:
-        self._file.close()
+        if not self._stdout:
+            self._file.close()
 
 
 class CsvWriter:

@@ -24,6 +24,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from collscope.bench import per_rank
 from collscope.bench.config import DEFAULT_MAX_BYTES_CPU, DEFAULT_MAX_BYTES_GPU, BenchConfig
 from collscope.bench.stats import iter_stats, median_ci_halfwidth
 from collscope.collectives import ops
@@ -95,6 +96,9 @@ class Runner:
         self.session = session
         self.hang = faults.planted("hang", session.rank)      # test seam; None in real runs
         self.corrupt = faults.planted("corrupt", session.rank)
+        self.delay = faults.planted("delay", session.rank)    # a late rank (test seam)
+        # Per placement of the current size: (per-iteration times, own op times), seconds.
+        self.rank_series: dict[bool, tuple[list[float], list[float]]] = {}
         self.sizes_done = 0
         self.mesh = None
         if config.algo == "hierarchical":
@@ -228,7 +232,8 @@ class Runner:
         with self._guard(where):
             if self.hang is not None and self.sizes_done >= self.hang.arg:
                 faults.hang_forever()
-            loop, per_iter = self._measure(operation.launch)
+            clock = per_rank.OpClock(session.device, config.iters, self.delay)
+            loop, per_iter = self._measure(clock.wrap(operation.launch))
         wrong: int | None = 0
         with self._guard(f"check of {where}"):
             if config.check and operation.count_wrong is not None:
@@ -243,6 +248,7 @@ class Runner:
             elif operation.count_wrong is None:
                 wrong = None
             stats = iter_stats(per_iter, loop)
+            self.rank_series[in_place] = (per_iter, clock.times())
             mean, p50, p95, low, high = self._combine(
                 [stats.mean, stats.p50, stats.p95, stats.min, stats.max])
         time_us = mean * 1e6
@@ -255,6 +261,18 @@ class Runner:
             time_us=time_us, time_us_p50=p50 * 1e6, time_us_p95=p95 * 1e6,
             time_us_min=low * 1e6, time_us_max=high * 1e6, algbw_gbs=algbw, busbw_gbs=busbw,
             wrong=wrong, algo=config.algo, average=config.average_name)
+
+    def attach_rank_times(self, plan: SizePlan, row: dict[bool, BenchResult]) -> None:
+        """Gather every rank's per-iteration and own op times of this size to rank 0 (after
+        the size, outside any timed loop) and keep them in rank 0's records."""
+        series = [s for in_place in row for s in self.rank_series[in_place]]
+        with self._guard(f"per-rank times gather of {plan.collective} {plan.size_bytes} B"):
+            gathered = per_rank.gather_to_root(series, self.config.iters, self.session.device,
+                                               self.session.rank, self.session.world_size)
+        if gathered is not None:
+            for index, result in enumerate(row.values()):
+                result.rank_times_us = gathered[2 * index]
+                result.rank_op_us = gathered[2 * index + 1]
 
     def placements(self, collective: str) -> list[bool]:
         """in_place flags to run, out-of-place first as nccl-tests prints it."""
@@ -296,6 +314,7 @@ def run(config: BenchConfig, session: Session | None = None,
                 row = {in_place: runner.run_placement(plan, in_place)
                        for in_place in runner.placements(collective)}
                 runner.sizes_done += 1
+                runner.attach_rank_times(plan, row)
                 results.extend(row.values())
                 if on_row:
                     on_row(plan, row)

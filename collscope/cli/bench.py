@@ -24,6 +24,8 @@ examples:
   collscope bench --target-precision 0.02          # adaptive: +-2% CI of the median per size
   collscope bench --nproc 4 --backend gloo         # 4 local CPU ranks
   collscope bench --algo hierarchical -b 1M -e 64M # node-aware all_reduce, same table
+  collscope bench --per-rank -b 64K -e 16M         # the late rank of each size, and a finding
+  collscope bench --nccl-json ar.json              # nccl-tests' -J JSON (version 3, per-iter)
   torchrun --nproc-per-node 8 -m collscope bench
   torchrun --nnodes 2 --nproc-per-node 8 --rdzv-backend c10d \\
            --rdzv-endpoint node0:29500 -m collscope bench all_reduce -e 8G
@@ -86,6 +88,13 @@ def add_parser(commands: Any) -> None:
     add_launch_arguments(p)
     p.add_argument("--json", metavar="FILE", help="write JSON Lines records (flushed per size)")
     p.add_argument("--csv", metavar="FILE", help="write one CSV row per result")
+    p.add_argument("--per-rank", action="store_true",
+                   help="print per size the late rank (shortest own op time; binomial and "
+                        "Wilcoxon tests) and the wait it causes, and name a rank late in "
+                        "most sizes")
+    p.add_argument("--nccl-json", metavar="FILE",
+                   help="also write nccl-tests' -J JSON (file version 3, per-iteration blocks "
+                        "as with -I 1); never overwrites: FILE.0, FILE.1, ... as nccl-tests")
     p.set_defaults(handler=handle)
 
 
@@ -148,6 +157,8 @@ class Reporter:
         self.progress: Any = None
         self.task: Any = None
         self.total = 0
+        self.late: list[Any] = []       # per-size LateRank of every collective, --per-rank
+        self.block_started = time.time()
 
     def __enter__(self) -> Reporter:
         from collscope.results import CsvWriter, JsonlWriter, RunRecord, recorded_env
@@ -212,6 +223,7 @@ class Reporter:
         for line in column_header():
             self._print(line)
         self.current = name
+        self.block_started = time.time()
         if self.progress:
             self.total += len(sweep)
             self.progress.update(self.task, total=self.total, description=name)
@@ -238,11 +250,47 @@ class Reporter:
             self._print(line)
         self._print(f"# Collective test concluded: {self.current}")
         self._print("#")
+        if self.args.per_rank:
+            self._per_rank_block()
+        if self.args.nccl_json:
+            self._write_nccl_json()
         self.block = []
+
+    def _hosts_by_rank(self) -> list[str]:
+        return [d["host"] for d in self.session.layout.devices]
+
+    def _per_rank_block(self) -> None:
+        from collscope.bench.per_rank import late_rank, report_lines
+
+        rows = []
+        for result in self.block:
+            late = late_rank(result.rank_op_us) if result.rank_op_us else None
+            self.late.append(late)
+            rows.append((result.collective, result.size_bytes, result.in_place, late))
+        for line in report_lines(rows, self._hosts_by_rank()):
+            self._print(line)
+        self._print("#")
+
+    def _write_nccl_json(self) -> None:
+        from collscope.bench import nccl_json
+        from collscope.results import recorded_env
+
+        doc = nccl_json.document(
+            self.block, self.config, self.session.layout.devices,
+            ["collscope", *sys.argv[1:]], recorded_env(),
+            self.versions.get("nccl") or self.versions.get("rccl"), self.block_started,
+            time.time())
+        self._print(f"# Wrote JSON output to {nccl_json.write(self.args.nccl_json, doc)}")
 
     def __exit__(self, *exc: object) -> None:
         if exc[0] is None:
             self._end_block()
+            if self.args.per_rank:
+                from collscope.bench.per_rank import finding
+
+                found = finding(self.late, self.session.world_size, self._hosts_by_rank())
+                self._print("# Late-rank finding: " + (found.message() if found else
+                            "none (no rank is the late rank in most sizes beyond chance)"))
         if self.progress:
             self.progress.stop()
         for writer in (self.json, self.csv):

@@ -56,9 +56,10 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     except InputError as error:
         raise UsageError(f"INPUT: {error}") from None
     if not any(source.results or any(run.train or run.samples or run.predictions or run.tune
-                                     or run.trace for run in source.runs) for source in inputs):
-        raise UsageError("INPUT: no result, train, sample, trace, prediction or tune records "
-                         "in any input; nothing to plot")
+                                     or run.trace or run.links for run in source.runs)
+               for source in inputs):
+        raise UsageError("INPUT: no result, train, sample, trace, prediction, tune or link "
+                         "records in any input; nothing to plot")
     page = render_report(inputs, title=args.title)
     try:
         with open(args.output, "w", encoding="utf-8") as out:

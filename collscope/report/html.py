@@ -99,6 +99,7 @@ def render_report(inputs: list[Input], generated_at: float | None = None,
     trains = ch.train_views(inputs)
     monitors = ch.monitor_charts(inputs)
     tunes = ch.tune_charts(inputs)
+    link_maps = ch.link_heat_maps(inputs)
     body = [f"<h1>{esc(title)}</h1>",
             f'<p class="meta">collscope {esc(__version__)} · generated '
             f"{esc(_iso(generated_at))} · {len(inputs)} input(s)</p>",
@@ -133,6 +134,10 @@ def render_report(inputs: list[Input], generated_at: float | None = None,
         body.append('<h2 id="monitor">Monitor timelines</h2>')
         blocks = "".join(_chart_block(chart, with_legend=True) for chart in monitors)
         body.append(f'<section><div class="charts">{blocks}</div></section>')
+    if link_maps:
+        body.append('<h2 id="links">Link matrices</h2>')
+        blocks = "".join(_chart_block(chart) for chart in link_maps)
+        body.append(f'<section><div class="charts">{blocks}</div></section>')
     body.append(_warnings_section(inputs))
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
@@ -151,6 +156,7 @@ def all_charts(inputs: list[Input]) -> list[ch.Chart]:
     charts += ch.tune_charts(inputs)
     charts += trace_charts(inputs)
     charts += ch.monitor_charts(inputs)
+    charts += ch.link_heat_maps(inputs)
     return charts
 
 

@@ -50,6 +50,7 @@ class Run:
     predictions: list[dict[str, Any]] = field(default_factory=list)   # `model predict --json`
     tune: list[dict[str, Any]] = field(default_factory=list)      # `tune` sweep records
     trace: list[dict[str, Any]] = field(default_factory=list)     # `trace` records
+    links: list[dict[str, Any]] = field(default_factory=list)     # `links` link/node records
 
 
 # Record kinds `collscope trace` writes (collscope.results); report draws them as they are.
@@ -194,6 +195,8 @@ def group_records(records: list[tuple[int, dict[str, Any]]], name: str,
             current().train.append(record)
         elif kind in TRACE_KINDS:
             current().trace.append(record)
+        elif kind in ("link", "node"):
+            current().links.append(record)
         elif kind == "sample":
             if isinstance(record.get("metrics"), dict) and _is_finite(record.get("ts")):
                 current().samples.append(record)
@@ -211,7 +214,7 @@ def group_records(records: list[tuple[int, dict[str, Any]]], name: str,
         elif kind != "tune_trial":    # a tune sweep's raw trials: its tune records sum them up
             warnings.append(f"{name}: line {number}: record kind {kind!r} is not one report "
                             "reads (run, result, train, sample, trace_*, finding, prediction, "
-                            "tune); skipped")
+                            "tune, link, node); skipped")
     for index, run in enumerate(runs):
         extra = run.context.get("extra")
         run.label = _run_label(name, index, len(runs),

@@ -8,9 +8,10 @@ unset (every real run) :func:`planted` returns None and nothing else happens.
 
 ==========  =====================================================================
 corrupt@R   bench: rank R adds 1 to the first element of its output before the check
-hang@R:N    bench: rank R hangs in the timed loop once N sizes have completed
+hang@R:N    bench: rank R hangs in the timed loop once N sizes have completed;
+            links: rank R hangs in its round once N rounds have completed
 delay@R:MS  bench/links: rank R sleeps MS milliseconds before each launch
-            (a late rank)
+            (bench: a late rank; links: a slow sender, its partners wait for its data)
 straggle@R:MS  train: rank R sleeps MS milliseconds before each step's backward
 ==========  =====================================================================
 

@@ -1,0 +1,220 @@
+"""`collscope links`: the pairwise bandwidth matrix of a job, slow links and nodes, exit 1."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from collscope import __version__
+from collscope.cli._common import add_launch_arguments
+from collscope.units import format_size, parse_size
+
+EXAMPLES = """\
+examples:
+  collscope links --nproc 4 --backend gloo         # 4 local ranks: every rank pair
+  torchrun --nnodes 16 --nproc-per-node 8 --rdzv-backend c10d --rdzv-endpoint node0:29500 \\
+           -m collscope links --json links.jsonl   # one rank per node pair + every GPU pair
+  srun -N 64 --ntasks-per-node 8 --gpus-per-node 8 python -m collscope links --per-gpu
+  srun -N 1000 --ntasks-per-node 1 python -m collscope links --pairs random:8 -b 256M
+  collscope report links.jsonl -o links.html       # the matrix as a heat map
+
+Across nodes every node pair exchanges a message both ways (sendrecv), in rounds of disjoint
+pairs (round-robin tournament: N-1 rounds for N nodes, N for odd N), one rank per node, or
+every local rank at once with --per-gpu. Inside each node every rank (GPU) pair does the same,
+compared with the link type the topology doctor reads (xGMI, NVLink, PCIe). time = median
+receive completion over -n iterations; GB/s = size / time (1e9 B/s, nccl-tests' sendrecv busbw).
+A link is slow below --fraction (default 70%) of the median of the links between healthy
+nodes; a node slow on all its links is reported as the node.
+exit codes: 0 every link and node ok, 1 a link or node failed (or a rank failed / timed out),
+2 bad input.
+"""
+
+
+def add_parser(commands: Any) -> None:
+    p = commands.add_parser(
+        "links", help="pairwise link matrix: which node, NIC or GPU pair is slow (exit 1)",
+        description="Measure every node pair and GPU pair of the job; name slow links and "
+                    "nodes. A cluster acceptance gate.", epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("-b", "--size", default="64M",
+                   help="message size per direction, bandwidth-bound (default 64M)")
+    p.add_argument("-n", "--iters", type=int, default=5, help="timed exchanges per pair "
+                   "(default 5)")
+    p.add_argument("-w", "--warmup-iters", type=int, default=1,
+                   help="untimed exchanges per pair first (default 1)")
+    p.add_argument("--pairs", default="all",
+                   help="all (every node pair once) or random:K (K random partners per node, "
+                        "for very large jobs)")
+    p.add_argument("--per-gpu", action="store_true",
+                   help="across nodes, every local rank exchanges with the same local rank of "
+                        "the partner node at once (each GPU on its own NIC)")
+    p.add_argument("--fraction", type=float, default=0.7,
+                   help="slow below this fraction of the median of the links between healthy "
+                        "nodes (default 0.7)")
+    p.add_argument("--expected-fraction", type=float, default=0.5,
+                   help="GPU pairs below this fraction of their link type's nominal bandwidth "
+                        "fail (default 0.5)")
+    p.add_argument("--seed", type=int, default=0, help="seed of --pairs random:K")
+    add_launch_arguments(p, timeout_help="seconds any exchange may wait before every rank "
+                                         "exits (default 300)")
+    p.add_argument("--json", metavar="FILE",
+                   help="write JSON Lines (run, link and node records); '-' for stdout "
+                        "(then nothing else goes there)")
+    p.set_defaults(handler=handle)
+
+
+def config_from_args(args: argparse.Namespace) -> Any:
+    from collscope.links.config import LinksConfig
+
+    return LinksConfig(size_bytes=parse_size(args.size, "-b/--size"), iters=args.iters,
+                       warmup_iters=args.warmup_iters, pairs=args.pairs, per_gpu=args.per_gpu,
+                       fraction=args.fraction,
+                       expected_fraction=args.expected_fraction, seed=args.seed,
+                       backend=args.backend, timeout_s=args.timeout)
+
+
+def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    from collscope.runtime.entry import Job, launch_or_spawn
+
+    config = config_from_args(args)
+
+    def body(session: Any, launcher_name: str) -> int:
+        from collscope.links import run as links_run
+        from collscope.links.verdicts import failed
+
+        to_stdout = args.json == "-"
+        started = time.time()
+
+        def progress(scope: str, index: int, total: int, done: list[dict[str, Any]]) -> None:
+            sys.stderr.write(f"collscope links: {scope}-node round {index + 1}/{total}: "
+                             f"{len(done)} directions measured\n")
+
+        outcome = links_run.run(config, session, on_round=progress)
+        code = 0
+        if outcome is not None:
+            if args.json:
+                write_records(args.json, outcome, session, launcher_name, config, started)
+            if not to_stdout:
+                render(outcome, config)
+            code = 1 if failed(outcome.links, outcome.nodes) else 0
+        return links_run.agree_exit(session, code)
+
+    return launch_or_spawn(Job("links", config.backend, config.timeout_s, args.nproc,
+                               config.validate_for_job, body), argv)
+
+
+def write_records(path: str, outcome: Any, session: Any, launcher: str, config: Any,
+                  started: float) -> None:
+    from dataclasses import asdict
+
+    from collscope.results import JsonlWriter, RunRecord, recorded_env
+    from collscope.runtime.dist import library_versions
+
+    layout = session.layout
+    writer = JsonlWriter(path)
+    try:
+        extra = {"config": {k: v for k, v in vars(config).items()},
+                 "thresholds": [asdict(t) for t in outcome.thresholds],
+                 "rounds": {p.scope: len(p.rounds) for p in outcome.phases},
+                 "seconds": outcome.seconds}
+        writer.write(RunRecord(
+            command="links", collscope_version=__version__,
+            argv=["collscope", *sys.argv[1:]], launcher=launcher, backend=session.label,
+            world_size=session.world_size, nodes=layout.nodes,
+            ranks_per_node=layout.ranks_per_node, hosts=layout.hosts, devices=layout.devices,
+            versions=library_versions(), env=recorded_env(), timing=TIMING,
+            started_at=started, extra=extra).to_dict())
+        for record in [*outcome.links, *outcome.nodes]:
+            writer.write(record.to_dict())
+    finally:
+        writer.close()
+
+
+TIMING = ("per pair and direction: median over -n iterations of perf_counter from posting a "
+          "sendrecv (batch_isend_irecv both ways) to the receive's completion (GPU: plus a "
+          "device synchronise); GB/s = size / time")
+
+
+def render(outcome: Any, config: Any) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+    rounds = ", ".join(f"{p.scope}-node {len(p.rounds)} rounds" for p in outcome.phases)
+    console.print(f"collscope links: {format_size(config.size_bytes)} per direction, "
+                  f"{config.iters} iterations per pair; {rounds}; {outcome.seconds:.1f} s")
+    console.print(f"timing: {TIMING}")
+    inter = [link for link in outcome.links if link.scope == "inter"]
+    if inter:
+        console.print(_matrix("GB/s across nodes (row: sender, column: receiver)", inter,
+                              lambda link, end: getattr(link, f"{end}_host")))
+    for node in outcome.nodes:
+        own = [link for link in outcome.links
+               if link.scope == "intra" and link.src_node == node.node]
+        if own:
+            console.print(_matrix(f"GB/s inside {node.host} (row: sender rank, column: "
+                                  "receiver rank)", own, _rank_label))
+    nodes = Table(title="nodes")
+    for column in ("host", "ranks", "NIC", "median GB/s", "best GB/s", "links", "verdict"):
+        nodes.add_column(column)
+    for node in outcome.nodes:
+        nodes.add_row(node.host, ",".join(map(str, node.ranks)), ", ".join(node.nics) or "-",
+                      "-" if node.median_gbs is None else f"{node.median_gbs:.3g}",
+                      "-" if node.best_gbs is None else f"{node.best_gbs:.3g}", str(node.links),
+                      "[bold red]slow[/]" if node.verdict == "slow" else "ok")
+    console.print(nodes)
+    bad = [link for link in outcome.links if link.verdict in ("slow", "below-link-type")]
+    if bad:
+        table = Table(title="failing links")
+        for column in ("scope", "src host", "src rank", "src device", "src NIC", "dst host",
+                       "dst rank", "dst device", "dst NIC", "link type", "GB/s", "expected",
+                       "verdict"):
+            table.add_column(column)
+        for link in bad:
+            table.add_row(link.scope, link.src_host, str(link.src_rank),
+                          link.src_device or "-", link.src_nic or "-", link.dst_host,
+                          str(link.dst_rank), link.dst_device or "-", link.dst_nic or "-",
+                          link.link_type or "-", f"{link.gbs:.3g}",
+                          "-" if link.expected_gbs is None else f"{link.expected_gbs:g}",
+                          link.verdict)
+        console.print(table)
+    for limit in outcome.thresholds:
+        console.print(f"threshold {limit.text()}")
+    slow = [node for node in outcome.nodes if node.verdict == "slow"]
+    for node in slow:
+        console.print(f"[bold red]SLOW NODE[/] {node.host} (ranks "
+                      f"{','.join(map(str, node.ranks))}, NIC {', '.join(node.nics) or '?'}): "
+                      f"every link below the threshold; best {node.best_gbs:.3g} GB/s")
+    if len({n.node for n in outcome.nodes}) == 2 and inter:
+        console.print("note: with 2 nodes there is one pair; a slow link cannot be blamed on "
+                      "either node (judging nodes needs >= 3)")
+    console.print("verdict: " + ("FAIL" if slow or bad else "PASS") +
+                  f" ({len(slow)} slow node(s), {len(bad)} failing link(s) beyond them)")
+
+
+def _rank_label(link: Any, end: str) -> str:
+    return f"{getattr(link, f'{end}_rank')} {getattr(link, f'{end}_device') or ''}".strip()
+
+
+def _matrix(title: str, links: list[Any], label: Any) -> Any:
+    from rich.table import Table
+
+    names = sorted({label(link, "src") for link in links} | {label(link, "dst") for link in links},
+                   key=lambda name: (len(name), name))
+    by_pair = {(label(link, "src"), label(link, "dst")): link for link in links}
+    matrix = Table(title=title)
+    matrix.add_column("src \\ dst")
+    for name in names:
+        matrix.add_column(name, justify="right")
+    for src in names:
+        cells = []
+        for dst in names:
+            link = by_pair.get((src, dst))
+            cells.append("-" if link is None else
+                         (f"{link.gbs:.3g}" if link.verdict == "ok"
+                          else f"[bold red]{link.gbs:.3g} {link.verdict}[/]"))
+        matrix.add_row(src, *cells)
+    return matrix

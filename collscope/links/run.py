@@ -1,0 +1,220 @@
+"""The measurement: rounds of disjoint pairs, each pair exchanging one message both ways.
+
+Timing method: per iteration each rank of a pair posts its send and its receive together
+(``batch_isend_irecv``, a sendrecv in both directions) and times, with perf_counter, from the
+post to the completion of its receive (GPU: plus a device synchronise), so each rank times the
+direction that arrives at it. ``time_us`` is the median over ``-n`` iterations after ``-w``
+warm-ups; ``gbs`` = size / time (nccl-tests' sendrecv algbw = busbw). Rounds are separated by
+an all-gather of the round's measurements (a barrier, so pairs of different rounds never
+overlap), and every round runs under the watchdog's --timeout.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import statistics
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from collscope.collectives.table import bandwidths
+from collscope.errors import RankFailure
+from collscope.links import expected, plan
+from collscope.links.config import LinksConfig
+from collscope.links.schedule import Pair
+from collscope.links.verdicts import NodeInfo, Threshold, judge
+from collscope.results import LinkRecord, NodeRecord
+from collscope.runtime.dist import Session
+from collscope.testing import faults
+
+# The variable that pins a rank to a NIC, in the order collscope reports it.
+NIC_VARIABLES = ("GLOO_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_SOCKET_IFNAME", "UCX_NET_DEVICES")
+
+
+def rank_nic(environ: dict[str, str] | None = None) -> str | None:
+    """The NIC named by the variable that pins this rank to one, if any."""
+    environ = dict(os.environ) if environ is None else environ
+    for name in NIC_VARIABLES:
+        if environ.get(name):
+            return f"{environ[name]} ({name})"
+    return None
+
+
+@dataclass
+class Phase:
+    scope: str                       # inter | intra
+    rounds: list[list[Pair]]
+
+
+@dataclass
+class Outcome:
+    links: list[LinkRecord]
+    nodes: list[NodeRecord]
+    thresholds: list[Threshold]
+    phases: list[Phase]
+    seconds: float
+    round_seconds: list[float] = field(default_factory=list)
+
+
+def phases_for(config: LinksConfig, by_node: list[list[int]]) -> list[Phase]:
+    phases = []
+    if len(by_node) > 1:
+        rounds = plan.node_rounds(len(by_node), config.partners, config.seed)
+        phases.append(Phase("inter", plan.inter_node_rounds(by_node, rounds, config.per_gpu)))
+    intra = plan.intra_node_rounds(by_node)
+    if intra:
+        phases.append(Phase("intra", intra))
+    return phases
+
+
+@contextmanager
+def _failure_named(session: Session, what: str) -> Iterator[None]:
+    """Name the step for the watchdog; a backend error becomes a one-line RankFailure."""
+    with session.watchdog.step(what):
+        try:
+            yield
+        except (RuntimeError, dist.DistError) as error:
+            first = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
+            first = re.sub(r"^\[[^\]]*\]\s*", "", first)  # drop "[/path/file.cc:78] "
+            raise RankFailure(f"rank {session.rank}: {what} failed: {first}") from error
+
+
+def _exchange(session: Session, partner: int, send: torch.Tensor, recv: torch.Tensor,
+              config: LinksConfig) -> list[float]:
+    ops = [dist.P2POp(dist.isend, send, partner), dist.P2POp(dist.irecv, recv, partner)]
+    delay = faults.planted("delay", session.rank)    # test seam: a slow sender; None in real runs
+    times = []
+    for i in range(config.warmup_iters + config.iters):
+        faults.sleep_ms(delay)
+        start = time.perf_counter()
+        works = dist.batch_isend_irecv(ops)
+        works[-1].wait()
+        if session.device.type == "cuda":
+            torch.cuda.synchronize(session.device)
+        elapsed = time.perf_counter() - start
+        for work in works[:-1]:
+            work.wait()
+        session.watchdog.beat()
+        if i >= config.warmup_iters:
+            times.append(elapsed)
+    return times
+
+
+def run(config: LinksConfig, session: Session,
+        on_round: Callable[[str, int, int, list[dict[str, Any]]], None] | None = None,
+        ) -> Outcome | None:
+    """Measure every scheduled pair; the judged outcome on rank 0, None on the others."""
+    started = time.monotonic()
+    by_node = plan.ranks_by_node(session.layout.devices)
+    phases = phases_for(config, by_node)
+    me = session.layout.devices[session.rank]
+    matrix: list[list[str]] | None = None
+    nearest: dict[int, str] = {}
+    if session.device.type == "cuda" and me["local_rank"] == 0:
+        with session.watchdog.step("links topology probe"):
+            matrix, nearest = expected.node_topology(
+                expected.capture_topology(min(config.timeout_s, 20.0)))
+    count = max(1, config.size_bytes // 4)
+    send = torch.ones(count, dtype=torch.float32, device=session.device)
+    recv = torch.empty(count, dtype=torch.float32, device=session.device)
+    measured: list[dict[str, Any]] = []
+    round_seconds = []
+    hang = faults.planted("hang", session.rank)      # test seam; None in real runs
+    rounds_done = 0
+    for phase in phases:
+        for index, pairs in enumerate(phase.rounds):
+            partner = plan.partner_of(pairs, session.rank)
+            what = (f"links {phase.scope}-node round {index + 1}/{len(phase.rounds)}"
+                    + (f" (rank {session.rank} <-> rank {partner})" if partner is not None
+                       else " (idle this round)"))
+            round_started = time.monotonic()
+            mine = []
+            with _failure_named(session, what):
+                if hang is not None and rounds_done >= hang.arg:
+                    faults.hang_forever()
+                if partner is not None:
+                    mine.append({"scope": phase.scope, "round": index, "src": partner,
+                                 "dst": session.rank,
+                                 "times": _exchange(session, partner, send, recv, config)})
+            everyone: list[Any] = [None] * session.world_size
+            with _failure_named(session, f"links {phase.scope}-node round {index + 1}/"
+                                f"{len(phase.rounds)}: all-gather of the round's timings "
+                                "(waits for every rank)"):
+                dist.all_gather_object(everyone, mine)
+            round_seconds.append(time.monotonic() - round_started)
+            rounds_done += 1
+            done = [m for part in everyone for m in part]
+            measured += done
+            if on_round and session.rank == 0:
+                on_round(phase.scope, index, len(phase.rounds), done)
+    info: list[Any] = [None] * session.world_size
+    with session.watchdog.step("links result exchange"):
+        dist.all_gather_object(info, {"matrix": matrix, "nearest": nearest,
+                                      "pinned": rank_nic()})
+    if session.rank != 0:
+        return None
+    resolve_nics(info, session.layout.devices)
+    links = link_records(measured, session.layout.devices, info, config)
+    nodes = [NodeInfo(node=n, host=session.layout.devices[ranks[0]]["host"], ranks=ranks,
+                      nics=sorted({info[r]["nic"] for r in ranks if info[r]["nic"]}))
+             for n, ranks in enumerate(by_node)]
+    node_records, thresholds = judge(links, nodes, config.fraction, config.expected_fraction)
+    return Outcome(links, node_records, thresholds, phases, time.monotonic() - started,
+                   round_seconds)
+
+
+def resolve_nics(info: list[dict[str, Any]], devices: list[dict[str, Any]]) -> None:
+    """Each rank's NIC: the variable pinning it, else its GPU's nearest NIC from its node's
+    topology probe (run by the node's local rank 0), else unknown."""
+    nearest_by_node: dict[int, dict[int, str]] = {}
+    for rank, entry in enumerate(info):
+        if entry["nearest"]:
+            nearest_by_node.setdefault(devices[rank]["node"], entry["nearest"])
+    for rank, entry in enumerate(info):
+        device = devices[rank]["device"]
+        near = nearest_by_node.get(devices[rank]["node"], {}).get(device) \
+            if isinstance(device, int) else None
+        entry["nic"] = entry["pinned"] or (f"{near} (nearest to its GPU)" if near else None)
+
+
+def link_records(measured: list[dict[str, Any]], devices: list[dict[str, Any]],
+                 info: list[dict[str, Any]], config: LinksConfig) -> list[LinkRecord]:
+    """Measurements -> link records (unjudged), with host, device, NIC and link type."""
+    matrices = {devices[r]["node"]: info[r]["matrix"] for r in range(len(devices))
+                if info[r]["matrix"] is not None}
+    records = []
+    for m in measured:
+        src, dst = devices[m["src"]], devices[m["dst"]]
+        link_type, nominal = (None, None)
+        if m["scope"] == "intra":
+            link_type, nominal = expected.pair_link(matrices.get(src["node"]), src["device"],
+                                                    dst["device"])
+        time_us = statistics.median(m["times"]) * 1e6
+        gbs, _busbw = bandwidths(config.size_bytes, time_us, "sendrecv", 2)
+        records.append(LinkRecord(
+            src_host=src["host"], dst_host=dst["host"], src_rank=m["src"], dst_rank=m["dst"],
+            src_device=_device(src), dst_device=_device(dst), src_nic=info[m["src"]]["nic"],
+            dst_nic=info[m["dst"]]["nic"], scope=m["scope"], link_type=link_type,
+            size_bytes=config.size_bytes, iters=len(m["times"]), time_us=time_us, gbs=gbs,
+            expected_gbs=nominal, round=m["round"], src_node=src["node"],
+            dst_node=dst["node"]))
+    return records
+
+
+def _device(entry: dict[str, Any]) -> str:
+    return entry["device_type"] if entry["device"] is None else \
+        f"{entry['device_type']}:{entry['device']}"
+
+
+def agree_exit(session: Session, code: int) -> int:
+    """Rank 0's exit code on every rank, so every launcher agent reports the same gate."""
+    box = [code]
+    with session.watchdog.step("links verdict broadcast"):
+        dist.broadcast_object_list(box, src=0)
+    return int(box[0])

@@ -1,0 +1,78 @@
+"""collscope links as users run it: bad input exits 2 on one line; local ranks give a matrix."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.helpers import run_cli, usage_error_in_process
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--pairs", "some"], "--pairs"),
+    (["-b", "12Q"], "-b/--size"),
+    (["--fraction", "1.5"], "--fraction"),
+    (["-n", "0"], "-n/--iters"),
+    (["--nproc", "1"], "at least 2 ranks"),
+])
+def test_bad_input_is_one_line_exit_2(capsys, args, needle):
+    assert needle in usage_error_in_process(capsys, ["links", *args])
+
+
+def test_local_ranks_measure_every_pair_and_json_to_stdout_is_only_json():
+    proc = run_cli("links", "--nproc", "3", "-b", "256K", "-n", "2", "-w", "1", "--json", "-",
+                   "--timeout", "60", timeout=120)
+    assert proc.returncode in (0, 1), proc.stderr        # noisy CPU pairs may fail the gate
+    records = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert records[0]["kind"] == "run" and records[0]["command"] == "links"
+    assert records[0]["extra"]["rounds"] == {"intra": 3}
+    links = [r for r in records if r["kind"] == "link"]
+    assert sorted((r["src_rank"], r["dst_rank"]) for r in links) == [
+        (0, 1), (0, 2), (1, 0), (1, 2), (2, 0), (2, 1)]
+    for link in links:
+        assert link["scope"] == "intra" and link["size_bytes"] == 256 * 1024
+        assert link["gbs"] == pytest.approx(link["size_bytes"] / link["time_us"] / 1e3)
+    (node,) = [r for r in records if r["kind"] == "node"]
+    assert node["ranks"] == [0, 1, 2] and node["verdict"] == "ok"
+    assert proc.returncode == (1 if any(r["verdict"] != "ok" for r in links) else 0)
+
+
+def test_help_shows_examples():
+    proc = run_cli("links", "--help", timeout=30)
+    assert proc.returncode == 0 and "srun" in proc.stdout and "torchrun" in proc.stdout
+
+
+def test_a_slow_sender_fails_the_gate_with_its_links_named(tmp_path):
+    from collscope.testing.faults import FAULT_ENV
+    from tests.helpers import cli_env, read_records
+
+    out = tmp_path / "links.jsonl"
+    proc = run_cli("links", "--nproc", "4", "-b", "4M", "-n", "3", "-w", "1", "--json",
+                   str(out), "--timeout", "60", env=cli_env(**{FAULT_ENV: "delay@2:50"}),
+                   timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    links = [r for r in read_records(out) if r["kind"] == "link"]
+    slow = {(r["src_rank"], r["dst_rank"]) for r in links if r["verdict"] == "slow"}
+    # The receivers waited 50 ms per exchange for rank 2's data (4 MiB moves in a few ms).
+    assert {(2, 0), (2, 1), (2, 3)} <= slow
+    from_2 = max(r["gbs"] for r in links if r["src_rank"] == 2)
+    others = sorted(r["gbs"] for r in links if r["src_rank"] != 2)
+    assert from_2 < others[len(others) // 2] / 5
+    assert "failing links" in proc.stdout and "verdict: FAIL" in proc.stdout
+
+
+def test_a_hung_rank_ends_every_rank_within_the_timeout_naming_the_round():
+    import time
+
+    from collscope.testing.faults import FAULT_ENV
+    from tests.helpers import cli_env
+
+    started = time.monotonic()
+    proc = run_cli("links", "--nproc", "3", "-b", "64K", "-n", "1", "-w", "0", "--timeout", "4",
+                   env=cli_env(**{FAULT_ENV: "hang@1:1"}), timeout=60)
+    assert proc.returncode == 1
+    assert time.monotonic() - started < 40
+    assert "Traceback" not in proc.stderr
+    assert "links intra-node round 2/3" in proc.stderr          # where each rank waited
+    assert "rank 1: no progress for 4 s" in proc.stderr        # the hung rank itself
