@@ -10,6 +10,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from collscope.config_flags import add_flags, config_from
+from collscope.doctor.config import DoctorConfig
+
 EXAMPLES = """\
 examples:
   collscope doctor                                 # this node: report grouped by area
@@ -38,27 +41,10 @@ def add_parser(commands: Any) -> None:
                     "node of a job): each finding says what was found, why it matters and how "
                     "to fix it.", epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--json", action="store_true",
-                   help='print {"findings": [...], "inventory": {...}} as JSON')
-    p.add_argument("--collect", metavar="FILE.tar.gz",
-                   help="also save every raw output read as a bundle (with --all-ranks one "
-                        "per node: {node} and {host} in the name are replaced)")
-    p.add_argument("--from", dest="source", metavar="BUNDLE",
-                   help="check a bundle (.tar.gz or directory) instead of this node")
+    add_flags(p, DoctorConfig, ["json", "collect", "source"])
     p.add_argument("--explain", metavar="ID", help="print what check ID looks at and why")
-    p.add_argument("--no-selftest", action="store_true",
-                   help="skip the 2-rank all_reduce self-test")
-    p.add_argument("--all-ranks", action="store_true",
-                   help="cluster mode: under torchrun/srun/mpirun gather every node's facts "
-                        "to rank 0 and show what differs between nodes")
-    p.add_argument("--nproc", type=int, default=None,
-                   help="with --all-ranks and no launcher: spawn N local ranks")
-    p.add_argument("--backend", default="auto",
-                   help="with --all-ranks: auto (nccl/rccl with GPUs, else gloo), nccl, gloo")
-    p.add_argument("--timeout", type=float, default=60.0, metavar="S",
-                   help="seconds the self-test or the cluster exchange may wait (default 60)")
-    p.add_argument("--tool-timeout", type=float, default=20.0, metavar="S",
-                   help="seconds each external tool may run before it is killed (default 20)")
+    add_flags(p, DoctorConfig, ["selftest", "all_ranks", "nproc", "backend", "timeout_s",
+                                "tool_timeout_s"])
     # Internal: one rank of the GPU self-test (spawned by doctor itself).
     p.add_argument("--selftest-rank", metavar="FILE", help=argparse.SUPPRESS)
     p.add_argument("--selftest-timeout", type=float, default=60.0, help=argparse.SUPPRESS)
@@ -81,13 +67,9 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
                              f"{', '.join(sorted(RULES))}")
         sys.stdout.write(text)
         return 0
-    from collscope.doctor import DoctorConfig
     from collscope.doctor.bundle import check_target
 
-    config = DoctorConfig(json=args.json, collect=args.collect, source=args.source,
-                          selftest=not args.no_selftest, all_ranks=args.all_ranks,
-                          nproc=args.nproc, backend=args.backend, timeout_s=args.timeout,
-                          tool_timeout_s=args.tool_timeout)
+    config = config_from(DoctorConfig, args)
     if config.collect and "{" not in config.collect:
         check_target(config.collect)
     if config.all_ranks:

@@ -9,8 +9,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from collscope import __version__
-from collscope.cli._common import add_launch_arguments
-from collscope.units import format_size, parse_size
+from collscope.cli._common import add_nproc_argument
+from collscope.config_flags import add_flags, config_from
+from collscope.links.config import LinksConfig
+from collscope.units import format_size
 
 EXAMPLES = """\
 examples:
@@ -39,41 +41,18 @@ def add_parser(commands: Any) -> None:
         description="Measure every node pair and GPU pair of the job; name slow links and "
                     "nodes. A cluster acceptance gate.", epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("-b", "--size", default="64M",
-                   help="message size per direction, bandwidth-bound (default 64M)")
-    p.add_argument("-n", "--iters", type=int, default=5, help="timed exchanges per pair "
-                   "(default 5)")
-    p.add_argument("-w", "--warmup-iters", type=int, default=1,
-                   help="untimed exchanges per pair first (default 1)")
-    p.add_argument("--pairs", default="all",
-                   help="all (every node pair once) or random:K (K random partners per node, "
-                        "for very large jobs)")
-    p.add_argument("--per-gpu", action="store_true",
-                   help="across nodes, every local rank exchanges with the same local rank of "
-                        "the partner node at once (each GPU on its own NIC)")
-    p.add_argument("--fraction", type=float, default=0.7,
-                   help="slow below this fraction of the median of the links between healthy "
-                        "nodes (default 0.7)")
-    p.add_argument("--expected-fraction", type=float, default=0.5,
-                   help="GPU pairs below this fraction of their link type's nominal bandwidth "
-                        "fail (default 0.5)")
-    p.add_argument("--seed", type=int, default=0, help="seed of --pairs random:K")
-    add_launch_arguments(p, timeout_help="seconds any exchange may wait before every rank "
-                                         "exits (default 300)")
+    add_flags(p, LinksConfig, ["size_bytes", "iters", "warmup_iters", "pairs", "per_gpu",
+                               "fraction", "expected_fraction", "seed"])
+    add_nproc_argument(p)
+    add_flags(p, LinksConfig, ["backend", "timeout_s"])
     p.add_argument("--json", metavar="FILE",
                    help="write JSON Lines (run, link and node records); '-' for stdout "
                         "(then nothing else goes there)")
     p.set_defaults(handler=handle)
 
 
-def config_from_args(args: argparse.Namespace) -> Any:
-    from collscope.links.config import LinksConfig
-
-    return LinksConfig(size_bytes=parse_size(args.size, "-b/--size"), iters=args.iters,
-                       warmup_iters=args.warmup_iters, pairs=args.pairs, per_gpu=args.per_gpu,
-                       fraction=args.fraction,
-                       expected_fraction=args.expected_fraction, seed=args.seed,
-                       backend=args.backend, timeout_s=args.timeout)
+def config_from_args(args: argparse.Namespace) -> LinksConfig:
+    return config_from(LinksConfig, args)
 
 
 def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:

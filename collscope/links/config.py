@@ -4,52 +4,56 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from collscope.config_flags import BACKEND_HELP, flag, invalid
 from collscope.errors import UsageError
 from collscope.links.schedule import parse_pairs
+from collscope.units import parse_size
 
 DEFAULT_SIZE = 64 * 1024**2
 
 
-def _help(text: str) -> dict[str, str]:
-    return {"help": text}
-
-
 @dataclass
 class LinksConfig:
-    size_bytes: int = field(default=DEFAULT_SIZE, metadata=_help(
-        "bytes each rank of a pair sends to the other per iteration (bandwidth-bound)"))
-    iters: int = field(default=5, metadata=_help("timed exchanges per pair"))
-    warmup_iters: int = field(default=1, metadata=_help("untimed exchanges per pair first"))
-    pairs: str = field(default="all", metadata=_help(
-        "all (round-robin tournament: every node pair once) or random:K partners per node"))
-    per_gpu: bool = field(default=False, metadata=_help(
-        "across nodes, every local rank exchanges with the same local rank of the partner "
-        "node at once (each on its own GPU/NIC), instead of one rank per node"))
-    fraction: float = field(default=0.7, metadata=_help(
-        "slow below this fraction of the median of the links between healthy nodes"))
-    expected_fraction: float = field(default=0.5, metadata=_help(
-        "intra-node pairs below this fraction of their link type's nominal bandwidth fail"))
-    seed: int = field(default=0, metadata=_help("seed of --pairs random:K"))
-    backend: str = "auto"
-    timeout_s: float = field(default=300.0, metadata=_help(
-        "seconds any exchange or round may take before every rank exits"))
+    size_bytes: int = flag(DEFAULT_SIZE, "-b", "--size", parse=parse_size, shown="64M",
+                           help="message size per direction, bandwidth-bound")
+    iters: int = flag(5, "-n", "--iters", type=int, help="timed exchanges per pair")
+    warmup_iters: int = flag(1, "-w", "--warmup-iters", type=int,
+                             help="untimed exchanges per pair first")
+    pairs: str = flag("all", "--pairs", show_default=False,
+                      help="all (every node pair once) or random:K (K random partners per "
+                           "node, for very large jobs)")
+    per_gpu: bool = flag(False, "--per-gpu",
+                         help="across nodes, every local rank exchanges with the same local "
+                              "rank of the partner node at once (each GPU on its own NIC)")
+    fraction: float = flag(0.7, "--fraction", type=float,
+                           help="slow below this fraction of the median of the links between "
+                                "healthy nodes")
+    expected_fraction: float = flag(0.5, "--expected-fraction", type=float,
+                                    help="GPU pairs below this fraction of their link type's "
+                                         "nominal bandwidth fail")
+    seed: int = flag(0, "--seed", type=int, show_default=False,
+                     help="seed of --pairs random:K")
+    backend: str = flag("auto", "--backend", show_default=False, help=BACKEND_HELP)
+    timeout_s: float = flag(300.0, "--timeout", type=float,
+                            help="seconds any exchange may wait before every rank exits")
     partners: int | None = field(init=False, default=None)   # from pairs: None = every pair
 
     def __post_init__(self) -> None:
         if self.size_bytes < 4:
-            raise UsageError(f"-b/--size: {self.size_bytes} must be >= 4 bytes (one float)")
+            raise invalid(self, "size_bytes", f"{self.size_bytes} must be >= 4 bytes (one float)")
         self.size_bytes -= self.size_bytes % 4     # whole float32 elements
         if self.iters < 1:
-            raise UsageError(f"-n/--iters: {self.iters} must be >= 1")
+            raise invalid(self, "iters", f"{self.iters} must be >= 1")
         if self.warmup_iters < 0:
-            raise UsageError(f"-w/--warmup-iters: {self.warmup_iters} must be >= 0")
+            raise invalid(self, "warmup_iters", f"{self.warmup_iters} must be >= 0")
         self.partners = parse_pairs(self.pairs)
         if not 0 < self.fraction < 1:
-            raise UsageError(f"--fraction: {self.fraction} must be between 0 and 1, e.g. 0.7")
+            raise invalid(self, "fraction", f"{self.fraction} must be between 0 and 1, e.g. 0.7")
         if not 0 < self.expected_fraction <= 1:
-            raise UsageError(f"--expected-fraction: {self.expected_fraction} must be in (0, 1]")
+            raise invalid(self, "expected_fraction",
+                          f"{self.expected_fraction} must be in (0, 1]")
         if self.timeout_s <= 0:
-            raise UsageError(f"--timeout: {self.timeout_s} must be > 0 seconds")
+            raise invalid(self, "timeout_s", f"{self.timeout_s} must be > 0 seconds")
 
     def validate_for_job(self, world_size: int, _backend: str) -> None:
         if world_size < 2:

@@ -1,0 +1,142 @@
+"""A command's config dataclass as the one source of each flag: name, default, help, type.
+
+A field declared with ``flag(default, "-n", "--iters", help=...)`` carries its command-line
+spelling in its metadata; the CLI builds its parser from the fields (``add_flags``), builds the
+config back from the parsed flags (``config_from``), and a validation error raised with
+``invalid(config, field, detail)`` names the field (``ConfigError.field``) and is shown to the
+user under the field's flag ("-n/--iters: 0 must be >= 1"). Pure: no torch, no argparse state.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from collscope.errors import UsageError
+
+_KEY = "collscope.flag"
+
+# Flags every command that runs ranks shares (bench, train, overlap, links).
+NPROC_HELP = "spawn N local ranks (default: visible GPUs, else 2); not under a launcher"
+BACKEND_HELP = "auto (nccl/rccl with GPUs, else gloo), nccl, gloo, mpi, ucc"
+
+
+@dataclass(frozen=True)
+class Flag:
+    names: tuple[str, ...]
+    help: str
+    metavar: str | None = None
+    type: Callable[[str], Any] | None = None     # argparse's conversion of the text
+    parse: Callable[[str, str], Any] | None = None  # (text, flag label) -> value; UsageError
+    to_field: Callable[[Any], Any] | None = None    # flag value -> field value (e.g. % -> 0..1)
+    shown: str | None = None                      # the default as written on the command line
+    show_default: bool = True
+    negate: bool = False                          # "--no-X": a boolean field that is True
+    choices: tuple[str, ...] | None = None
+
+    @property
+    def label(self) -> str:
+        return "/".join(self.names)
+
+
+def flag(default: Any = dataclasses.MISSING, *names: str, help: str,
+         default_factory: Any = dataclasses.MISSING, **options: Any) -> Any:
+    """A dataclass field whose flag is ``names`` (options: the other ``Flag`` attributes)."""
+    spec = Flag(names=names, help=help, **options)
+    if default_factory is not dataclasses.MISSING:
+        return dataclasses.field(default_factory=default_factory, metadata={_KEY: spec})
+    return dataclasses.field(default=default, metadata={_KEY: spec})
+
+
+def flag_of(config: Any, name: str) -> Flag | None:
+    """The flag of field ``name`` of a config class or instance (None when it has none)."""
+    for item in dataclasses.fields(config):
+        if item.name == name:
+            return item.metadata.get(_KEY)
+    return None
+
+
+class ConfigError(UsageError):
+    """A config field holds a value it does not accept; shown under the field's flag."""
+
+    def __init__(self, field: str, detail: str, flag: str | None = None) -> None:
+        self.field, self.detail, self.flag = field, detail, flag
+        super().__init__(f"{flag or field}: {detail}")
+
+
+def invalid(config: Any, field: str, detail: str) -> ConfigError:
+    """The error for field ``field`` of ``config`` (raise it)."""
+    spec = flag_of(config, field)
+    return ConfigError(field, detail, spec.label if spec else None)
+
+
+def _default(item: dataclasses.Field[Any]) -> Any:
+    if item.default is not dataclasses.MISSING:
+        return item.default
+    if item.default_factory is not dataclasses.MISSING:
+        return item.default_factory()
+    return None
+
+
+def _shown(spec: Flag, default: Any) -> str:
+    if spec.shown is not None:
+        return spec.shown
+    return f"{default:g}" if isinstance(default, float) else str(default)
+
+
+def _metavar(names: tuple[str, ...]) -> str:
+    """argparse's own metavar for these names (the flag's, not the field's, e.g. SIZE)."""
+    long = [n for n in names if n.startswith("--")]
+    return (long or list(names))[0].lstrip("-").replace("-", "_").upper()
+
+
+def add_flags(parser: argparse.ArgumentParser | argparse._ArgumentGroup, config: type,
+              names: Iterable[str] | None = None) -> None:
+    """One argument per flagged field of ``config`` (all, or ``names`` in that order); help
+    ends with "(default X)" from the field's default unless ``show_default`` is off."""
+    fields = {item.name: item for item in dataclasses.fields(config) if _KEY in item.metadata}
+    for name in fields if names is None else names:
+        item = fields[name]
+        spec: Flag = item.metadata[_KEY]
+        default = _default(item)
+        help_text = spec.help
+        if spec.show_default and default is not None and not isinstance(default, bool):
+            help_text += f" (default {_shown(spec, default)})"
+        kwargs: dict[str, Any] = {"dest": name, "help": help_text.replace("%", "%%")}
+        if isinstance(default, bool):
+            kwargs["action"] = "store_false" if spec.negate else "store_true"
+            # A flag in other units than its field (to_field) leaves the field's default alone.
+            kwargs["default"] = argparse.SUPPRESS if spec.to_field else default
+        else:
+            # A flag in other units than its field (to_field) leaves the field's default alone.
+            kwargs["default"] = argparse.SUPPRESS if spec.to_field else default
+            kwargs["metavar"] = spec.metavar or _metavar(spec.names)
+            if spec.type:
+                kwargs["type"] = spec.type
+            if spec.choices:
+                kwargs["choices"] = spec.choices
+        parser.add_argument(*spec.names, **kwargs)
+
+
+def values(config: type, args: argparse.Namespace) -> dict[str, Any]:
+    """The field values the flags of ``config`` hold in ``args`` (texts parsed, converted)."""
+    found: dict[str, Any] = {}
+    for item in dataclasses.fields(config):
+        spec = item.metadata.get(_KEY)
+        if spec is None or not hasattr(args, item.name):
+            continue
+        value = getattr(args, item.name)
+        if spec.parse is not None and isinstance(value, str):
+            value = spec.parse(value, spec.label)
+        if spec.to_field is not None and value is not None:
+            value = spec.to_field(value)
+        found[item.name] = value
+    return found
+
+
+def config_from(config: type, args: argparse.Namespace, **others: Any) -> Any:
+    """``config`` built from its flags in ``args`` plus ``others`` (fields without flags)."""
+    return config(**{**values(config, args), **others})
