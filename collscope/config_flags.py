@@ -36,19 +36,24 @@ class Flag:
     show_default: bool = True
     negate: bool = False                          # "--no-X": a boolean field that is True
     choices: tuple[str, ...] | None = None
+    nargs: str | None = None                      # "+" for a list field
+    action: str | None = None                     # e.g. "extend" (repeatable list flag)
 
     @property
     def label(self) -> str:
         return "/".join(self.names)
 
 
-def flag(default: Any = dataclasses.MISSING, *names: str, help: str,
-         default_factory: Any = dataclasses.MISSING, **options: Any) -> Any:
+def flag(default: Any, *names: str, help: str, **options: Any) -> Any:
     """A dataclass field whose flag is ``names`` (options: the other ``Flag`` attributes)."""
-    spec = Flag(names=names, help=help, **options)
-    if default_factory is not dataclasses.MISSING:
-        return dataclasses.field(default_factory=default_factory, metadata={_KEY: spec})
-    return dataclasses.field(default=default, metadata={_KEY: spec})
+    return dataclasses.field(default=default,
+                             metadata={_KEY: Flag(names=names, help=help, **options)})
+
+
+def list_flag(*names: str, help: str, **options: Any) -> Any:
+    """A list field (default empty) whose flag is ``names``, e.g. nargs="+", action="extend"."""
+    return dataclasses.field(default_factory=list,
+                             metadata={_KEY: Flag(names=names, help=help, **options)})
 
 
 def flag_of(config: Any, name: str) -> Flag | None:
@@ -118,6 +123,10 @@ def add_flags(parser: argparse.ArgumentParser | argparse._ArgumentGroup, config:
                 kwargs["type"] = spec.type
             if spec.choices:
                 kwargs["choices"] = spec.choices
+            if spec.nargs:
+                kwargs["nargs"] = spec.nargs
+            if spec.action:
+                kwargs["action"] = spec.action
         parser.add_argument(*spec.names, **kwargs)
 
 

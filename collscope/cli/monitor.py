@@ -7,6 +7,9 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from collscope.config_flags import add_flags, config_from
+from collscope.monitor.config import MonitorConfig
+
 EXAMPLES = """\
 examples:
   collscope monitor                                # live view: GPUs, NICs, RDMA ports, memory
@@ -38,33 +41,16 @@ def add_parser(commands: Any) -> None:
         usage="collscope monitor [--interval S] [--duration S] [--jsonl FILE] "
               "[--prometheus [HOST:]PORT] [--summary-json FILE] [--gpu-backend NAME] "
               "[-- CMD ARGS...]")
-    p.add_argument("--interval", type=float, default=1.0, metavar="S",
-                   help="seconds between samples (default 1)")
-    p.add_argument("--duration", type=float, default=None, metavar="S",
-                   help="stop sampling after S seconds (a wrapped command keeps running)")
-    p.add_argument("--jsonl", metavar="FILE",
-                   help="write JSON Lines: a run record, then a sample record per interval "
-                        "(each flushed as written)")
-    p.add_argument("--prometheus", metavar="[HOST:]PORT",
-                   help="serve the latest sample on http://HOST:PORT/metrics "
-                        "(host 127.0.0.1 unless given)")
-    p.add_argument("--summary-json", metavar="FILE",
-                   help="write the summary (mean and peak per metric, bytes moved) as JSON")
-    p.add_argument("--gpu-backend", default="auto", metavar="NAME",
-                   help="auto (amd, then nvidia, else none), amd, nvidia or none")
+    add_flags(p, MonitorConfig)
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ARGS",
                    help="run this command (no shell), sample while it runs, exit with its code")
     p.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    from collscope.monitor.config import MonitorConfig
     from collscope.runtime.launchers import detect_launcher
 
-    config = MonitorConfig(interval_s=args.interval, duration_s=args.duration,
-                           jsonl=args.jsonl, prometheus=args.prometheus,
-                           summary_json=args.summary_json, gpu_backend=args.gpu_backend,
-                           command=list(args.cmd or []))
+    config = config_from(MonitorConfig, args, command=list(args.cmd or []))
     launch = detect_launcher(os.environ)
     if launch is not None and launch.local_rank != 0:
         # One sampler per node: the other local ranks only run the command (or nothing).

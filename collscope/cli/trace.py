@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from collscope import __version__
+from collscope.config_flags import add_flags, config_from
+from collscope.trace.config import TraceConfig
 
 EXAMPLES = """\
 examples:
@@ -43,12 +45,7 @@ def add_parser(commands: Any) -> None:
                     "bandwidth.", epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("traces", nargs="+", metavar="TRACE", help="trace files or folders")
-    p.add_argument("--baseline", nargs="+", action="extend", default=[], metavar="FILE",
-                   help="collscope bench --json output and/or nccl-tests / rccl-tests logs "
-                        "(give TRACE first, or repeat --baseline)")
-    p.add_argument("--steps", metavar="A:B",
-                   help="ProfilerSteps A to B-1 (default: all but the last, as "
-                        "HolisticTraceAnalysis)")
+    add_flags(p, TraceConfig)
     p.add_argument("--json", metavar="FILE",
                    help="write JSON Lines: a run record, then trace_collective, trace_step, "
                         "trace_rank and finding records ('-': to stdout instead of tables)")
@@ -56,10 +53,9 @@ def add_parser(commands: Any) -> None:
 
 
 def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    from collscope.trace.analyze import TraceConfig, analyse, parse_steps
+    from collscope.trace.analyze import analyse
 
-    config = TraceConfig(paths=args.traces, baseline=args.baseline,
-                         steps=parse_steps(args.steps) if args.steps else None)
+    config = config_from(TraceConfig, args, paths=args.traces)
     result = analyse(config)
     if args.json:
         _write_json(args.json, result, argv)

@@ -14,11 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 from collscope import __version__
 from collscope.collectives.table import COLLECTIVES
+from collscope.config_flags import add_flags, config_from
 from collscope.errors import UsageError
+from collscope.tune.config import TuneConfig
 
 if TYPE_CHECKING:      # annotations only: the CLI imports its library lazily
     from collscope.tune.analysis import Trial
-    from collscope.tune.config import TuneConfig
     from collscope.tune.space import Config, Library, Space
     from collscope.tune.trials import BenchArgs, Launcher
 
@@ -67,19 +68,8 @@ def add_parser(commands: Any) -> None:
     p.add_argument("-w", "--warmup-iters", type=int, default=5,
                    help="warm-up iterations per size (default 5)")
     p.add_argument("-d", "--dtype", default="float", help="data type (default float)")
-    p.add_argument("--rounds", type=int, default=3,
-                   help="interleaved rounds per configuration (default 3)")
-    p.add_argument("--budget", type=float, default=None, metavar="S",
-                   help="seconds the sweep may take (no trial starts that would end later)")
-    p.add_argument("--strategy", default="auto",
-                   help="auto (grid up to 16 configurations, else descent), grid, descent")
-    p.add_argument("--confidence", type=float, default=0.95,
-                   help="confidence level of the speed-up intervals (default 0.95)")
-    p.add_argument("--min-gain", type=float, default=2.0, metavar="PCT",
-                   help="faster only when the whole interval lies above 1 + PCT%% (default 2)")
-    p.add_argument("--timeout", type=float, default=300.0, metavar="S",
-                   help="seconds one trial may take before it is killed and recorded failed; "
-                        "bench's collective timeout is half of it (default 300)")
+    add_flags(p, TuneConfig, ["rounds", "budget_s", "strategy", "confidence", "min_gain",
+                              "timeout_s"])
     p.add_argument("--nproc", type=int, default=None,
                    help="local ranks per trial (standalone; default: bench's)")
     p.add_argument("--backend", default="auto", help="bench's --backend (default auto)")
@@ -102,14 +92,11 @@ def add_parser(commands: Any) -> None:
 def _settings(args: argparse.Namespace) -> tuple[TuneConfig, Space, BenchArgs]:
     """(TuneConfig, Space, BenchArgs) from the flags; UsageError on anything wrong."""
     from collscope.bench.config import BenchConfig
-    from collscope.tune.config import TuneConfig
     from collscope.tune.space import build_space, parse_assignment, preset_assignments
     from collscope.tune.trials import BenchArgs
     from collscope.units import parse_size
 
-    config = TuneConfig(rounds=args.rounds, budget_s=args.budget, timeout_s=args.timeout,
-                        strategy=args.strategy, confidence=args.confidence,
-                        min_gain=args.min_gain / 100)
+    config = config_from(TuneConfig, args)
     bench = BenchConfig(
         collectives=args.collectives or ["all_reduce"],
         min_bytes=parse_size(args.min_bytes, "-b/--min-bytes"),

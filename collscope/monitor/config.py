@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from collscope.config_flags import flag, invalid
 from collscope.errors import UsageError
 from collscope.hw import BACKEND_NAMES
 
@@ -14,18 +15,22 @@ GPU_BACKEND_CHOICES = ("auto", *BACKEND_NAMES)
 
 @dataclass
 class MonitorConfig:
-    interval_s: float = 1.0
-    """Seconds between samples."""
-    duration_s: float | None = None
-    """Stop sampling after this many seconds (never kills a wrapped command)."""
-    jsonl: str | None = None
-    """JSON Lines file: a run record, then one sample record per interval."""
-    prometheus: str | None = None
-    """[HOST:]PORT to serve /metrics on; binds 127.0.0.1 unless a host is given."""
-    summary_json: str | None = None
-    """Write the run summary (mean and peak per metric, bytes moved) here as JSON."""
-    gpu_backend: str = "auto"
-    """GPU source: auto (amd, then nvidia, else none), amd, nvidia or none."""
+    interval_s: float = flag(1.0, "--interval", type=float, metavar="S",
+                             help="seconds between samples")
+    duration_s: float | None = flag(None, "--duration", type=float, metavar="S",
+                                    help="stop sampling after S seconds (a wrapped command "
+                                         "keeps running)")
+    jsonl: str | None = flag(None, "--jsonl", metavar="FILE",
+                             help="write JSON Lines: a run record, then a sample record per "
+                                  "interval (each flushed as written)")
+    prometheus: str | None = flag(None, "--prometheus", metavar="[HOST:]PORT",
+                                  help="serve the latest sample on http://HOST:PORT/metrics "
+                                       "(host 127.0.0.1 unless given)")
+    summary_json: str | None = flag(None, "--summary-json", metavar="FILE",
+                                    help="write the summary (mean and peak per metric, bytes "
+                                         "moved) as JSON")
+    gpu_backend: str = flag("auto", "--gpu-backend", metavar="NAME", show_default=False,
+                            help="auto (amd, then nvidia, else none), amd, nvidia or none")
     command: list[str] = field(default_factory=list)
     """Command to run and sample while it runs (an argument list, no shell)."""
     listen: tuple[str, int] | None = field(default=None, init=False)
@@ -33,15 +38,15 @@ class MonitorConfig:
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.interval_s) and self.interval_s >= MIN_INTERVAL_S):
-            raise UsageError(f"--interval: {self.interval_s:g} is not a sampling interval; use "
-                             f"seconds >= {MIN_INTERVAL_S:g}, e.g. 1 or 0.1")
+            raise invalid(self, "interval_s", f"{self.interval_s:g} is not a sampling interval; "
+                                             f"use seconds >= {MIN_INTERVAL_S:g}, e.g. 1 or 0.1")
         if self.duration_s is not None and not (math.isfinite(self.duration_s)
                                                 and self.duration_s > 0):
-            raise UsageError(f"--duration: {self.duration_s:g} is not a duration; use seconds "
-                             "> 0, e.g. 60")
+            raise invalid(self, "duration_s", f"{self.duration_s:g} is not a duration; use "
+                                             "seconds > 0, e.g. 60")
         if self.gpu_backend not in GPU_BACKEND_CHOICES:
-            raise UsageError(f"--gpu-backend: {self.gpu_backend!r} is not one of "
-                             f"{', '.join(GPU_BACKEND_CHOICES)}")
+            raise invalid(self, "gpu_backend", f"{self.gpu_backend!r} is not one of "
+                                              f"{', '.join(GPU_BACKEND_CHOICES)}")
         if self.prometheus is not None:
             from collscope.monitor.prometheus import parse_listen
 

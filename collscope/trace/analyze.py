@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import re
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ from collscope.results import (
 )
 from collscope.trace.across import Across, match
 from collscope.trace.baseline import Baseline
+from collscope.trace.config import StepSelection, TraceConfig, parse_steps  # noqa: F401
 from collscope.trace.events import TraceInputError, load_trace
 from collscope.trace.findings import findings
 from collscope.trace.rank import RankTrace, analyse_doc
@@ -25,40 +26,6 @@ from collscope.trace.table import collective_rows, pooled_rows
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 _RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
-StepSelection = tuple[int | None, int | None] | None
-
-
-@dataclass
-class TraceConfig:
-    """What `collscope trace` analyses."""
-
-    paths: list[str]
-    baseline: list[str] = field(default_factory=list)
-    steps: StepSelection = None     # ProfilerStep numbers [low, high)
-    workers: int | None = None      # processes reading ranks; None: as many as pay
-
-    def __post_init__(self) -> None:
-        if not self.paths:
-            raise TraceInputError("TRACE: give at least one trace file or folder")
-        if self.steps is not None:
-            low, high = self.steps
-            if low is not None and high is not None and high <= low:
-                raise TraceInputError(f"--steps: {low}:{high} selects no step; use A:B with "
-                                      "B > A (ProfilerStep numbers, B excluded), A: or :B")
-
-
-def parse_steps(text: str) -> StepSelection:
-    """"A:B", "A:" or ":B" (ProfilerStep numbers, B excluded)."""
-    low, sep, high = text.partition(":")
-    try:
-        if not sep:
-            raise ValueError
-        return (int(low) if low.strip() else None, int(high) if high.strip() else None)
-    except ValueError:
-        raise TraceInputError(f"--steps: '{text}' is not A:B; use ProfilerStep numbers such "
-                              "as 3:8, 3: or :8") from None
-
-
 def trace_files(paths: list[str]) -> list[Path]:
     """The trace files named, folders expanded to their .json / .json.gz files (one per rank)."""
     files: list[Path] = []

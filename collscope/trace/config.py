@@ -1,0 +1,46 @@
+"""What `collscope trace` analyses: one typed dataclass, validated on construction (pure, no
+trace reading, so the CLI builds its parser from it without importing the reader)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from collscope.config_flags import ConfigError, flag, invalid, list_flag
+
+StepSelection = tuple[int | None, int | None] | None
+
+
+def parse_steps(text: str, label: str = "--steps") -> StepSelection:
+    """"A:B", "A:" or ":B" (ProfilerStep numbers, B excluded)."""
+    low, sep, high = text.partition(":")
+    try:
+        if not sep:
+            raise ValueError
+        return (int(low) if low.strip() else None, int(high) if high.strip() else None)
+    except ValueError:
+        raise ConfigError("steps", f"'{text}' is not A:B; use ProfilerStep numbers such as "
+                                   "3:8, 3: or :8", label) from None
+
+
+@dataclass
+class TraceConfig:
+    """What `collscope trace` analyses."""
+
+    paths: list[str]
+    baseline: list[str] = list_flag(
+        "--baseline", nargs="+", action="extend", metavar="FILE",
+        show_default=False, help="collscope bench --json output and/or nccl-tests / "
+                                 "rccl-tests logs (give TRACE first, or repeat --baseline)")
+    steps: StepSelection = flag(None, "--steps", metavar="A:B", parse=parse_steps,
+                                help="ProfilerSteps A to B-1 (default: all but the last, as "
+                                     "HolisticTraceAnalysis)")
+    workers: int | None = field(default=None)   # processes reading ranks; None: as many as pay
+
+    def __post_init__(self) -> None:
+        if not self.paths:
+            raise ConfigError("paths", "give at least one trace file or folder", "TRACE")
+        if self.steps is not None:
+            low, high = self.steps
+            if low is not None and high is not None and high <= low:
+                raise invalid(self, "steps", f"{low}:{high} selects no step; use A:B with "
+                                             "B > A (ProfilerStep numbers, B excluded), A: or :B")
