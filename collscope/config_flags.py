@@ -18,6 +18,7 @@ from typing import Any
 from collscope.errors import UsageError
 
 _KEY = "collscope.flag"
+REQUIRED: Any = dataclasses.MISSING     # flag(REQUIRED, "--nodes", ...): the user must give it
 
 # Flags every command that runs ranks shares (bench, train, overlap, links).
 NPROC_HELP = "spawn N local ranks (default: visible GPUs, else 2); not under a launcher"
@@ -44,8 +45,9 @@ class Flag:
         return "/".join(self.names)
 
 
-def flag(default: Any, *names: str, help: str, **options: Any) -> Any:
-    """A dataclass field whose flag is ``names`` (options: the other ``Flag`` attributes)."""
+def flag(default: Any, *names: str, help: str = "", **options: Any) -> Any:
+    """A dataclass field whose flag is ``names`` (options: the other ``Flag`` attributes);
+    ``default`` dataclasses.MISSING (``REQUIRED``) makes the flag required."""
     return dataclasses.field(default=default,
                              metadata={_KEY: Flag(names=names, help=help, **options)})
 
@@ -110,7 +112,9 @@ def add_flags(parser: argparse.ArgumentParser | argparse._ArgumentGroup, config:
         help_text = spec.help
         if spec.show_default and default is not None and not isinstance(default, bool):
             help_text += f" (default {_shown(spec, default)})"
-        kwargs: dict[str, Any] = {"dest": name, "help": help_text.replace("%", "%%")}
+        kwargs: dict[str, Any] = {"dest": name, "help": help_text.replace("%", "%%") or None}
+        if item.default is dataclasses.MISSING and item.default_factory is dataclasses.MISSING:
+            kwargs["required"] = True
         if isinstance(default, bool):
             kwargs["action"] = "store_false" if spec.negate else "store_true"
             # A flag in other units than its field (to_field) leaves the field's default alone.

@@ -14,7 +14,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from collscope.cli import _model_views as views
+from collscope.config_flags import add_flags, config_from
 from collscope.errors import UsageError
+from collscope.model.config import PlanRequest, PredictRequest
 
 EXAMPLES = """\
 examples:
@@ -64,16 +66,14 @@ def add_parser(commands: Any) -> None:
                     "--sizes 1M-8G")
     predict.add_argument("model", metavar="MODEL.json")
     predict.add_argument("--collective", required=True, help="e.g. all_reduce")
-    predict.add_argument("--nodes", required=True, metavar="N[,N...]", help="node counts")
-    predict.add_argument("--ranks-per-node", required=True, type=int, metavar="R")
+    add_flags(predict, PredictRequest, ["nodes", "ranks_per_node"])
     predict.add_argument("--sizes", default=None, metavar="MIN-MAX",
                          help="size range, e.g. 1M-8G (steps of -f)")
     predict.add_argument("-b", "--min-bytes", default="1M", help="smallest size (default 1M)")
     predict.add_argument("-e", "--max-bytes", default="1G", help="largest size (default 1G)")
     predict.add_argument("-f", "--step-factor", type=int, default=2,
                          help="multiply the size by this each step (default 2)")
-    predict.add_argument("--algo", default="auto",
-                         help="auto (fastest the model holds), ring, tree, hierarchical")
+    add_flags(predict, PredictRequest, ["algo"])
     predict.add_argument("-d", "--dtype", default="float",
                          help="element type for the count column (default float)")
     predict.add_argument("--json", metavar="FILE",
@@ -86,26 +86,12 @@ def add_parser(commands: Any) -> None:
                     "collscope model plan m.json --preset llama2-7b --nodes 1,2,4 "
                     "--ranks-per-node 8 --step-compute-ms 900 --overlap 0.5")
     plan.add_argument("model", metavar="MODEL.json")
-    plan.add_argument("--preset", default=None,
-                      help="tiny, small, 1b, llama2-7b (the shapes `collscope train` uses)")
-    plan.add_argument("--params", type=int, default=None,
-                      help="parameter count instead of a preset (DDP only)")
-    plan.add_argument("--nodes", required=True, metavar="N[,N...]")
-    plan.add_argument("--ranks-per-node", required=True, type=int, metavar="R")
-    plan.add_argument("--parallel", default="ddp", help="ddp or fsdp")
-    plan.add_argument("--bucket-cap-mb", type=float, default=25.0,
-                      help="DDP bucket cap (default 25, DDP's)")
-    plan.add_argument("--comm-hook", default="none", help="none, bf16, fp16, hierarchical")
-    plan.add_argument("--dtype", default="bfloat16", help="parameters and gradients: "
-                      "bfloat16 (default) or float32")
+    add_flags(plan, PlanRequest, ["preset", "params", "nodes", "ranks_per_node", "parallel",
+                                  "bucket_cap_mb", "comm_hook", "dtype"])
     plan.add_argument("--train", metavar="TRAIN.jsonl",
                       help="`collscope train` records: compute per step (no-sync step) and "
                            "overlap come from the measured DDP default (or first) record")
-    plan.add_argument("--step-compute-ms", type=float, default=None,
-                      help="compute per step (ms) when there is no --train record")
-    plan.add_argument("--overlap", type=float, default=None,
-                      help="fraction of communication hidden under compute, 0-1 (default: "
-                           "from --train, else 0: nothing hidden)")
+    add_flags(plan, PlanRequest, ["step_compute_ms", "overlap"])
     plan.add_argument("--json", metavar="FILE", help="write the plan as JSON ('-': stdout)")
     check = sub.add_parser(
         "check", help="predictions against held-out measurements",
@@ -237,7 +223,6 @@ def _sizes(args: argparse.Namespace) -> list[int]:
 def predict(args: argparse.Namespace) -> int:
     from collscope.collectives.dtypes import canonical_dtype
     from collscope.collectives.table import canonical_name
-    from collscope.model.config import PredictRequest, parse_counts
     from collscope.model.costmodel import ModelError
     from collscope.model.costmodel import predict as run_prediction
 
@@ -247,8 +232,8 @@ def predict(args: argparse.Namespace) -> int:
         raise UsageError(f"-d/--dtype: '{args.dtype}' is not a type collscope knows; use "
                          "float, half, bfloat16, double, int32, ...")
     collective = canonical_name(args.collective) or args.collective
-    request = PredictRequest(collective, parse_counts(args.nodes, "--nodes"),
-                             args.ranks_per_node, _sizes(args), args.algo, dtype)
+    request = config_from(PredictRequest, args, collective=collective, sizes=_sizes(args),
+                          dtype=dtype)
     blocks = []
     try:
         for nodes in request.nodes:
@@ -311,15 +296,13 @@ def _train_record(path: str) -> dict[str, Any]:
 
 
 def plan(args: argparse.Namespace) -> int:
-    from collscope.model.config import PLAN_DTYPES, PlanRequest, parse_counts
+    from collscope.model.config import PLAN_DTYPES
     from collscope.model.costmodel import ModelError
     from collscope.model.plan import PlanConfig
     from collscope.model.plan import plan as run_plan
     from collscope.train.config import PRESETS
 
-    request = PlanRequest(args.preset, args.params, parse_counts(args.nodes, "--nodes"),
-                          args.ranks_per_node, args.parallel, args.bucket_cap_mb,
-                          args.comm_hook, args.dtype, args.step_compute_ms, args.overlap)
+    request = config_from(PlanRequest, args)
     model = load_model(args.model)
     compute_ms, overlap = request.step_compute_ms, request.overlap
     compute_how = "--step-compute-ms" if compute_ms is not None else ""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from collscope.config_flags import REQUIRED, flag, invalid
 from collscope.errors import UsageError
 from collscope.model.formulas import ALGOS
 from collscope.train.config import PRESETS
@@ -25,37 +26,49 @@ def parse_counts(text: str, flag: str) -> list[int]:
     return list(dict.fromkeys(counts))
 
 
-@dataclass
+@dataclass(kw_only=True)
 class PredictRequest:
     collective: str
-    nodes: list[int]
-    ranks_per_node: int
+    nodes: list[int] = flag(REQUIRED, "--nodes", metavar="N[,N...]", parse=parse_counts,
+                            help="node counts")
+    ranks_per_node: int = flag(REQUIRED, "--ranks-per-node", type=int, metavar="R")
     sizes: list[int]
-    algo: str = "auto"
+    algo: str = flag("auto", "--algo", show_default=False,
+                     help="auto (fastest the model holds), ring, tree, hierarchical")
     dtype: str = "float"
 
     def __post_init__(self) -> None:
         if self.ranks_per_node < 1:
-            raise UsageError(f"--ranks-per-node: {self.ranks_per_node} must be >= 1")
+            raise invalid(self, "ranks_per_node", f"{self.ranks_per_node} must be >= 1")
         if self.algo not in ("auto", *ALGOS):
-            raise UsageError(f"--algo: '{self.algo}' is not accepted; use auto, "
-                             f"{', '.join(ALGOS)}")
+            raise invalid(self, "algo", f"'{self.algo}' is not accepted; use auto, "
+                                        f"{', '.join(ALGOS)}")
         if not self.sizes:
             raise UsageError("--sizes/-b/-e: no sizes in the range; use e.g. --sizes 1M-1G")
 
 
-@dataclass
+@dataclass(kw_only=True)
 class PlanRequest:
-    preset: str | None
-    params: int | None
-    nodes: list[int]
-    ranks_per_node: int
-    parallel: str = "ddp"
-    bucket_cap_mb: float = 25.0
-    comm_hook: str = "none"
-    dtype: str = "bfloat16"
-    step_compute_ms: float | None = None
-    overlap: float | None = None
+    preset: str | None = flag(None, "--preset",
+                              help="tiny, small, 1b, llama2-7b (the shapes `collscope train` "
+                                   "uses)")
+    params: int | None = flag(None, "--params", type=int,
+                              help="parameter count instead of a preset (DDP only)")
+    nodes: list[int] = flag(REQUIRED, "--nodes", metavar="N[,N...]", parse=parse_counts)
+    ranks_per_node: int = flag(REQUIRED, "--ranks-per-node", type=int, metavar="R")
+    parallel: str = flag("ddp", "--parallel", show_default=False, help="ddp or fsdp")
+    bucket_cap_mb: float = flag(25.0, "--bucket-cap-mb", type=float, shown="25, DDP's",
+                                help="DDP bucket cap")
+    comm_hook: str = flag("none", "--comm-hook", show_default=False,
+                          help="none, bf16, fp16, hierarchical")
+    dtype: str = flag("bfloat16", "--dtype", show_default=False,
+                      help="parameters and gradients: bfloat16 (default) or float32")
+    step_compute_ms: float | None = flag(None, "--step-compute-ms", type=float,
+                                         help="compute per step (ms) when there is no --train "
+                                              "record")
+    overlap: float | None = flag(None, "--overlap", type=float,
+                                 help="fraction of communication hidden under compute, 0-1 "
+                                      "(default: from --train, else 0: nothing hidden)")
     notes: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -63,25 +76,25 @@ class PlanRequest:
             raise UsageError(f"--preset/--params: give one: a preset ({', '.join(PRESETS)}) "
                              "or a parameter count")
         if self.preset is not None and self.preset not in PRESETS:
-            raise UsageError(f"--preset: '{self.preset}' is not accepted; use "
-                             f"{', '.join(PRESETS)}")
+            raise invalid(self, "preset", f"'{self.preset}' is not accepted; use "
+                                          f"{', '.join(PRESETS)}")
         if self.params is not None and self.params < 1:
-            raise UsageError(f"--params: {self.params} must be >= 1")
+            raise invalid(self, "params", f"{self.params} must be >= 1")
         if self.ranks_per_node < 1:
-            raise UsageError(f"--ranks-per-node: {self.ranks_per_node} must be >= 1")
+            raise invalid(self, "ranks_per_node", f"{self.ranks_per_node} must be >= 1")
         if self.parallel not in ("ddp", "fsdp"):
-            raise UsageError(f"--parallel: '{self.parallel}' is not accepted; use ddp, fsdp")
+            raise invalid(self, "parallel", f"'{self.parallel}' is not accepted; use ddp, fsdp")
         if self.parallel == "fsdp" and self.preset is None:
             raise UsageError("--parallel fsdp: needs --preset (FSDP shards per decoder layer)")
         if not self.bucket_cap_mb > 0:
-            raise UsageError(f"--bucket-cap-mb: {self.bucket_cap_mb:g} must be > 0")
+            raise invalid(self, "bucket_cap_mb", f"{self.bucket_cap_mb:g} must be > 0")
         if self.comm_hook not in PLAN_HOOKS:
-            raise UsageError(f"--comm-hook: '{self.comm_hook}' is not accepted; use "
-                             f"{', '.join(PLAN_HOOKS)}")
+            raise invalid(self, "comm_hook", f"'{self.comm_hook}' is not accepted; use "
+                                             f"{', '.join(PLAN_HOOKS)}")
         if self.dtype not in PLAN_DTYPES:
-            raise UsageError(f"--dtype: '{self.dtype}' is not accepted; use "
-                             f"{', '.join(PLAN_DTYPES)}")
+            raise invalid(self, "dtype", f"'{self.dtype}' is not accepted; use "
+                                         f"{', '.join(PLAN_DTYPES)}")
         if self.step_compute_ms is not None and not self.step_compute_ms > 0:
-            raise UsageError(f"--step-compute-ms: {self.step_compute_ms:g} must be > 0")
+            raise invalid(self, "step_compute_ms", f"{self.step_compute_ms:g} must be > 0")
         if self.overlap is not None and not 0 <= self.overlap <= 1:
-            raise UsageError(f"--overlap: {self.overlap:g} must be between 0 and 1")
+            raise invalid(self, "overlap", f"{self.overlap:g} must be between 0 and 1")
