@@ -7,8 +7,10 @@ from dataclasses import dataclass
 
 from collscope.results import BenchResult
 
-# nccl-tests prints a missing placement as blanks of the placement's width.
-_PLACEMENT_WIDTH = 33
+# A placement that does not exist (all_reduce has no out-of-place form in torch.distributed)
+# prints N/A in each of its four columns, at their widths: rows keep nccl-tests' field count,
+# so scripts that split on whitespace find every column where they expect it.
+_MISSING_PLACEMENT = f"  {'N/A':>7}  {'N/A':>6}  {'N/A':>6}  {'N/A':>6}"
 
 
 def fixed_width(value: float, width: int) -> str:
@@ -36,7 +38,7 @@ def column_header() -> list[str]:
 
 def _placement(result: BenchResult | None) -> str:
     if result is None:
-        return " " * _PLACEMENT_WIDTH
+        return _MISSING_PLACEMENT
     body = (f"  {fixed_width(result.time_us, 7)}  {fixed_width(result.algbw_gbs, 6)}"
             f"  {fixed_width(result.busbw_gbs, 6)}")
     return body + ("    N/A" if result.wrong is None else f"  {result.wrong:6d}")

@@ -198,7 +198,7 @@ class Reporter:
         self._print(f"# Timing: {self.timing}")
         if not COLLECTIVES[name].out_of_place and c.out_of_place:
             self._print(f"# {name} exists only in place in torch.distributed: the out-of-place "
-                        "columns stay empty")
+                        "columns read N/A")
         self._print("#")
         for line in device_block([
             DeviceLine(d["rank"], d["pid"], d["host"],
