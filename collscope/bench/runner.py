@@ -14,10 +14,9 @@ outside it.
 from __future__ import annotations
 
 import gc
-import re
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,9 +28,9 @@ from collscope.bench.stats import iter_stats, median_ci_halfwidth
 from collscope.collectives import ops
 from collscope.collectives.dtypes import DTYPES
 from collscope.collectives.table import COLLECTIVES, bandwidths
-from collscope.errors import RankFailure
 from collscope.results import BenchResult
 from collscope.runtime.dist import Session
+from collscope.runtime.guard import guard
 from collscope.testing import faults
 
 
@@ -95,6 +94,7 @@ class Runner:
         self.session = session
         self.hang = faults.planted("hang", session.rank)      # test seam; None in real runs
         self.corrupt = faults.planted("corrupt", session.rank)
+        self.kill = faults.planted("kill", session.rank)
         self.sizes_done = 0
         self.mesh = None
         if config.algo == "hierarchical":
@@ -108,16 +108,8 @@ class Runner:
     def ranks_per_node(self) -> int:
         return self.config.ranks_per_node or self.session.layout.ranks_per_node
 
-    @contextmanager
-    def _guard(self, what: str) -> Iterator[None]:
-        """Name the step for the watchdog, and turn a backend failure into a RankFailure."""
-        with self.session.watchdog.step(what):
-            try:
-                yield
-            except (RuntimeError, dist.DistError) as error:
-                first = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
-                first = re.sub(r"^\[[^\]]*\]\s*", "", first)  # drop "[/path/file.cc:78] "
-                raise RankFailure(f"rank {self.session.rank}: {what} failed: {first}") from error
+    def _guard(self, what: str) -> AbstractContextManager[None]:
+        return guard(self.session, what)
 
     def _sync(self) -> None:
         if self.session.device.type == "cuda":
@@ -228,6 +220,8 @@ class Runner:
         with self._guard(where):
             if self.hang is not None and self.sizes_done >= self.hang.arg:
                 faults.hang_forever()
+            if self.kill is not None and self.sizes_done >= self.kill.arg:
+                faults.kill_self()
             loop, per_iter = self._measure(operation.launch)
         wrong: int | None = 0
         with self._guard(f"check of {where}"):

@@ -73,5 +73,12 @@ def run_rank(job: Job, launch: LaunchInfo, launcher_name: str) -> int:
         sys.stderr.flush()
         sys.stdout.flush()
         os._exit(1)
+    except BrokenPipeError:
+        # `collscope bench | head`: the reader has what it wanted. Leave at once, quietly; the
+        # parent (or the peers' timeouts under a launcher) ends the other ranks.
+        from collscope.runtime.spawn import PIPE_CLOSED_EXIT_CODE, quiet_closed_stdout
+
+        quiet_closed_stdout()
+        os._exit(PIPE_CLOSED_EXIT_CODE)
     finally:
         session.close()

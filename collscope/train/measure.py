@@ -16,7 +16,7 @@ import os
 import re
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -24,8 +24,8 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from collscope.errors import RankFailure
 from collscope.runtime.dist import Session
+from collscope.runtime.guard import guard
 from collscope.train import analysis, parallel
 from collscope.train.analysis import Bucket
 from collscope.train.config import DDP_DEFAULT, DDPKnobs, ModelSpec, TrainConfig
@@ -254,18 +254,6 @@ def pure_comm_ms(session: Session, messages: list[tuple[int, str]], collective: 
         if results:
             total_us += count * (results[0].time_us_p50 or results[0].time_us)
     return total_us / 1e3
-
-
-@contextlib.contextmanager
-def guard(session: Session, what: str) -> Iterator[None]:
-    """Name the step for the watchdog; a backend failure becomes a RankFailure (exit 1)."""
-    with session.watchdog.step(what):
-        try:
-            yield
-        except (RuntimeError, dist.DistError) as error:
-            text = str(error).strip().splitlines()
-            raise RankFailure(f"rank {session.rank}: {what} failed: "
-                              f"{text[0] if text else repr(error)}") from error
 
 
 @dataclass
