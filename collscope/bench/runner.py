@@ -66,11 +66,17 @@ def max_bytes_for(config: BenchConfig, session: Session) -> tuple[int, str | Non
         return (config.max_bytes or DEFAULT_MAX_BYTES_CPU), None
     wanted = config.max_bytes or DEFAULT_MAX_BYTES_GPU
     free, _total = torch.cuda.mem_get_info(session.device)
-    # Input and output buffers of the largest size, plus headroom for the communicator.
-    fits = int(free * 0.8) // 2
+    fits = buffer_budget(free, bool(config.check))
     if wanted > fits:
         return fits, f"# Reducing maxBytes to {fits} due to memory limitation"
     return wanted, None
+
+
+def buffer_budget(free_bytes: int, check: bool) -> int:
+    """Largest message whose input and output buffers fit in ``free_bytes`` of device memory,
+    leaving 20% for the communicator and, with -c, the check's bounded working memory."""
+    usable = int(free_bytes * 0.8) - (ops.CHECK_WORKSPACE_BYTES if check else 0)
+    return max(0, usable) // 2
 
 
 def plans(config: BenchConfig, collective: str, world: int, max_bytes: int) -> list[SizePlan]:
