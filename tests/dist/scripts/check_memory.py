@@ -1,8 +1,9 @@
 """One rank of the check-memory measurement: how much the check of a 256 MiB all_gather adds
 to this process's peak resident memory: the larger of its two phases (filling the inputs, and
 counting mismatches), each from a reset high-water mark. The collective the check runs in
-between is the one the timed loop runs (gloo's own temporaries are not the check's). Writes {"message": bytes, "added": bytes} to
-OUT_DIR/rank<N>.json. Run with torchrun (2 ranks, gloo)."""
+between is the one the timed loop runs (gloo's own temporaries are not the check's).
+Writes {"message": bytes, "added": bytes, "wrong": n} to OUT_DIR/rank<N>.json. Run with
+torchrun (2 ranks, gloo)."""
 
 import json
 import re
