@@ -4,8 +4,12 @@ Timing method
 -------------
 GPU: CUDA/HIP events recorded between back-to-back launches on the current stream (one event
 per iteration boundary), so per-iteration times come from the device; the loop time is the
-first event to the last. CPU (gloo): time.perf_counter() around each completed operation.
-``time_us`` = loop time / iterations (nccl-tests' "time"); p50/p95/min/max are over the
+first event to the last. With -z each op gets its own start and end event and is waited for
+(event.synchronize(), never a sleep) before the next launch, so host wake-up and launch time
+stay out of every interval; the loop time is the sum of the ops' times. Before a start event
+the stream is held by a short device spin, so the op is already queued when the device
+reaches the event. CPU (gloo):
+time.perf_counter() around each completed operation. ``time_us`` = loop time / iterations (nccl-tests' "time"); p50/p95/min/max are over the
 per-iteration times. Each rank measures its own; ranks are combined by -a (default: mean).
 Warm-up iterations and a barrier precede every timed loop; buffers are allocated once per size
 outside it.
@@ -36,8 +40,9 @@ from collscope.testing import faults
 
 def timing_method(session: Session, config: BenchConfig) -> str:
     if session.device.type == "cuda":
-        how = "device events between back-to-back launches" + \
-            (" (synchronised after each op, -z)" if config.blocking else "")
+        how = ("device events around each op, waited for before the next launch (-z: each "
+               "time is that op's device time alone)" if config.blocking
+               else "device events between back-to-back launches")
     else:
         how = "perf_counter around each completed op"
     algo = (" hierarchical all_reduce (intra-node reduce-scatter, inter-node all-reduce, "
@@ -94,6 +99,20 @@ def plans(config: BenchConfig, collective: str, world: int, max_bytes: int) -> l
     return result
 
 
+# Device cycles the stream is held busy before a start event (about 1 ms): the op behind the
+# event is launched while the device spins, so the interval starts when the device reaches the
+# event, not while the host is still launching the op (10-50 us for a collective).
+HOLD_CYCLES = 2_000_000
+
+
+def hold_stream() -> None:
+    """Keep the current stream busy (torch.cuda._sleep, a device spin kernel) so that the next
+    start event and the op launched after it are queued together; no-op without _sleep."""
+    spin = getattr(torch.cuda, "_sleep", None)
+    if spin is not None:
+        spin(HOLD_CYCLES)
+
+
 class Runner:
     def __init__(self, config: BenchConfig, session: Session):
         self.config = config
@@ -123,10 +142,10 @@ class Runner:
 
     def _wait_events(self, events: list[Any]) -> None:
         """Wait for device events in order, telling the watchdog as each one completes, so a
-        hung collective is caught one timeout after the previous one finished."""
+        hung collective is caught one timeout after the previous one finished (the watchdog
+        ends the process even while this thread is blocked in the driver)."""
         for event in events:
-            while not event.query():
-                time.sleep(50e-6)
+            event.synchronize()
             self.session.watchdog.beat()
 
     def _timed_loop(self, launch: Callable[[], None], iters: int) -> tuple[float, list[float]]:
@@ -146,13 +165,14 @@ class Runner:
     def _timed_loop_body(self, launch: Callable[[], None],
                          iters: int) -> tuple[float, list[float]]:
         if self.session.device.type == "cuda":
+            if self.config.blocking:
+                return self._blocking_device_loop(launch, iters)
             events = [torch.cuda.Event(enable_timing=True) for _ in range(iters + 1)]
+            hold_stream()
             events[0].record()
             for i in range(iters):
                 launch()
                 events[i + 1].record()
-                if self.config.blocking:
-                    self._wait_events([events[i + 1]])
             self._wait_events(events)
             per_iter = [events[i].elapsed_time(events[i + 1]) / 1e3 for i in range(iters)]
             return events[0].elapsed_time(events[-1]) / 1e3, per_iter
@@ -163,6 +183,23 @@ class Runner:
             stamps.append(time.perf_counter())
             beat()
         return stamps[-1] - stamps[0], [b - a for a, b in zip(stamps, stamps[1:], strict=False)]
+
+    def _blocking_device_loop(self, launch: Callable[[], None],
+                              iters: int) -> tuple[float, list[float]]:
+        """-z: each op between its own start and end events, and waited for before the next
+        launch. The host's wake-up and the next launch fall between one iteration's end event
+        and the next one's start, so each time is the device time of that op alone; the loop
+        time is their sum."""
+        per_iter = []
+        for _ in range(iters):
+            start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+            hold_stream()
+            start.record()
+            launch()
+            end.record()
+            self._wait_events([end])
+            per_iter.append(start.elapsed_time(end) / 1e3)
+        return sum(per_iter), per_iter
 
     def _reduce_flags(self, values: list[float], op: Any) -> list[float]:
         tensor = torch.tensor(values, dtype=torch.float64, device=self.session.device)
