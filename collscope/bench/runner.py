@@ -8,8 +8,8 @@ first event to the last. With -z each op gets its own start and end event and is
 (event.synchronize(), never a sleep) before the next launch, so host wake-up and launch time
 stay out of every interval; the loop time is the sum of the ops' times. Before a start event
 the stream is held by a short device spin, so the op is already queued when the device
-reaches the event. CPU (gloo):
-time.perf_counter() around each completed operation. ``time_us`` = loop time / iterations (nccl-tests' "time"); p50/p95/min/max are over the
+reaches the event. CPU (gloo): time.perf_counter() around each completed operation.
+``time_us`` = loop time / iterations (nccl-tests' "time"); p50/p95/min/max are over the
 per-iteration times. Each rank measures its own; ranks are combined by -a (default: mean).
 Warm-up iterations and a barrier precede every timed loop; buffers are allocated once per size
 outside it.

@@ -40,13 +40,14 @@ def launch_or_spawn(job: Job, argv: Sequence[str]) -> int:
 
 
 def _spawn(job: Job, argv: Sequence[str]) -> int:
-    from collscope.runtime.dist import gpu_count, resolve_backend
+    from collscope.runtime.dist import check_ranks_fit, gpu_count, resolve_backend
     from collscope.runtime.spawn import spawn_local
 
     if job.nproc is not None and job.nproc < 1:
         raise UsageError(f"--nproc: {job.nproc} must be >= 1")
     backend = resolve_backend(job.backend)
     nproc = job.nproc or (gpu_count() if backend in ("nccl", "ucc") else 0) or 2
+    check_ranks_fit(nproc, gpu_count(), backend, "--nproc")
     job.validate(nproc, backend)
     return spawn_local(nproc, argv, job.timeout_s)
 
@@ -55,7 +56,12 @@ def run_rank(job: Job, launch: LaunchInfo, launcher_name: str) -> int:
     """The life of one rank: join the group, validate, run the body, leave."""
     from collscope.runtime.dist import start
 
-    session = start(launch, job.backend, job.timeout_s)
+    try:
+        session = start(launch, job.backend, job.timeout_s)
+    except UsageError:
+        if launch.local_rank != 0:
+            return 2  # every local rank fails the same check; local rank 0 says it once
+        raise
     try:
         try:
             job.validate(session.world_size, session.backend)
