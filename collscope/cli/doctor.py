@@ -21,10 +21,10 @@ examples:
   srun -N 4 --ntasks-per-node 1 collscope doctor --all-ranks   # what differs between nodes
   collscope doctor --all-ranks --nproc 2           # cluster mode on local ranks
 
-checks: gpu.inventory gpu.torch-visible torch.build topology.links topology.fabric
-topology.numa host.numa-balancing host.iommu host.pcie-acs host.memlock network.interfaces
-network.rdma-ports network.roce-gids ucx.build nccl.log env.socket-ifname env.gloo-ifname
-env.ib-hca env.debug-knobs env.nccl-debug env.obsolete env.typo selftest.allreduce
+checks: gpu.inventory gpu.vendor-library gpu.torch-visible torch.build topology.links
+topology.fabric topology.numa host.numa-balancing host.iommu host.pcie-acs host.memlock
+network.interfaces network.rdma-ports network.roce-gids ucx.build nccl.log env.socket-ifname
+env.gloo-ifname env.ib-hca env.debug-knobs env.nccl-debug env.obsolete env.typo selftest.allreduce
 tools.availability cluster.differences
 exit codes: 0 nothing failed (warnings allowed), 1 a check failed, 2 bad input.
 """

@@ -1083,3 +1083,6 @@ library versions or environments across nodes are the usual cause of multi-node 
 one slow node holding back the whole job; per-rank device variables (HIP/CUDA_VISIBLE_DEVICES)
 are excluded.
 """)
+
+# Rules kept in their own modules register on import.
+from collscope.doctor import vendor_output  # noqa: E402,F401

@@ -182,6 +182,7 @@ class Facts:
     tools: dict[str, probes.ToolRun] = field(default_factory=dict)
     selftest: SelfTestResult | None = None
     notes: dict[str, list[str]] = field(default_factory=dict)  # file -> parser warnings
+    vendor_output: dict[str, str] = field(default_factory=dict)  # library -> what it printed
 
     @property
     def driver_version(self) -> str | None:
@@ -586,6 +587,9 @@ def facts_from(capture: probes.RawCapture) -> Facts:
         facts.acs = parse_lspci_acs(capture["lspci-vvv.txt"])
     _gpus_and_topology(capture, facts)
     _software(capture, facts)
+    from collscope.doctor.vendor_output import from_capture
+
+    facts.vendor_output = from_capture(capture)
     return facts
 
 
