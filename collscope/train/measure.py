@@ -47,8 +47,9 @@ def timing_method(device: torch.device, parallel_kind: str = "ddp") -> str:
                "parameter all-gathers run in both, so only the gradient reduce-scatter is "
                "exposed-comm")
     return (f"{clock}; step = forward + backward + optimizer, per step the slowest rank; "
-            "medians over the timed steps after warm-up; exposed comm = median synchronised "
-            "step - median step without gradient sync on the same batch (" + no_sync + "); "
+            "medians over the timed steps after warm-up; exposed comm = median over steps of "
+            "(synchronised step - step without gradient sync on the same batch), with its "
+            "distribution-free 95% CI (order statistics) (" + no_sync + "); "
             "pure comm = collscope bench (p50, mean over ranks) of the step's messages on the "
             "same group; overlap = 1 - exposed / pure, clamped to [0, 1]")
 
@@ -343,6 +344,7 @@ def measure(session: Session, config: TrainConfig, knobs: DDPKnobs, ranks_per_no
     step = analysis.spread(steps.sync)
     nosync = analysis.spread(steps.nosync)
     exposed = analysis.exposed_comm(steps.sync, steps.nosync)
+    exposed_ci = analysis.exposed_comm_ci(steps.sync, steps.nosync)
     overlap, clamped = analysis.overlap_fraction(exposed, pure)
     tokens = session.world_size * spec.batch_size * spec.seq_len
     return TrainRecord(
@@ -374,7 +376,9 @@ def measure(session: Session, config: TrainConfig, knobs: DDPKnobs, ranks_per_no
         memory_method=memory_method, loss_first=steps.loss_first, loss_last=steps.loss_last,
         speedup_vs_ddp_default=analysis.speedup(baseline_ms, step.median),
         is_ddp_default=config.parallel == "ddp" and knobs == DDP_DEFAULT and not custom_hook,
-        timing=timing_method(session.device, config.parallel))
+        timing=timing_method(session.device, config.parallel),
+        exposed_comm_ms_ci_low=exposed_ci.low, exposed_comm_ms_ci_high=exposed_ci.high,
+        exposed_comm_ci_confidence=exposed_ci.confidence)
 
 
 def train(session: Session, config: TrainConfig,

@@ -18,6 +18,17 @@ def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{value * 100:.0f}%"
 
 
+def _ci(record: TrainRecord) -> str:
+    """' (95% CI 1.2..3.4)' for exposed comm, with the interval's exact coverage."""
+    low, high = record.exposed_comm_ms_ci_low, record.exposed_comm_ms_ci_high
+    if low is None or high is None or record.exposed_comm_ci_confidence is None:
+        return ""
+    import math
+
+    return (f" ({math.floor(record.exposed_comm_ci_confidence * 100):.0f}% CI "
+            f"{low:.1f}..{high:.1f})")
+
+
 def header(record: TrainRecord, backend: str, configurations: int) -> list[str]:
     config = record.config
     model = config["model"]
@@ -39,7 +50,8 @@ def measured_line(index: int, total: int, record: TrainRecord) -> str:
     return (f"[{index}/{total}] {record.label}: step {record.step_time_ms:.1f} ms "
             f"(forward {record.forward_ms:.1f}, backward {record.backward_ms:.1f}, optimizer "
             f"{record.optimizer_ms:.1f}), no-sync {record.step_time_ms_nosync:.1f} ms, exposed "
-            f"comm {record.exposed_comm_ms:.1f} ms, pure comm {record.pure_comm_ms:.1f} ms for "
+            f"comm {record.exposed_comm_ms:.1f} ms{_ci(record)}, pure comm "
+            f"{record.pure_comm_ms:.1f} ms for "
             f"{_mib(record.comm_bytes_per_step)}/step, overlap {_pct(record.overlap_fraction)}, "
             f"{record.tokens_per_s:,.0f} tokens/s, peak memory "
             f"{_mib(record.peak_memory_bytes)}, loss {record.loss_first:.3f} -> "
@@ -73,9 +85,9 @@ def table(records: Sequence[TrainRecord]) -> list[str]:
 
 
 def notes(records: Sequence[TrainRecord]) -> list[str]:
-    lines = ["# exposed = step - no-sync (median synchronised step minus median step without "
-             "gradient sync, same batches); pure comm = the step's messages alone on the same "
-             "group; overlap = 1 - exposed / pure"]
+    lines = ["# exposed = median over steps of (synchronised step - step without gradient sync "
+             "on the same batch), CI = distribution-free (order statistics); pure comm = the "
+             "step's messages alone on the same group; overlap = 1 - exposed / pure"]
     if any(r.overlap_clamped for r in records):
         lines.append("# * overlap clamped to [0, 1]: the raw 1 - exposed / pure fell outside "
                      "(noise, or communication slowed by competing compute)")
