@@ -99,6 +99,11 @@ class BenchResult:
     average: str = "mean"
     max_error: float | None = None
     kind: str = "result"
+    # Relative half-width of the 95% CI of the median per-iteration time (max over ranks;
+    # None below 6 iterations or for imported logs), and whether an adaptive run's time
+    # budget ended before --target-precision was reached.
+    ci_halfwidth: float | None = None
+    budget_exhausted: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -76,5 +76,21 @@ def footer(results: Sequence[BenchResult]) -> list[str]:
     return [
         f"# Out of bounds values : {wrong} {'OK' if wrong == 0 else 'FAILED'}",
         f"# Avg bus bandwidth    : {average:g} ",
+        *budget_note(results),
         "#",
     ]
+
+
+def budget_note(results: Sequence[BenchResult]) -> list[str]:
+    """The sizes whose adaptive time budget ended before the precision target, with the
+    95% CI half-width of the median they reached (a comment line: rows stay nccl-tests')."""
+    short: dict[int, float | None] = {}
+    for r in results:
+        if r.budget_exhausted:
+            previous = short.get(r.size_bytes)
+            short[r.size_bytes] = max(filter(None, (previous, r.ci_halfwidth)), default=None)
+    if not short:
+        return []
+    sizes = ", ".join(f"{size} B" + ("" if half is None else f" (+-{half * 100:.1f}%)")
+                      for size, half in short.items())
+    return [f"# Time budget ended before the precision target at: {sizes}"]

@@ -206,10 +206,11 @@ class Runner:
         dist.all_reduce(tensor, op)
         return tensor.tolist()
 
-    def _measure(self, launch: Callable[[], None]) -> tuple[float, list[float]]:
-        """Fixed iterations, or adaptive batches until every rank's median is precise enough."""
+    def _measure(self, launch: Callable[[], None]) -> tuple[float, list[float], bool]:
+        """Fixed iterations, or adaptive batches until every rank's median is precise enough;
+        (loop seconds, per-iteration seconds, whether the time budget ended first)."""
         if not self.config.target_precision:
-            return self._timed_loop(launch, self.config.iters)
+            return (*self._timed_loop(launch, self.config.iters), False)
         total, times = 0.0, []
         started = time.monotonic()
         while True:
@@ -221,8 +222,10 @@ class Runner:
             halfwidth, elapsed = self._reduce_flags(
                 [min(median_ci_halfwidth(times), 1e9), time.monotonic() - started],
                 dist.ReduceOp.MAX)
-            if halfwidth <= self.config.target_precision or elapsed >= self.config.time_budget_s:
-                return total, times
+            if halfwidth <= self.config.target_precision:
+                return total, times, False
+            if elapsed >= self.config.time_budget_s:
+                return total, times, True
 
     def _combine(self, stats: list[float]) -> list[float]:
         """Combine per-rank [mean, p50, p95, min, max] by -a."""
@@ -265,7 +268,7 @@ class Runner:
                 faults.hang_forever()
             if self.kill is not None and self.sizes_done >= self.kill.arg:
                 faults.kill_self()
-            loop, per_iter = self._measure(operation.launch)
+            loop, per_iter, exhausted = self._measure(operation.launch)
         wrong: int | None = 0
         with self._guard(f"check of {where}"):
             if config.check and operation.count_wrong is not None:
@@ -282,6 +285,9 @@ class Runner:
             stats = iter_stats(per_iter, loop)
             mean, p50, p95, low, high = self._combine(
                 [stats.mean, stats.p50, stats.p95, stats.min, stats.max])
+            # The precision every rank achieved (max over ranks), recorded for compare's gate.
+            (halfwidth,) = self._reduce_flags([min(median_ci_halfwidth(per_iter), 1e9)],
+                                              dist.ReduceOp.MAX)
         time_us = mean * 1e6
         algbw, busbw = bandwidths(plan.size_bytes, time_us, plan.collective, session.world_size)
         return BenchResult(
@@ -291,7 +297,8 @@ class Runner:
             in_place=in_place, world_size=session.world_size, iters=len(per_iter),
             time_us=time_us, time_us_p50=p50 * 1e6, time_us_p95=p95 * 1e6,
             time_us_min=low * 1e6, time_us_max=high * 1e6, algbw_gbs=algbw, busbw_gbs=busbw,
-            wrong=wrong, algo=config.algo, average=config.average_name)
+            wrong=wrong, algo=config.algo, average=config.average_name,
+            ci_halfwidth=None if halfwidth >= 1e9 else halfwidth, budget_exhausted=exhausted)
 
     def placements(self, collective: str) -> list[bool]:
         """in_place flags to run, out-of-place first as nccl-tests prints it."""
