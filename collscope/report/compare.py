@@ -12,6 +12,16 @@ time up by more than ``threshold_pct`` percent (metric "time"), or busbw down by
 ``threshold_pct`` percent of the base (metric "busbw"). Metric "auto" uses time when both
 results ran on the same number of ranks (it is what was measured; busbw is derived from it) and
 busbw otherwise (busbw is normalised for the rank count, time is not).
+
+Which test decides a row (``Row.test``, printed and in the JSON):
+
+- ``ci-overlap`` when both results carry the spread collscope bench records (``time_us_p50``
+  and ``ci_halfwidth``, the relative half-width of the 95% confidence interval of the median):
+  a row regresses only when its p50 is slower by more than the threshold AND the two 95% CIs
+  do not overlap, so the noise of small sizes does not fail a CI gate; improved alike.
+  Under metric busbw the p50 times are divided by the bus factor of each side's rank count.
+- ``threshold`` otherwise (nccl-tests logs carry one mean time and no spread): the mean time
+  (or busbw) beyond the threshold.
 """
 
 from __future__ import annotations
@@ -20,9 +30,12 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from collscope.collectives.table import bus_factor
 from collscope.results import BenchResult
 
 METRICS = ("auto", "time", "busbw")
+TESTS = {"ci-overlap": "p50 beyond the threshold and non-overlapping 95% CIs of the medians",
+         "threshold": "mean time (or busbw) beyond the threshold; no recorded spread"}
 Key = tuple[str, str, str, bool, int, str]
 
 
@@ -41,6 +54,8 @@ class Row:
     busbw_delta_pct: float | None    # - = new slower
     metric: str                      # the metric the verdict used: "time" or "busbw"
     verdict: str                     # "ok", "regressed", "improved" or "n/a" (no usable number)
+    test: str = "threshold"          # what decided it: a key of TESTS
+    p50_delta_pct: float | None = None  # ci-overlap: the p50 slowdown it judged (+ = slower)
 
     def to_dict(self) -> dict[str, Any]:
         b, n = self.base, self.new
@@ -52,7 +67,9 @@ class Row:
             "time_delta_pct": self.time_delta_pct,
             "base_busbw_gbs": b.busbw_gbs, "new_busbw_gbs": n.busbw_gbs,
             "busbw_delta_pct": self.busbw_delta_pct,
-            "metric": self.metric, "verdict": self.verdict,
+            "metric": self.metric, "verdict": self.verdict, "test": self.test,
+            "p50_delta_pct": self.p50_delta_pct,
+            "base_ci_halfwidth": b.ci_halfwidth, "new_ci_halfwidth": n.ci_halfwidth,
         }
 
 
@@ -113,8 +130,40 @@ def compare_row(base: BenchResult, new: BenchResult, threshold_pct: float,
         used = "time" if base.world_size == new.world_size else "busbw"
     if used == "busbw" and busbw_delta is None and base.world_size == new.world_size:
         used = "time"      # busbw printed as 0.00 (tiny sizes): time still says it
+    spread = ci_verdict(base, new, used, threshold_pct)
+    if spread is not None:
+        p50_delta, judged = spread
+        return Row(base, new, time_delta, busbw_delta, used, judged, "ci-overlap", p50_delta)
     return Row(base, new, time_delta, busbw_delta, used,
                verdict(time_delta, busbw_delta, used, threshold_pct))
+
+
+def _cost(result: BenchResult, metric: str) -> float | None:
+    """The median time the verdict compares: p50, divided by the bus factor for busbw."""
+    if result.time_us_p50 is None or result.time_us_p50 <= 0:
+        return None
+    if metric == "busbw":
+        factor = bus_factor(result.collective, result.world_size) if result.world_size else 0
+        return result.time_us_p50 / factor if factor > 0 else None
+    return result.time_us_p50
+
+
+def ci_verdict(base: BenchResult, new: BenchResult, metric: str,
+               threshold_pct: float) -> tuple[float, str] | None:
+    """(p50 slowdown in percent, verdict) by the ci-overlap test; None without the spread."""
+    if base.ci_halfwidth is None or new.ci_halfwidth is None:
+        return None
+    base_cost, new_cost = _cost(base, metric), _cost(new, metric)
+    if base_cost is None or new_cost is None:
+        return None
+    slowdown = (new_cost - base_cost) / base_cost * 100.0
+    base_low, base_high = base_cost * (1 - base.ci_halfwidth), base_cost * (1 + base.ci_halfwidth)
+    new_low, new_high = new_cost * (1 - new.ci_halfwidth), new_cost * (1 + new.ci_halfwidth)
+    if slowdown > threshold_pct and new_low > base_high:
+        return slowdown, "regressed"
+    if slowdown < -threshold_pct and new_high < base_low:
+        return slowdown, "improved"
+    return slowdown, "ok"
 
 
 def pair_results(base: list[BenchResult], new: list[BenchResult],
