@@ -28,7 +28,10 @@ measured per configuration (each timed step runs twice on the same batch, with a
 gradient sync, interleaved): step time (median, spread), forward/backward/optimizer, exposed
 comm = step - no-sync step, bytes per step, pure comm time of those bytes (collscope bench on
 the same group), overlap = 1 - exposed / pure, tokens/s, peak memory, first and last loss.
-exit codes: 0 ok, 1 a rank failed or timed out, 2 bad input.
+before building the model every rank estimates its memory (see README) and exits 2 with the
+estimate and what would fit when it exceeds free device memory (host memory on CPU); --force
+runs anyway. Every run prints the estimate next to the measured peak.
+exit codes: 0 ok, 1 a rank failed or timed out, 2 bad input or a model that does not fit.
 """
 
 
@@ -77,6 +80,11 @@ def add_parser(commands: Any) -> None:
                           "a few steps; one sub-folder per configuration in a sweep")
     add_launch_arguments(run, "seconds a step may wait on peers before every rank exits "
                                   "(default 300)")
+    run.add_argument("--force", action="store_true",
+                     help="train even when the memory pre-flight (weights, gradients, AdamW "
+                          "states, DDP buckets or FSDP shards, activations) says it does not "
+                          "fit; by default such a run exits 2 with the estimate and what would "
+                          "fit")
     run.add_argument("--json", metavar="FILE",
                      help="write JSON Lines: a run record, then one train record per "
                           "configuration (flushed as measured)")
@@ -99,7 +107,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
                        static_graph=args.static_graph, comm_hook=args.comm_hook),
         sweep=sweep, ranks_per_node=args.ranks_per_node, steps=args.steps,
         warmup=args.warmup, lr=args.lr, seed=args.seed, trace_dir=args.trace,
-        backend=args.backend, timeout_s=args.timeout)
+        backend=args.backend, timeout_s=args.timeout, force=args.force)
 
 
 def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
@@ -125,8 +133,19 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
                 reporter.close()
         return 0
 
+    def host_preflight(nproc: int, backend: str) -> None:
+        from collscope.train.measure import preflight_host
+
+        preflight_host(config, nproc, backend)
+
+    def rank_preflight(session: Any) -> None:
+        from collscope.train.measure import preflight_rank
+
+        preflight_rank(session, config)
+
     return launch_or_spawn(Job("train", config.backend, config.timeout_s, args.nproc,
-                               config.validate_for_job, body), argv)
+                               config.validate_for_job, body, host_preflight, rank_preflight),
+                           argv)
 
 
 def _check_writable(path: str) -> None:

@@ -25,6 +25,10 @@ class Job:
     nproc: int | None                             # --nproc as given
     validate: Callable[[int, str], None]          # (world size, backend); raises UsageError
     body: Callable[[Session, str], int]           # (session, launcher name) -> exit code
+    # Checks of what the ranks will need (memory), raising UsageError: on the host before
+    # spawning local ranks (ranks, backend), and on every rank before the body (session).
+    host_preflight: Callable[[int, str], None] | None = None
+    rank_preflight: Callable[[Session], None] | None = None
 
 
 def launch_or_spawn(job: Job, argv: Sequence[str]) -> int:
@@ -49,6 +53,8 @@ def _spawn(job: Job, argv: Sequence[str]) -> int:
     nproc = job.nproc or (gpu_count() if backend in ("nccl", "ucc") else 0) or 2
     check_ranks_fit(nproc, gpu_count(), backend, "--nproc")
     job.validate(nproc, backend)
+    if job.host_preflight is not None:
+        job.host_preflight(nproc, backend)
     return spawn_local(nproc, argv, job.timeout_s)
 
 
@@ -65,6 +71,8 @@ def run_rank(job: Job, launch: LaunchInfo, launcher_name: str) -> int:
     try:
         try:
             job.validate(session.world_size, session.backend)
+            if job.rank_preflight is not None:
+                job.rank_preflight(session)
         except UsageError:
             if session.rank != 0:
                 return 2  # every rank fails the same check; rank 0 says it once
