@@ -81,7 +81,7 @@ def median_ci(values: Sequence[float], confidence: float = 0.95) -> MedianCI:
     assumption about the distribution), with the largest j whose coverage
     1 - 2 P(Binom(n, 1/2) <= j - 1) is at least ``confidence``. With too few values for that
     coverage the interval is [min, max] and ``confidence`` says what it covers."""
-    from scipy.stats import binom
+    from scipy.stats import binom  # type: ignore[import-untyped]
 
     ordered = sorted(values)
     n = len(ordered)

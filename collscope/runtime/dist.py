@@ -170,9 +170,9 @@ def bind_device(backend: str, local_rank: int, local_world_size: int | None = No
     may have bound each rank to its own GPUs (srun --gpus-per-task), so the rank takes
     LOCAL_RANK modulo what it sees.
     """
-    environ = os.environ if environ is None else environ
+    variables = os.environ if environ is None else environ
     if backend in ("nccl", "ucc") and gpu_count() > 0:
-        if not any(name in environ for name in VISIBLE_DEVICE_VARIABLES):
+        if not any(name in variables for name in VISIBLE_DEVICE_VARIABLES):
             check_ranks_fit(max(local_world_size or 0, local_rank + 1), gpu_count(), backend,
                             "LOCAL_WORLD_SIZE")
         device = torch.device("cuda", local_rank % gpu_count())

@@ -372,11 +372,11 @@ def measure(session: Session, config: TrainConfig, knobs: DDPKnobs, ranks_per_no
     label = label or ("fsdp" if config.parallel == "fsdp" else knobs.label())
     what = f"train {label}"
     hook = "none" if custom_hook else knobs.comm_hook
-    from collscope.train import memory
+    from collscope.train.memory import estimate
     from collscope.train.model import load_model_code
 
     load_model_code()  # imported before the process is measured for the estimate
-    estimated = memory.estimate(spec, config.resolved_dtype(on_gpu), config.parallel,
+    estimated = estimate(spec, config.resolved_dtype(on_gpu), config.parallel,
                                 session.world_size, on_gpu, knobs.gradient_as_bucket_view,
                                 0 if on_gpu else resident_bytes()).total
     reset_peak_memory(session.device)
