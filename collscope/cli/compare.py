@@ -147,7 +147,7 @@ def render(result: Any, base_name: str, new_name: str) -> None:
         table = Table(title=f"{title}: {base_name} -> {new_name} (time in us, busbw in GB/s)",
                       box=box.SIMPLE_HEAD if tty else box.MARKDOWN, title_justify="left")
         for name in ("size", "placement", "base time", "new time", "time change",
-                     "base busbw", "new busbw", "busbw change", "verdict"):
+                     "base busbw", "new busbw", "busbw change", "verdict", "test"):
             table.add_column(name, justify="left" if name in ("placement", "verdict", "test")
                              else "right")
         for row in rows:
