@@ -131,10 +131,11 @@ def timing_method(on_gpu: bool) -> str:
 
 
 def _iqr(values: list[float]) -> float:
+    from collscope.bench.stats import quantile
+
     if len(values) < 2:
         return 0.0
-    quartiles = statistics.quantiles(values, n=4, method="inclusive")
-    return quartiles[2] - quartiles[0]
+    return quantile(values, 0.75) - quantile(values, 0.25)
 
 
 def measure(config: OverlapConfig, session: Any) -> OverlapResult:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from collections.abc import Sequence
 from contextlib import ExitStack
 from typing import Any
@@ -133,7 +132,7 @@ class Reporter:
     def __init__(self, config: BenchConfig, session: Any, args: argparse.Namespace,
                  launcher_name: str):
         from collscope.bench import runner
-        from collscope.runtime.dist import library_versions
+        from collscope.versions import library_versions
 
         self.config = config
         self.session = session
@@ -150,19 +149,13 @@ class Reporter:
         self.total = 0
 
     def __enter__(self) -> Reporter:
-        from collscope.results import CsvWriter, JsonlWriter, RunRecord, recorded_env
+        from collscope.results import CsvWriter, JsonlWriter, RunRecord
 
         if self.args.json:
             self.json = JsonlWriter(self.args.json)
-            layout = self.session.layout
-            self.json.write(RunRecord(
-                command="bench", collscope_version=__version__, argv=["collscope", *sys.argv[1:]],
-                launcher=self.launcher_name, backend=self.session.label,
-                world_size=self.session.world_size, nodes=layout.nodes,
-                ranks_per_node=layout.ranks_per_node, hosts=layout.hosts,
-                devices=layout.devices, versions=self.versions, env=recorded_env(),
-                timing=self.timing, started_at=time.time(),
-                extra={"config": vars(self.config)}).to_dict())
+            self.json.write(RunRecord.for_session(
+                "bench", self.session, self.launcher_name, self.timing,
+                {"config": vars(self.config)}, self.versions).to_dict())
         if self.args.csv:
             self.csv = CsvWriter(self.args.csv)
         if sys.stderr.isatty():

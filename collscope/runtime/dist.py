@@ -54,23 +54,6 @@ def backend_label(backend: str) -> str:
     return "rccl" if backend == "nccl" and is_rocm() else backend
 
 
-def library_versions() -> dict[str, str | None]:
-    nccl = None
-    if gpu_count() > 0 and dist.is_nccl_available():
-        try:
-            version = torch.cuda.nccl.version()
-            nccl = ".".join(map(str, version)) if isinstance(version, tuple) else str(version)
-        except Exception:  # an RCCL/NCCL build that cannot report its version
-            nccl = None
-    return {
-        "torch": torch.__version__,
-        "cuda": getattr(torch.version, "cuda", None),
-        "hip": getattr(torch.version, "hip", None),
-        ("rccl" if is_rocm() else "nccl"): nccl,
-        "python": ".".join(map(str, __import__("sys").version_info[:3])),
-    }
-
-
 @dataclass
 class Layout:
     """Where every rank runs, gathered once at start."""

@@ -1,11 +1,14 @@
 """What rank 0 prints for `collscope train`: a line per configuration as it is measured, then
-the table ranked by step time and the recommendation. Pure formatting (no torch)."""
+the table ranked by step time and the recommendation (pure formatting, no torch), and the
+Reporter that prints them and writes the JSON Lines file."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from collscope.train import analysis
+from collscope.train.config import TrainConfig
 from collscope.train.record import TrainRecord
 from collscope.units import format_size
 
@@ -132,3 +135,55 @@ def recommendation(records: Sequence[TrainRecord], ranks_per_node: int | None) -
                      "step_time_ms_p75": r.step_time_ms_p75})
     drifted = analysis.drift([r.step_time_ms_nosync for r in records]) > analysis.DRIFT_LIMIT
     return analysis.recommendation(rows, ranks_per_node, drifted)
+
+
+class Reporter:
+    """Rank 0's output: a line per configuration as measured, the ranked table, the JSONL."""
+
+    def __init__(self, config: TrainConfig, session: Any, json_path: str | None,
+                 launcher_name: str):
+        self.config = config
+        self.session = session
+        self.launcher_name = launcher_name
+        self.total = len(config.grid())
+        self.count = 0
+        self.json: Any = None
+        if json_path:
+            self._open_json(json_path)
+
+    def _print(self, line: str) -> None:
+        print(line, flush=True)
+
+    def record(self, record: TrainRecord) -> None:
+        if self.count == 0:
+            for line in header(record, self.session.label, self.total):
+                self._print(line)
+        self.count += 1
+        self._print(measured_line(self.count, self.total, record))
+        if self.json:
+            self.json.write(record.to_dict())
+
+    def _open_json(self, path: str) -> None:
+        from collscope.results import JsonlWriter, RunRecord
+        from collscope.train.measure import timing_method
+
+        self.json = JsonlWriter(path)
+        self.json.write(RunRecord.for_session(
+            "train", self.session, self.launcher_name,
+            timing_method(self.session.device, self.config.parallel),
+            {"config": self.config.to_dict(),
+             "grid": [vars(k) for k in self.config.grid()]}).to_dict())
+
+    def finish(self, records: list[TrainRecord]) -> None:
+        self._print("#")
+        for line in table(records):
+            self._print(line)
+        for line in notes(records):
+            self._print(line)
+        if len(records) > 1 and self.config.parallel == "ddp":
+            self._print(recommendation(
+                records, self.config.ranks_per_node or self.session.layout.ranks_per_node))
+
+    def close(self) -> None:
+        if self.json:
+            self.json.close()
