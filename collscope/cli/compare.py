@@ -28,7 +28,9 @@ more than PCT% (--metric busbw); auto (default) uses time when both ran on the s
 ranks and busbw otherwise. Where both sides recorded their spread (collscope bench JSON Lines:
 p50 and the 95% CI of the median), a row regresses only when its p50 is beyond the threshold
 AND the two CIs do not overlap (test ci-overlap), so noisy small sizes do not fail CI; logs
-without a spread are judged on the threshold alone (test threshold). The output names the test.
+without a spread are judged on the threshold alone (test threshold). Three or more runs of the
+same key and world size on both sides form one row, judged on their medians with a one-sided
+Mann-Whitney U test (test mann-whitney, p <= 0.05). The output names the test.
 exit codes: 0 no regression, 1 some matched size regressed beyond the threshold, 2 nothing
 matched or bad input.
 """

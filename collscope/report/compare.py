@@ -20,6 +20,10 @@ Which test decides a row (``Row.test``, printed and in the JSON):
   a row regresses only when its p50 is slower by more than the threshold AND the two 95% CIs
   do not overlap, so the noise of small sizes does not fail a CI gate; improved alike.
   Under metric busbw the p50 times are divided by the bus factor of each side's rank count.
+- ``mann-whitney`` when each side holds at least MIN_RUNS results of the same key and world
+  size (repeated runs): they form one row, judged on the medians of their times, and it
+  regresses only when the median is slower by more than the threshold AND a one-sided
+  Mann-Whitney U test (scipy) finds new slower than base at p <= ALPHA; improved alike.
 - ``threshold`` otherwise (nccl-tests logs carry one mean time and no spread): the mean time
   (or busbw) beyond the threshold.
 """
@@ -28,14 +32,19 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from statistics import median
 from typing import Any
 
 from collscope.collectives.table import bus_factor
 from collscope.results import BenchResult
 
 METRICS = ("auto", "time", "busbw")
-TESTS = {"ci-overlap": "p50 beyond the threshold and non-overlapping 95% CIs of the medians",
+TESTS = {"mann-whitney": "median of repeated runs beyond the threshold and one-sided "
+                        "Mann-Whitney U p <= 0.05",
+         "ci-overlap": "p50 beyond the threshold and non-overlapping 95% CIs of the medians",
          "threshold": "mean time (or busbw) beyond the threshold; no recorded spread"}
+MIN_RUNS = 3      # 3 against 3 completely separated runs give the smallest p: 1/20 = 0.05
+ALPHA = 0.05
 Key = tuple[str, str, str, bool, int, str]
 
 
@@ -56,6 +65,8 @@ class Row:
     verdict: str                     # "ok", "regressed", "improved" or "n/a" (no usable number)
     test: str = "threshold"          # what decided it: a key of TESTS
     p50_delta_pct: float | None = None  # ci-overlap: the p50 slowdown it judged (+ = slower)
+    p_value: float | None = None     # mann-whitney: the one-sided test's p
+    runs: tuple[int, int] = (1, 1)   # results behind the row: (base, new)
 
     def to_dict(self) -> dict[str, Any]:
         b, n = self.base, self.new
@@ -68,7 +79,8 @@ class Row:
             "base_busbw_gbs": b.busbw_gbs, "new_busbw_gbs": n.busbw_gbs,
             "busbw_delta_pct": self.busbw_delta_pct,
             "metric": self.metric, "verdict": self.verdict, "test": self.test,
-            "p50_delta_pct": self.p50_delta_pct,
+            "p50_delta_pct": self.p50_delta_pct, "p_value": self.p_value,
+            "runs_base": self.runs[0], "runs_new": self.runs[1],
             "base_ci_halfwidth": b.ci_halfwidth, "new_ci_halfwidth": n.ci_halfwidth,
         }
 
@@ -166,6 +178,46 @@ def ci_verdict(base: BenchResult, new: BenchResult, metric: str,
     return slowdown, "ok"
 
 
+def repeated_row(base: list[BenchResult], new: list[BenchResult], threshold_pct: float,
+                 metric: str) -> Row:
+    """One row for repeated runs of one key and world size on each side (mann-whitney)."""
+    from scipy.stats import mannwhitneyu  # type: ignore[import-untyped]
+
+    base_times, new_times = [r.time_us for r in base], [r.time_us for r in new]
+    time_delta = percent_change(median(base_times), median(new_times))
+    busbw_delta = percent_change(median(r.busbw_gbs for r in base),
+                                 median(r.busbw_gbs for r in new))
+    slower = mannwhitneyu(new_times, base_times, alternative="greater").pvalue
+    faster = mannwhitneyu(new_times, base_times, alternative="less").pvalue
+    judged, p_value = "ok", float(min(slower, faster))
+    if time_delta is None:
+        judged = "n/a"
+    elif time_delta > threshold_pct and slower <= ALPHA:
+        judged, p_value = "regressed", float(slower)
+    elif time_delta < -threshold_pct and faster <= ALPHA:
+        judged, p_value = "improved", float(faster)
+    # The row shows the median run of each side.
+    representative = [sorted(side, key=lambda r: r.time_us)[(len(side) - 1) // 2]
+                      for side in (base, new)]
+    return Row(representative[0], representative[1], time_delta, busbw_delta,
+               "time" if metric == "auto" else metric, judged, "mann-whitney",
+               p_value=p_value, runs=(len(base), len(new)))
+
+
+def _repeated(base: list[BenchResult], new: list[BenchResult],
+              ) -> dict[tuple[Key, int], tuple[list[BenchResult], list[BenchResult]]]:
+    """Keys (with world size) that both sides ran at least MIN_RUNS times."""
+    def groups(results: list[BenchResult]) -> dict[tuple[Key, int], list[BenchResult]]:
+        found: dict[tuple[Key, int], list[BenchResult]] = defaultdict(list)
+        for r in results:
+            found[(match_key(r), r.world_size)].append(r)
+        return found
+
+    ours, theirs = groups(base), groups(new)
+    return {key: (runs, theirs[key]) for key, runs in ours.items()
+            if len(runs) >= MIN_RUNS and len(theirs.get(key, [])) >= MIN_RUNS}
+
+
 def pair_results(base: list[BenchResult], new: list[BenchResult],
                  ) -> tuple[list[tuple[BenchResult, BenchResult]], list[BenchResult],
                             list[BenchResult]]:
@@ -210,6 +262,12 @@ def compare(base: list[BenchResult], new: list[BenchResult], threshold_pct: floa
         raise ValueError(f"threshold {threshold_pct}: use a percentage >= 0")
     base = [r for r in base if r.size_bytes >= min_bytes]
     new = [r for r in new if r.size_bytes >= min_bytes]
-    pairs, unmatched_base, unmatched_new = pair_results(base, new)
-    rows = [compare_row(b, n, threshold_pct, metric) for b, n in pairs]
+    repeated = _repeated(base, new)
+    order = {id(r): i for i, r in enumerate(base)}
+    rows = [repeated_row(b, n, threshold_pct, metric) for b, n in repeated.values()]
+    grouped = {id(r) for b, n in repeated.values() for r in (*b, *n)}
+    pairs, unmatched_base, unmatched_new = pair_results(
+        [r for r in base if id(r) not in grouped], [r for r in new if id(r) not in grouped])
+    rows += [compare_row(b, n, threshold_pct, metric) for b, n in pairs]
+    rows.sort(key=lambda row: order[id(row.base)])   # base order (a repeated row: its median run)
     return Comparison(rows, unmatched_base, unmatched_new, threshold_pct, metric)

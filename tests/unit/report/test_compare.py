@@ -196,3 +196,29 @@ def test_render_names_the_deciding_test(capsys) -> None:
     assert "ci-overlap (p50 +30.0%)" in out
     assert ("decided by: ci-overlap (p50 beyond the threshold and non-overlapping 95% CIs of "
             "the medians) for 1 size(s); threshold") in out
+
+
+def runs(times: list[float], size: int = 1 << 20) -> list[BenchResult]:
+    return [result("all_reduce", size, t) for t in times]
+
+
+def test_repeated_runs_per_side_are_judged_by_mann_whitney() -> None:
+    base = runs([100.0, 104.0, 98.0, 101.0])
+    slower = runs([118.0, 121.0, 117.0, 125.0])
+    row, = compare(base, slower).rows
+    assert (row.test, row.verdict, row.runs) == ("mann-whitney", "regressed", (4, 4))
+    assert row.time_delta_pct == pytest.approx((119.5 - 100.5) / 100.5 * 100)
+    assert row.p_value == pytest.approx(1 / 70)       # exact one-sided U, 4 against 4
+    assert row.to_dict()["p_value"] == row.p_value
+    # Medians 20% apart but the runs overlap: not significant, so not a regression.
+    noisy = runs([60.0, 140.0, 118.0, 125.0])
+    row, = compare(base, noisy).rows
+    assert (row.test, row.verdict) == ("mann-whitney", "ok")
+    assert row.p_value > 0.05
+
+
+def test_fewer_than_three_runs_keep_the_pairing_in_order() -> None:
+    base, new = runs([100.0, 100.0]), runs([130.0, 100.0])
+    comparison = compare(base, new)
+    assert [row.test for row in comparison.rows] == ["threshold", "threshold"]
+    assert [row.verdict for row in comparison.rows] == ["regressed", "ok"]
