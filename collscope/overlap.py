@@ -183,7 +183,9 @@ def measure(config: OverlapConfig, session: Any) -> OverlapResult:
     what = (f"overlap: matmul {dim}x{dim} {dtype_name} with all_reduce {size} B "
             f"on {session.world_size} ranks")
     times: dict[str, list[float]] = {mode: [] for mode in MODES}
-    with session.watchdog.step(what):
+    from collscope.runtime.guard import guard
+
+    with guard(session, what):
         for iteration in range(config.warmup + config.iters):
             shift = iteration % len(MODES)
             for mode in MODES[shift:] + MODES[:shift]:

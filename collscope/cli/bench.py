@@ -63,7 +63,8 @@ def add_parser(commands: Any) -> None:
     p.add_argument("-c", "--check", type=int, default=1,
                    help="verify results after timing; 0 disables (default 1)")
     p.add_argument("-z", "--blocking", type=int, default=0, choices=[0, 1],
-                   help="1: synchronise after each op (GPU)")
+                   help="1: wait for each op before launching the next (GPU); each time is "
+                        "that op's device time, between its own start and end events")
     p.add_argument("-a", "--average", type=int, default=1,
                    help="combine rank times: " +
                         ", ".join(f"{k} {v}" for k, v in AVERAGE_MODES.items()) +
