@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from collscope.errors import RankFailure, UsageError
 from collscope.runtime.dist import Session
 from collscope.runtime.launchers import LaunchInfo, detect_launcher
+from collscope.runtime.spawn import SPAWNED_ENV
 
 
 @dataclass
@@ -32,8 +33,6 @@ class Job:
 
 
 def launch_or_spawn(job: Job, argv: Sequence[str]) -> int:
-    from collscope.runtime.spawn import SPAWNED_ENV
-
     spawned = os.environ.get(SPAWNED_ENV) == "1"
     launch = detect_launcher(os.environ)
     if launch is not None:
@@ -56,6 +55,20 @@ def _spawn(job: Job, argv: Sequence[str]) -> int:
     if job.host_preflight is not None:
         job.host_preflight(nproc, backend)
     return spawn_local(nproc, argv, job.timeout_s)
+
+
+def end_local_peers(devices: Sequence[dict], rank: int) -> None:
+    """SIGKILL the other ranks of a standalone run (all children of one parent, on this host),
+    by the pids the job layout gathered at start."""
+    import signal
+
+    for entry in devices:
+        pid = entry.get("pid")
+        if entry.get("rank") != rank and isinstance(pid, int) and pid != os.getpid():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
 
 
 def run_rank(job: Job, launch: LaunchInfo, launcher_name: str) -> int:
@@ -88,11 +101,14 @@ def run_rank(job: Job, launch: LaunchInfo, launcher_name: str) -> int:
         sys.stdout.flush()
         os._exit(1)
     except BrokenPipeError:
-        # `collscope bench | head`: the reader has what it wanted. Leave at once, quietly; the
-        # parent (or the peers' timeouts under a launcher) ends the other ranks.
+        # `collscope bench | head`: the reader has what it wanted. Leave at once, quietly. Local
+        # ranks of a standalone run are ended first (before this rank's sockets close, so they
+        # do not report a dead peer); under a launcher the peers' own checks end them.
         from collscope.runtime.spawn import PIPE_CLOSED_EXIT_CODE, quiet_closed_stdout
 
         quiet_closed_stdout()
+        if os.environ.get(SPAWNED_ENV) == "1":
+            end_local_peers(session.layout.devices, session.rank)
         os._exit(PIPE_CLOSED_EXIT_CODE)
     finally:
         session.close()

@@ -31,6 +31,9 @@ INTERRUPTED_EXIT_CODE = 130
 PIPE_CLOSED_EXIT_CODE = 141
 # Seconds between samples of each rank's memory (for the message if it is killed).
 MEMORY_SAMPLE_S = 0.25
+# A signal death is reported once it is this old, unless a rank exited PIPE_CLOSED_EXIT_CODE
+# meanwhile (that rank ends its peers by SIGKILL just before it exits itself).
+REPORT_AFTER_S = 0.3
 
 
 def quiet_closed_stdout() -> None:
@@ -148,6 +151,7 @@ def spawn_local(nproc: int, argv: Sequence[str], timeout_s: float) -> int:
     memory: dict[int, tuple[int, int]] = {}
     ended_by_us: set[int] = set()
     reported: set[int] = set()
+    seen: dict[int, float] = {}
     next_sample = 0.0
     try:
         kill_at = float("inf")
@@ -159,7 +163,6 @@ def spawn_local(nproc: int, argv: Sequence[str], timeout_s: float) -> int:
                     sample = process_memory(child.pid) if child.returncode is None else None
                     if sample is not None:
                         memory[rank] = sample
-            _report_deaths(children, memory, ended_by_us | reported, interrupted, reported)
             if any(child.returncode == PIPE_CLOSED_EXIT_CODE for child in children):
                 for rank, child in enumerate(children):  # nobody reads the output any more
                     if child.poll() is None:
@@ -167,6 +170,8 @@ def spawn_local(nproc: int, argv: Sequence[str], timeout_s: float) -> int:
                         child.kill()
                         child.wait()
                 break
+            _report_deaths(children, memory, ended_by_us | reported, interrupted, reported,
+                           seen)
             failed = any(child.returncode not in (None, 0) for child in children)
             if (failed or interrupted) and kill_at == float("inf"):
                 kill_at = now + (KILL_GRACE_S if interrupted else timeout_s + KILL_GRACE_S)
@@ -180,7 +185,8 @@ def spawn_local(nproc: int, argv: Sequence[str], timeout_s: float) -> int:
                         child.kill()
                         child.wait()
             time.sleep(0.05)
-        _report_deaths(children, memory, ended_by_us | reported, interrupted, reported)
+        _report_deaths(children, memory, ended_by_us | reported, interrupted, reported, seen,
+                       final=True)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -195,11 +201,18 @@ def spawn_local(nproc: int, argv: Sequence[str], timeout_s: float) -> int:
 
 def _report_deaths(children: Sequence[subprocess.Popen[bytes]],
                    memory: dict[int, tuple[int, int]], skip: set[int], interrupted: bool,
-                   reported: set[int]) -> None:
-    """Say, once per rank, which rank a signal ended (not the ones this parent ended)."""
+                   reported: set[int], seen: dict[int, float], final: bool = False) -> None:
+    """Say, once per rank, which rank a signal ended (not the ones this parent ended, nor the
+    peers a rank ended after its stdout reader went away). ``seen``: when each death was
+    first noticed; ``final``: every rank has exited, report without waiting."""
+    if any(child.returncode == PIPE_CLOSED_EXIT_CODE for child in children):
+        return
+    now = time.monotonic()
     for rank, child in enumerate(children):
         code = child.returncode
         if code is None or code >= 0 or rank in skip:
+            continue
+        if not final and now - seen.setdefault(rank, now) < REPORT_AFTER_S:
             continue
         if interrupted and -code in (signal.SIGINT, signal.SIGTERM):
             continue  # the user's Ctrl-C, forwarded
