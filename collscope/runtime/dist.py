@@ -14,6 +14,7 @@ import torch.distributed as dist
 from collscope.errors import UsageError
 from collscope.runtime.launchers import LaunchInfo
 from collscope.runtime.watchdog import Watchdog
+from collscope.versions import library_versions  # noqa: F401  (its one definition; re-exported)
 
 BACKENDS = ("auto", "nccl", "gloo", "mpi", "ucc")
 
