@@ -17,9 +17,10 @@ from collscope.errors import RankFailure
 PEER_GONE = re.compile(
     r"connection (closed|reset) by (remote )?peer|broken pipe|remote process exited|"
     r"connection refused|communicator was aborted|end of file|socket ?closed", re.I)
-PEER_GONE_HINT = ("a peer rank died or closed its connection: standalone runs name it above; "
-                  "under torchrun/srun/mpirun read the dead rank's own log and its node's "
-                  "`dmesg` (a rank the OOM killer ends with SIGKILL leaves no message)")
+PEER_GONE_HINT = ("a peer rank died or closed its connection: a standalone run names it on "
+                  "its own line; under torchrun/srun/mpirun read the dead rank's own log and "
+                  "its node's `dmesg` (a rank the OOM killer ends with SIGKILL leaves no "
+                  "message)")
 
 
 def first_line(error: BaseException) -> str:
