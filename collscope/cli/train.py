@@ -133,12 +133,12 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
         return 0
 
     def host_preflight(nproc: int, backend: str) -> None:
-        from collscope.train.measure import preflight_host
+        from collscope.train.preflight import preflight_host
 
         preflight_host(config, nproc, backend)
 
     def rank_preflight(session: Any) -> None:
-        from collscope.train.measure import preflight_rank
+        from collscope.train.preflight import preflight_rank
 
         preflight_rank(session, config)
 

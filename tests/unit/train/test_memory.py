@@ -67,7 +67,7 @@ def test_rank_preflight_under_a_launcher_checks_its_share_of_host_memory():
 
     import torch
 
-    from collscope.train.measure import host_available_bytes, preflight_rank
+    from collscope.train.preflight import host_available_bytes, preflight_rank
 
     session = SimpleNamespace(device=torch.device("cpu"), world_size=2,
                               launch=SimpleNamespace(local_world_size=2))
@@ -82,7 +82,7 @@ def test_rank_preflight_on_a_gpu_reads_free_device_memory(monkeypatch):
 
     import torch
 
-    from collscope.train.measure import preflight_rank
+    from collscope.train.preflight import preflight_rank
     from tests.unit.cuda_fakes import FakeGpu
 
     FakeGpu(free_bytes=40 * GIB).install(monkeypatch)
