@@ -605,25 +605,12 @@ def test_arbitrary_lines_never_raise() -> None:
                                          check=_check)
 
 
-COLLSCOPE_CPU_TABLE = """\
-# Collective test starting: all_reduce
-# nThread 1 nGpus 1 minBytes 8 maxBytes 16 step: 2(factor) warmup iters: 1 iters: 3 agg iters: 1 validation: 1 graph: 0
-#
-# Using devices
-#  Rank  0 Group  0 Pid  26575 on         vm device -1 [cpu] cpu
-#  Rank  1 Group  0 Pid  26576 on         vm device -1 [cpu] cpu
-#
-#                                                              out-of-place                       in-place
-#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong
-#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)
-           8             2     float     sum      -1      N/A     N/A     N/A     N/A  1419.56    0.00    0.00       0
-          16             4     float     sum      -1      N/A     N/A     N/A     N/A  1400.00    0.00    0.00       0
-"""
 
 
 def test_collscope_own_table_reads_back_without_warnings_about_na_or_cpu_devices() -> None:
     """collscope bench prints N/A for a placement torch lacks and device -1 for CPU ranks."""
-    parsed = parse_nccl_tests(COLLSCOPE_CPU_TABLE)
+    text = (OWN_FIXTURES / "nccl-tests-logs" / "collscope_bench_cpu_na_placement.txt").read_text()
+    parsed = parse_nccl_tests(text)
     (test,) = parsed.value
     assert [w for w in parsed.warnings if "not understood" in w or "cut short" in w] == []
     assert test.result_count == 2
