@@ -131,10 +131,11 @@ def timing_method(on_gpu: bool) -> str:
 
 
 def _iqr(values: list[float]) -> float:
+    from collscope.bench.stats import quantile
+
     if len(values) < 2:
         return 0.0
-    quartiles = statistics.quantiles(values, n=4, method="inclusive")
-    return quartiles[2] - quartiles[0]
+    return quantile(values, 0.75) - quantile(values, 0.25)
 
 
 def measure(config: OverlapConfig, session: Any) -> OverlapResult:
@@ -182,7 +183,9 @@ def measure(config: OverlapConfig, session: Any) -> OverlapResult:
     what = (f"overlap: matmul {dim}x{dim} {dtype_name} with all_reduce {size} B "
             f"on {session.world_size} ranks")
     times: dict[str, list[float]] = {mode: [] for mode in MODES}
-    with session.watchdog.step(what):
+    from collscope.runtime.guard import guard
+
+    with guard(session, what):
         for iteration in range(config.warmup + config.iters):
             shift = iteration % len(MODES)
             for mode in MODES[shift:] + MODES[:shift]:

@@ -68,6 +68,39 @@ class RunRecord:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @classmethod
+    def create(cls, command: str, *, launcher: str, backend: str, world_size: int, nodes: int,
+               ranks_per_node: int, hosts: list[str], devices: list[dict[str, Any]],
+               timing: str, extra: dict[str, Any], versions: dict[str, str | None],
+               started_at: float | None = None) -> RunRecord:
+        """The one way to make a run record: collscope's version, the command line as typed,
+        the recorded environment and the start time are filled in the same way for all."""
+        import sys
+        import time
+
+        from collscope import __version__
+
+        return cls(command=command, collscope_version=__version__,
+                   argv=["collscope", *sys.argv[1:]], launcher=launcher, backend=backend,
+                   world_size=world_size, nodes=nodes, ranks_per_node=ranks_per_node,
+                   hosts=hosts, devices=devices, versions=versions, env=recorded_env(),
+                   timing=timing, started_at=time.time() if started_at is None else started_at,
+                   extra=extra)
+
+    @classmethod
+    def for_session(cls, command: str, session: Any, launcher: str, timing: str,
+                    extra: dict[str, Any], versions: dict[str, str | None] | None = None,
+                    ) -> RunRecord:
+        """The run record of a measuring command (bench, train, overlap) on its Session."""
+        from collscope.versions import library_versions
+
+        layout = session.layout
+        return cls.create(command, launcher=launcher, backend=session.label,
+                          world_size=session.world_size, nodes=layout.nodes,
+                          ranks_per_node=layout.ranks_per_node, hosts=layout.hosts,
+                          devices=layout.devices, timing=timing, extra=extra,
+                          versions=library_versions() if versions is None else versions)
+
 
 @dataclass
 class BenchResult:
@@ -105,6 +138,11 @@ class BenchResult:
     rank_times_us: list[list[float]] | None = None
     rank_op_us: list[list[float]] | None = None
     kind: str = "result"
+    # Relative half-width of the 95% CI of the median per-iteration time (max over ranks;
+    # None below 6 iterations or for imported logs), and whether an adaptive run's time
+    # budget ended before --target-precision was reached.
+    ci_halfwidth: float | None = None
+    budget_exhausted: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -7,8 +7,10 @@ from dataclasses import dataclass
 
 from collscope.results import BenchResult
 
-# nccl-tests prints a missing placement as blanks of the placement's width.
-_PLACEMENT_WIDTH = 33
+# A placement that does not exist (all_reduce has no out-of-place form in torch.distributed)
+# prints N/A in each of its four columns, at their widths: rows keep nccl-tests' field count,
+# so scripts that split on whitespace find every column where they expect it.
+_MISSING_PLACEMENT = f"  {'N/A':>7}  {'N/A':>6}  {'N/A':>6}  {'N/A':>6}"
 
 
 def fixed_width(value: float, width: int) -> str:
@@ -36,7 +38,7 @@ def column_header() -> list[str]:
 
 def _placement(result: BenchResult | None) -> str:
     if result is None:
-        return " " * _PLACEMENT_WIDTH
+        return _MISSING_PLACEMENT
     body = (f"  {fixed_width(result.time_us, 7)}  {fixed_width(result.algbw_gbs, 6)}"
             f"  {fixed_width(result.busbw_gbs, 6)}")
     return body + ("    N/A" if result.wrong is None else f"  {result.wrong:6d}")
@@ -74,5 +76,21 @@ def footer(results: Sequence[BenchResult]) -> list[str]:
     return [
         f"# Out of bounds values : {wrong} {'OK' if wrong == 0 else 'FAILED'}",
         f"# Avg bus bandwidth    : {average:g} ",
+        *budget_note(results),
         "#",
     ]
+
+
+def budget_note(results: Sequence[BenchResult]) -> list[str]:
+    """The sizes whose adaptive time budget ended before the precision target, with the
+    95% CI half-width of the median they reached (a comment line: rows stay nccl-tests')."""
+    short: dict[int, float | None] = {}
+    for r in results:
+        if r.budget_exhausted:
+            previous = short.get(r.size_bytes)
+            short[r.size_bytes] = max(filter(None, (previous, r.ci_halfwidth)), default=None)
+    if not short:
+        return []
+    sizes = ", ".join(f"{size} B" + ("" if half is None else f" (+-{half * 100:.1f}%)")
+                      for size, half in short.items())
+    return [f"# Time budget ended before the precision target at: {sizes}"]

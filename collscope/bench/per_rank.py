@@ -47,21 +47,28 @@ class OpClock:
         self.device = device
         self.delay_s = (delay.arg / 1e3) if delay is not None and delay.arg > 0 else 0.0
         self._cpu: deque[float] = deque(maxlen=keep)
-        self._events: deque[tuple[Any, Any]] = deque(maxlen=keep)
+        # GPU: ``keep`` event pairs made before the timed loop and reused in turn, so the loop
+        # records events but never constructs them (host time stays out of small-op times).
+        self._pairs: list[tuple[Any, Any]] = []
+        self._recorded = 0
+        if device.type == "cuda":
+            import torch
+
+            self._pairs = [(torch.cuda.Event(enable_timing=True),
+                            torch.cuda.Event(enable_timing=True)) for _ in range(keep)]
 
     def wrap(self, launch: Callable[[], None]) -> Callable[[], None]:
-        if self.device.type == "cuda":
-            import torch
+        if self._pairs:
+            pairs = self._pairs
 
             def timed_gpu() -> None:
                 if self.delay_s:
                     time.sleep(self.delay_s)
-                start, end = (torch.cuda.Event(enable_timing=True),
-                              torch.cuda.Event(enable_timing=True))
+                start, end = pairs[self._recorded % len(pairs)]
                 start.record()
                 launch()
                 end.record()
-                self._events.append((start, end))
+                self._recorded += 1
             return timed_gpu
 
         def timed_cpu() -> None:
@@ -74,8 +81,11 @@ class OpClock:
 
     def times(self) -> list[float]:
         """Own op times in seconds, oldest first (call after the loop has synchronised)."""
-        if self._events:
-            return [start.elapsed_time(end) / 1e3 for start, end in self._events]
+        if self._pairs:
+            count = min(self._recorded, len(self._pairs))
+            first = self._recorded - count
+            order = [self._pairs[i % len(self._pairs)] for i in range(first, self._recorded)]
+            return [start.elapsed_time(end) / 1e3 for start, end in order]
         return list(self._cpu)
 
 

@@ -4,7 +4,11 @@ Timing method
 -------------
 GPU: CUDA/HIP events recorded between back-to-back launches on the current stream (one event
 per iteration boundary), so per-iteration times come from the device; the loop time is the
-first event to the last. CPU (gloo): time.perf_counter() around each completed operation.
+first event to the last. With -z each op gets its own start and end event and is waited for
+(event.synchronize(), never a sleep) before the next launch, so host wake-up and launch time
+stay out of every interval; the loop time is the sum of the ops' times. Before a start event
+the stream is held by a short device spin, so the op is already queued when the device
+reaches the event. CPU (gloo): time.perf_counter() around each completed operation.
 ``time_us`` = loop time / iterations (nccl-tests' "time"); p50/p95/min/max are over the
 per-iteration times. Each rank measures its own; ranks are combined by -a (default: mean).
 Warm-up iterations and a barrier precede every timed loop; buffers are allocated once per size
@@ -14,10 +18,9 @@ outside it.
 from __future__ import annotations
 
 import gc
-import re
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,16 +33,17 @@ from collscope.bench.stats import iter_stats, median_ci_halfwidth
 from collscope.collectives import ops
 from collscope.collectives.dtypes import DTYPES
 from collscope.collectives.table import COLLECTIVES, bandwidths
-from collscope.errors import RankFailure
 from collscope.results import BenchResult
 from collscope.runtime.dist import Session
+from collscope.runtime.guard import guard
 from collscope.testing import faults
 
 
 def timing_method(session: Session, config: BenchConfig) -> str:
     if session.device.type == "cuda":
-        how = "device events between back-to-back launches" + \
-            (" (synchronised after each op, -z)" if config.blocking else "")
+        how = ("device events around each op, waited for before the next launch (-z: each "
+               "time is that op's device time alone)" if config.blocking
+               else "device events between back-to-back launches")
     else:
         how = "perf_counter around each completed op"
     algo = (" hierarchical all_reduce (intra-node reduce-scatter, inter-node all-reduce, "
@@ -68,11 +72,17 @@ def max_bytes_for(config: BenchConfig, session: Session) -> tuple[int, str | Non
         return (config.max_bytes or DEFAULT_MAX_BYTES_CPU), None
     wanted = config.max_bytes or DEFAULT_MAX_BYTES_GPU
     free, _total = torch.cuda.mem_get_info(session.device)
-    # Input and output buffers of the largest size, plus headroom for the communicator.
-    fits = int(free * 0.8) // 2
+    fits = buffer_budget(free, bool(config.check))
     if wanted > fits:
         return fits, f"# Reducing maxBytes to {fits} due to memory limitation"
     return wanted, None
+
+
+def buffer_budget(free_bytes: int, check: bool) -> int:
+    """Largest message whose input and output buffers fit in ``free_bytes`` of device memory,
+    leaving 20% for the communicator and, with -c, the check's bounded working memory."""
+    usable = int(free_bytes * 0.8) - (ops.CHECK_WORKSPACE_BYTES if check else 0)
+    return max(0, usable) // 2
 
 
 def plans(config: BenchConfig, collective: str, world: int, max_bytes: int) -> list[SizePlan]:
@@ -90,6 +100,20 @@ def plans(config: BenchConfig, collective: str, world: int, max_bytes: int) -> l
     return result
 
 
+# Device cycles the stream is held busy before a start event (about 1 ms): the op behind the
+# event is launched while the device spins, so the interval starts when the device reaches the
+# event, not while the host is still launching the op (10-50 us for a collective).
+HOLD_CYCLES = 2_000_000
+
+
+def hold_stream() -> None:
+    """Keep the current stream busy (torch.cuda._sleep, a device spin kernel) so that the next
+    start event and the op launched after it are queued together; no-op without _sleep."""
+    spin = getattr(torch.cuda, "_sleep", None)
+    if spin is not None:
+        spin(HOLD_CYCLES)
+
+
 class Runner:
     def __init__(self, config: BenchConfig, session: Session):
         self.config = config
@@ -99,6 +123,7 @@ class Runner:
         self.delay = faults.planted("delay", session.rank)    # a late rank (test seam)
         # Per placement of the current size: (per-iteration times, own op times), seconds.
         self.rank_series: dict[bool, tuple[list[float], list[float]]] = {}
+        self.kill = faults.planted("kill", session.rank)
         self.sizes_done = 0
         self.mesh = None
         if config.algo == "hierarchical":
@@ -112,16 +137,8 @@ class Runner:
     def ranks_per_node(self) -> int:
         return self.config.ranks_per_node or self.session.layout.ranks_per_node
 
-    @contextmanager
-    def _guard(self, what: str) -> Iterator[None]:
-        """Name the step for the watchdog, and turn a backend failure into a RankFailure."""
-        with self.session.watchdog.step(what):
-            try:
-                yield
-            except (RuntimeError, dist.DistError) as error:
-                first = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
-                first = re.sub(r"^\[[^\]]*\]\s*", "", first)  # drop "[/path/file.cc:78] "
-                raise RankFailure(f"rank {self.session.rank}: {what} failed: {first}") from error
+    def _guard(self, what: str) -> AbstractContextManager[None]:
+        return guard(self.session, what)
 
     def _sync(self) -> None:
         if self.session.device.type == "cuda":
@@ -129,10 +146,10 @@ class Runner:
 
     def _wait_events(self, events: list[Any]) -> None:
         """Wait for device events in order, telling the watchdog as each one completes, so a
-        hung collective is caught one timeout after the previous one finished."""
+        hung collective is caught one timeout after the previous one finished (the watchdog
+        ends the process even while this thread is blocked in the driver)."""
         for event in events:
-            while not event.query():
-                time.sleep(50e-6)
+            event.synchronize()
             self.session.watchdog.beat()
 
     def _timed_loop(self, launch: Callable[[], None], iters: int) -> tuple[float, list[float]]:
@@ -152,13 +169,14 @@ class Runner:
     def _timed_loop_body(self, launch: Callable[[], None],
                          iters: int) -> tuple[float, list[float]]:
         if self.session.device.type == "cuda":
+            if self.config.blocking:
+                return self._blocking_device_loop(launch, iters)
             events = [torch.cuda.Event(enable_timing=True) for _ in range(iters + 1)]
+            hold_stream()
             events[0].record()
             for i in range(iters):
                 launch()
                 events[i + 1].record()
-                if self.config.blocking:
-                    self._wait_events([events[i + 1]])
             self._wait_events(events)
             per_iter = [events[i].elapsed_time(events[i + 1]) / 1e3 for i in range(iters)]
             return events[0].elapsed_time(events[-1]) / 1e3, per_iter
@@ -170,15 +188,33 @@ class Runner:
             beat()
         return stamps[-1] - stamps[0], [b - a for a, b in zip(stamps, stamps[1:], strict=False)]
 
+    def _blocking_device_loop(self, launch: Callable[[], None],
+                              iters: int) -> tuple[float, list[float]]:
+        """-z: each op between its own start and end events, and waited for before the next
+        launch. The host's wake-up and the next launch fall between one iteration's end event
+        and the next one's start, so each time is the device time of that op alone; the loop
+        time is their sum."""
+        per_iter = []
+        for _ in range(iters):
+            start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+            hold_stream()
+            start.record()
+            launch()
+            end.record()
+            self._wait_events([end])
+            per_iter.append(start.elapsed_time(end) / 1e3)
+        return sum(per_iter), per_iter
+
     def _reduce_flags(self, values: list[float], op: Any) -> list[float]:
         tensor = torch.tensor(values, dtype=torch.float64, device=self.session.device)
         dist.all_reduce(tensor, op)
         return tensor.tolist()
 
-    def _measure(self, launch: Callable[[], None]) -> tuple[float, list[float]]:
-        """Fixed iterations, or adaptive batches until every rank's median is precise enough."""
+    def _measure(self, launch: Callable[[], None]) -> tuple[float, list[float], bool]:
+        """Fixed iterations, or adaptive batches until every rank's median is precise enough;
+        (loop seconds, per-iteration seconds, whether the time budget ended first)."""
         if not self.config.target_precision:
-            return self._timed_loop(launch, self.config.iters)
+            return (*self._timed_loop(launch, self.config.iters), False)
         total, times = 0.0, []
         started = time.monotonic()
         while True:
@@ -190,8 +226,10 @@ class Runner:
             halfwidth, elapsed = self._reduce_flags(
                 [min(median_ci_halfwidth(times), 1e9), time.monotonic() - started],
                 dist.ReduceOp.MAX)
-            if halfwidth <= self.config.target_precision or elapsed >= self.config.time_budget_s:
-                return total, times
+            if halfwidth <= self.config.target_precision:
+                return total, times, False
+            if elapsed >= self.config.time_budget_s:
+                return total, times, True
 
     def _combine(self, stats: list[float]) -> list[float]:
         """Combine per-rank [mean, p50, p95, min, max] by -a."""
@@ -232,8 +270,10 @@ class Runner:
         with self._guard(where):
             if self.hang is not None and self.sizes_done >= self.hang.arg:
                 faults.hang_forever()
+            if self.kill is not None and self.sizes_done >= self.kill.arg:
+                faults.kill_self()
             clock = per_rank.OpClock(session.device, config.iters, self.delay)
-            loop, per_iter = self._measure(clock.wrap(operation.launch))
+            loop, per_iter, exhausted = self._measure(clock.wrap(operation.launch))
         wrong: int | None = 0
         with self._guard(f"check of {where}"):
             if config.check and operation.count_wrong is not None:
@@ -251,6 +291,9 @@ class Runner:
             self.rank_series[in_place] = (per_iter, clock.times())
             mean, p50, p95, low, high = self._combine(
                 [stats.mean, stats.p50, stats.p95, stats.min, stats.max])
+            # The precision every rank achieved (max over ranks), recorded for compare's gate.
+            (halfwidth,) = self._reduce_flags([min(median_ci_halfwidth(per_iter), 1e9)],
+                                              dist.ReduceOp.MAX)
         time_us = mean * 1e6
         algbw, busbw = bandwidths(plan.size_bytes, time_us, plan.collective, session.world_size)
         return BenchResult(
@@ -260,7 +303,8 @@ class Runner:
             in_place=in_place, world_size=session.world_size, iters=len(per_iter),
             time_us=time_us, time_us_p50=p50 * 1e6, time_us_p95=p95 * 1e6,
             time_us_min=low * 1e6, time_us_max=high * 1e6, algbw_gbs=algbw, busbw_gbs=busbw,
-            wrong=wrong, algo=config.algo, average=config.average_name)
+            wrong=wrong, algo=config.algo, average=config.average_name,
+            ci_halfwidth=None if halfwidth >= 1e9 else halfwidth, budget_exhausted=exhausted)
 
     def attach_rank_times(self, plan: SizePlan, row: dict[bool, BenchResult]) -> None:
         """Gather every rank's per-iteration and own op times of this size to rank 0 (after

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -48,3 +49,46 @@ def median_ci_halfwidth(times: Sequence[float], z: float = 1.96) -> float:
     if median <= 0:
         return math.inf
     return (ordered[high] - ordered[low]) / (2 * median)
+
+
+def quantile(values: Sequence[float], q: float) -> float:
+    """Linear-interpolation quantile (numpy's default), q in [0, 1]."""
+    ordered = sorted(values)
+    if not ordered:
+        raise ValueError("quantile of no values")
+    position = q * (len(ordered) - 1)
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+@dataclass(frozen=True)
+class MedianCI:
+    """A distribution-free confidence interval of a median, and the coverage it achieves."""
+
+    median: float
+    low: float
+    high: float
+    confidence: float   # the interval's exact coverage (>= the requested one when n allows)
+
+    def label(self) -> str:
+        """e.g. '95% CI 1.20..1.45' (the achieved coverage, rounded down)."""
+        return f"{math.floor(self.confidence * 100):.0f}% CI {self.low:.2f}..{self.high:.2f}"
+
+
+def median_ci(values: Sequence[float], confidence: float = 0.95) -> MedianCI:
+    """Exact order-statistic interval [x_(j), x_(n+1-j)] of the median (binomial, no
+    assumption about the distribution), with the largest j whose coverage
+    1 - 2 P(Binom(n, 1/2) <= j - 1) is at least ``confidence``. With too few values for that
+    coverage the interval is [min, max] and ``confidence`` says what it covers."""
+    from scipy.stats import binom  # type: ignore[import-untyped]
+
+    ordered = sorted(values)
+    n = len(ordered)
+    if n == 0:
+        raise ValueError("median_ci of no values")
+    median = statistics.median(ordered)
+    j = int(binom.ppf((1 - confidence) / 2, n, 0.5))   # P(X <= j - 1) < alpha / 2
+    j = max(1, min(j, (n + 1) // 2))
+    coverage = 1 - 2 * float(binom.cdf(j - 1, n, 0.5))
+    return MedianCI(median, ordered[j - 1], ordered[n - j], coverage)

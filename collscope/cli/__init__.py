@@ -80,6 +80,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RankFailure as error:
         sys.stderr.write(f"collscope {args.command}: {error}\n")
         return 1
+    except BrokenPipeError:
+        # The reader of stdout went away (`collscope ... | head`): end quietly, as cat does.
+        from collscope.runtime.spawn import PIPE_CLOSED_EXIT_CODE, quiet_closed_stdout
+
+        quiet_closed_stdout()
+        return PIPE_CLOSED_EXIT_CODE
     except KeyboardInterrupt:
         sys.stderr.write(f"collscope {args.command}: interrupted\n")
         return 130

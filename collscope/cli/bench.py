@@ -66,7 +66,8 @@ def add_parser(commands: Any) -> None:
     p.add_argument("-c", "--check", type=int, default=1,
                    help="verify results after timing; 0 disables (default 1)")
     p.add_argument("-z", "--blocking", type=int, default=0, choices=[0, 1],
-                   help="1: synchronise after each op (GPU)")
+                   help="1: wait for each op before launching the next (GPU); each time is "
+                        "that op's device time, between its own start and end events")
     p.add_argument("-a", "--average", type=int, default=1,
                    help="combine rank times: " +
                         ", ".join(f"{k} {v}" for k, v in AVERAGE_MODES.items()) +
@@ -142,7 +143,7 @@ class Reporter:
     def __init__(self, config: BenchConfig, session: Any, args: argparse.Namespace,
                  launcher_name: str):
         from collscope.bench import runner
-        from collscope.runtime.dist import library_versions
+        from collscope.versions import library_versions
 
         self.config = config
         self.session = session
@@ -161,19 +162,13 @@ class Reporter:
         self.block_started = time.time()
 
     def __enter__(self) -> Reporter:
-        from collscope.results import CsvWriter, JsonlWriter, RunRecord, recorded_env
+        from collscope.results import CsvWriter, JsonlWriter, RunRecord
 
         if self.args.json:
             self.json = JsonlWriter(self.args.json)
-            layout = self.session.layout
-            self.json.write(RunRecord(
-                command="bench", collscope_version=__version__, argv=["collscope", *sys.argv[1:]],
-                launcher=self.launcher_name, backend=self.session.label,
-                world_size=self.session.world_size, nodes=layout.nodes,
-                ranks_per_node=layout.ranks_per_node, hosts=layout.hosts,
-                devices=layout.devices, versions=self.versions, env=recorded_env(),
-                timing=self.timing, started_at=time.time(),
-                extra={"config": vars(self.config)}).to_dict())
+            self.json.write(RunRecord.for_session(
+                "bench", self.session, self.launcher_name, self.timing,
+                {"config": vars(self.config)}, self.versions).to_dict())
         if self.args.csv:
             self.csv = CsvWriter(self.args.csv)
         if sys.stderr.isatty():
@@ -209,7 +204,7 @@ class Reporter:
         self._print(f"# Timing: {self.timing}")
         if not COLLECTIVES[name].out_of_place and c.out_of_place:
             self._print(f"# {name} exists only in place in torch.distributed: the out-of-place "
-                        "columns stay empty")
+                        "columns read N/A")
         self._print("#")
         for line in device_block([
             DeviceLine(d["rank"], d["pid"], d["host"],

@@ -25,7 +25,12 @@ BASE and NEW are collscope JSON Lines or nccl-tests / rccl-tests logs. Results a
 collective, dtype, op, placement, size and algorithm. A row regresses when NEW is slower than
 BASE by more than the threshold: time up by more than PCT% (--metric time), or busbw down by
 more than PCT% (--metric busbw); auto (default) uses time when both ran on the same number of
-ranks and busbw otherwise.
+ranks and busbw otherwise. Where both sides recorded their spread (collscope bench JSON Lines:
+p50 and the 95% CI of the median), a row regresses only when its p50 is beyond the threshold
+AND the two CIs do not overlap (test ci-overlap), so noisy small sizes do not fail CI; logs
+without a spread are judged on the threshold alone (test threshold). Three or more runs of the
+same key and world size on both sides form one row, judged on their medians with a one-sided
+Mann-Whitney U test (test mann-whitney, p <= 0.05). The output names the test.
 exit codes: 0 no regression, 1 some matched size regressed beyond the threshold, 2 nothing
 matched or bad input.
 """
@@ -104,8 +109,24 @@ def size_text(num_bytes: int) -> str:
     return text if "." not in text else f"{num_bytes} B"
 
 
+def _test(row: Any) -> str:
+    """The test that decided the row; ci-overlap with the p50 change it judged."""
+    if row.test == "ci-overlap" and row.p50_delta_pct is not None:
+        return f"ci-overlap (p50 {row.p50_delta_pct:+.1f}%)"
+    return row.test
+
+
 def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{value:+.1f}%"
+
+
+def decided_by(rows: Sequence[Any]) -> str:
+    """Which statistical test decided how many rows, in words."""
+    from collscope.report.compare import TESTS
+
+    used = {name: sum(row.test == name for row in rows) for name in TESTS}
+    return "decided by: " + "; ".join(f"{name} ({TESTS[name]}) for {count} size(s)"
+                                      for name, count in used.items() if count)
 
 
 def render(result: Any, base_name: str, new_name: str) -> None:
@@ -119,7 +140,7 @@ def render(result: Any, base_name: str, new_name: str) -> None:
     # Off a terminal: render wide into a buffer and strip rich's cell padding at line ends,
     # so that logs and diffs of CI output stay clean.
     console = Console(highlight=False, file=None if tty else io.StringIO())
-    console.width = max(console.width, 120) if tty else 132   # numbers are never cut
+    console.width = max(console.width, 150) if tty else 160   # numbers are never cut
     style = {"regressed": "bold red", "improved": "green", "ok": "", "n/a": "dim"}
 
     def group(row: Any) -> tuple[str, str, str, str]:
@@ -132,15 +153,16 @@ def render(result: Any, base_name: str, new_name: str) -> None:
         table = Table(title=f"{title}: {base_name} -> {new_name} (time in us, busbw in GB/s)",
                       box=box.SIMPLE_HEAD if tty else box.MARKDOWN, title_justify="left")
         for name in ("size", "placement", "base time", "new time", "time change",
-                     "base busbw", "new busbw", "busbw change", "verdict"):
-            table.add_column(name, justify="left" if name in ("placement", "verdict")
+                     "base busbw", "new busbw", "busbw change", "verdict", "test"):
+            table.add_column(name, justify="left" if name in ("placement", "verdict", "test")
                              else "right")
         for row in rows:
             b, n = row.base, row.new
             table.add_row(size_text(b.size_bytes), "in-place" if b.in_place else
                           "out-of-place", f"{b.time_us:g}", f"{n.time_us:g}",
                           _pct(row.time_delta_pct), f"{b.busbw_gbs:g}", f"{n.busbw_gbs:g}",
-                          _pct(row.busbw_delta_pct), row.verdict, style=style[row.verdict])
+                          _pct(row.busbw_delta_pct), row.verdict, _test(row),
+                          style=style[row.verdict])
         console.print(table)
     if not tty:
         text = console.file.getvalue()  # type: ignore[attr-defined]
@@ -152,6 +174,7 @@ def render(result: Any, base_name: str, new_name: str) -> None:
           f"{counts['improved']} improved, {counts['ok']} within +-{result.threshold_pct:g}%"
           + (f", {counts['n/a']} without a usable number" if counts["n/a"] else "")
           + f" (judged by {' and '.join(metrics)})")
+    print(decided_by(result.rows))
     if result.unmatched_base or result.unmatched_new:
         print(f"unmatched: {len(result.unmatched_base)} result(s) only in {base_name}, "
               f"{len(result.unmatched_new)} only in {new_name}")

@@ -24,9 +24,9 @@ examples:
   srun -N 4 --ntasks-per-node 1 collscope doctor --all-ranks   # what differs between nodes
   collscope doctor --all-ranks --nproc 2           # cluster mode on local ranks
 
-checks: gpu.inventory gpu.torch-visible torch.build gpu.idle-memory topology.links
-topology.fabric topology.numa host.numa-balancing host.iommu host.pcie-acs host.memlock
-network.interfaces network.rdma-ports network.roce-gids ucx.build nccl.log
+checks: gpu.inventory gpu.vendor-library gpu.torch-visible torch.build gpu.idle-memory
+topology.links topology.fabric topology.numa host.numa-balancing host.iommu host.pcie-acs
+host.memlock network.interfaces network.rdma-ports network.roce-gids ucx.build nccl.log
 nccl.socket-fallback nccl.partial-gdr env.socket-ifname env.gloo-ifname env.ib-hca
 env.debug-knobs env.nccl-debug env.obsolete env.typo selftest.allreduce selftest.bandwidth
 tools.availability tools.unrecognised cluster.differences

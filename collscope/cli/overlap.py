@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
-import time
 from collections.abc import Sequence
 from typing import Any
 
-from collscope import __version__
 from collscope.cli._common import add_launch_arguments
 from collscope.overlap import OverlapConfig, parse_flops
 from collscope.units import parse_size
@@ -89,19 +86,12 @@ def _write_json(path: str, config: OverlapConfig, result: Any, session: Any,
                 launcher_name: str) -> None:
     from dataclasses import asdict
 
-    from collscope.results import JsonlWriter, RunRecord, recorded_env
-    from collscope.runtime.dist import library_versions
+    from collscope.results import JsonlWriter, RunRecord
 
-    layout = session.layout
     writer = JsonlWriter(path)
     try:
-        writer.write(RunRecord(
-            command="overlap", collscope_version=__version__, argv=sys.argv,
-            launcher=launcher_name, backend=session.label, world_size=session.world_size,
-            nodes=layout.nodes, ranks_per_node=layout.ranks_per_node, hosts=layout.hosts,
-            devices=layout.devices, versions=library_versions(), env=recorded_env(),
-            timing=result.timing, started_at=time.time(),
-            extra={"config": asdict(config)}).to_dict())
+        writer.write(RunRecord.for_session("overlap", session, launcher_name, result.timing,
+                                           {"config": asdict(config)}).to_dict())
         writer.write(result.to_dict())
     finally:
         writer.close()

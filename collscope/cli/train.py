@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
-import time
 from collections.abc import Sequence
 from typing import Any
 
-from collscope import __version__
 from collscope.cli._common import add_launch_arguments
 from collscope.train.config import COMM_HOOKS, PRESETS, SWEEPABLE, DDPKnobs, TrainConfig
 
@@ -28,7 +25,10 @@ measured per configuration (each timed step runs twice on the same batch, with a
 gradient sync, interleaved): step time (median, spread), forward/backward/optimizer, exposed
 comm = step - no-sync step, bytes per step, pure comm time of those bytes (collscope bench on
 the same group), overlap = 1 - exposed / pure, tokens/s, peak memory, first and last loss.
-exit codes: 0 ok, 1 a rank failed or timed out, 2 bad input.
+before building the model every rank estimates its memory (see README) and exits 2 with the
+estimate and what would fit when it exceeds free device memory (host memory on CPU); --force
+runs anyway. Every run prints the estimate next to the measured peak.
+exit codes: 0 ok, 1 a rank failed or timed out, 2 bad input or a model that does not fit.
 """
 
 
@@ -77,6 +77,11 @@ def add_parser(commands: Any) -> None:
                           "a few steps; one sub-folder per configuration in a sweep")
     add_launch_arguments(run, "seconds a step may wait on peers before every rank exits "
                                   "(default 300)")
+    run.add_argument("--force", action="store_true",
+                     help="train even when the memory pre-flight (weights, gradients, AdamW "
+                          "states, DDP buckets or FSDP shards, activations) says it does not "
+                          "fit; by default such a run exits 2 with the estimate and what would "
+                          "fit")
     run.add_argument("--json", metavar="FILE",
                      help="write JSON Lines: a run record, then one train record per "
                           "configuration (flushed as measured)")
@@ -99,7 +104,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
                        static_graph=args.static_graph, comm_hook=args.comm_hook),
         sweep=sweep, ranks_per_node=args.ranks_per_node, steps=args.steps,
         warmup=args.warmup, lr=args.lr, seed=args.seed, trace_dir=args.trace,
-        backend=args.backend, timeout_s=args.timeout)
+        backend=args.backend, timeout_s=args.timeout, force=args.force)
 
 
 def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
@@ -114,7 +119,9 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
         if session.device.type == "cpu":
             set_cpu_threads(session.launch.local_world_size)
-        reporter = Reporter(config, session, args, launcher_name) if session.rank == 0 \
+        from collscope.train.report import Reporter
+
+        reporter = Reporter(config, session, args.json, launcher_name) if session.rank == 0 \
             else None
         try:
             records = train(session, config, on_record=reporter.record if reporter else None)
@@ -125,8 +132,19 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
                 reporter.close()
         return 0
 
+    def host_preflight(nproc: int, backend: str) -> None:
+        from collscope.train.preflight import preflight_host
+
+        preflight_host(config, nproc, backend)
+
+    def rank_preflight(session: Any) -> None:
+        from collscope.train.preflight import preflight_rank
+
+        preflight_rank(session, config)
+
     return launch_or_spawn(Job("train", config.backend, config.timeout_s, args.nproc,
-                               config.validate_for_job, body), argv)
+                               config.validate_for_job, body, host_preflight, rank_preflight),
+                           argv)
 
 
 def _check_writable(path: str) -> None:
@@ -139,67 +157,3 @@ def _check_writable(path: str) -> None:
     if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
         raise UsageError(f"--json: cannot write '{path}': folder {folder} does not exist or "
                          "is not writable")
-
-
-class Reporter:
-    """Rank 0's output: a line per configuration as measured, the ranked table, the JSONL."""
-
-    def __init__(self, config: TrainConfig, session: Any, args: argparse.Namespace,
-                 launcher_name: str):
-        self.config = config
-        self.session = session
-        self.args = args
-        self.launcher_name = launcher_name
-        self.total = len(config.grid())
-        self.count = 0
-        self.json: Any = None
-        if args.json:
-            self._open_json()
-
-    def _print(self, line: str) -> None:
-        print(line, flush=True)
-
-    def record(self, record: Any) -> None:
-        from collscope.train import report
-
-        if self.count == 0:
-            for line in report.header(record, self.session.label, self.total):
-                self._print(line)
-        self.count += 1
-        self._print(report.measured_line(self.count, self.total, record))
-        if self.json:
-            self.json.write(record.to_dict())
-
-    def _open_json(self) -> None:
-        from collscope.results import JsonlWriter, RunRecord, recorded_env
-        from collscope.runtime.dist import library_versions
-        from collscope.train.measure import timing_method
-
-        layout = self.session.layout
-        self.json = JsonlWriter(self.args.json)
-        self.json.write(RunRecord(
-            command="train", collscope_version=__version__, argv=sys.argv,
-            launcher=self.launcher_name, backend=self.session.label,
-            world_size=self.session.world_size, nodes=layout.nodes,
-            ranks_per_node=layout.ranks_per_node, hosts=layout.hosts, devices=layout.devices,
-            versions=library_versions(), env=recorded_env(),
-            timing=timing_method(self.session.device, self.config.parallel),
-            started_at=time.time(),
-            extra={"config": self.config.to_dict(),
-                   "grid": [vars(k) for k in self.config.grid()]}).to_dict())
-
-    def finish(self, records: list[Any]) -> None:
-        from collscope.train import report
-
-        self._print("#")
-        for line in report.table(records):
-            self._print(line)
-        for line in report.notes(records):
-            self._print(line)
-        if len(records) > 1 and self.config.parallel == "ddp":
-            self._print(report.recommendation(
-                records, self.config.ranks_per_node or self.session.layout.ranks_per_node))
-
-    def close(self) -> None:
-        if self.json:
-            self.json.close()

@@ -4,11 +4,22 @@ Buffers are allocated once per (collective, dtype, size, placement) and reused b
 iteration. The check fills inputs with rank- and index-dependent integers whose result is exact
 in the dtype, runs the collective once, and counts mismatched elements against a result this
 rank computes locally from the same pattern.
+
+The check works in bounded chunks of CHECK_CHUNK_ELEMENTS elements (index, expected values
+and comparison for one chunk at a time), so its working memory is CHECK_WORKSPACE_BYTES
+whatever the message size: a full-size float64 copy of an 8 GiB message would not fit beside
+the buffers on the device.
+
+avg on floating types follows nccl-tests (verifiable.cu): NCCL computes it as a premultiplied
+sum, rounding at every step, so results are compared by their distance in units in the last
+place (the integer difference of the bit patterns) against calcSumFloatTolerance(n ranks,
+dtype) = 1 + floor(coef x n^power), with (coef, power) = (1.25, 0.51) for float and double,
+(0.75, 0.91) for half and (0.66, 0.91) for bfloat16. Every other op is compared exactly.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import torch
@@ -24,6 +35,17 @@ REDUCE_OPS = {"sum": dist.ReduceOp.SUM, "prod": dist.ReduceOp.PRODUCT, "min": di
 _all_gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
 _reduce_scatter = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
 
+# 2 Mi elements per chunk; per element the check holds an int64 index, a float64 expected
+# value, one float64 per-rank input being reduced, the float64 copy of the result and a bool:
+# at most 40 bytes, so 80 MiB of working memory on the device (counted in the size cap).
+CHECK_CHUNK_ELEMENTS = 1 << 21
+CHECK_BYTES_PER_ELEMENT = 40
+CHECK_WORKSPACE_BYTES = CHECK_CHUNK_ELEMENTS * CHECK_BYTES_PER_ELEMENT
+# nccl-tests' calcSumFloatTolerance parameters: dtype -> (coef, power).
+AVG_TOLERANCE = {"float": (1.25, 0.51), "double": (1.25, 0.51), "half": (0.75, 0.91),
+                 "bfloat16": (0.66, 0.91)}
+_BITS = {2: torch.int16, 4: torch.int32, 8: torch.int64}
+
 
 @dataclass
 class Operation:
@@ -33,6 +55,12 @@ class Operation:
     fill_for_check: Callable[[], None]
     count_wrong: Callable[[], int] | None   # None: this placement cannot be verified
     output: torch.Tensor                    # the result buffer the check reads
+
+
+def chunks(n: int, size: int = CHECK_CHUNK_ELEMENTS) -> Iterator[tuple[int, int]]:
+    """(offset, length) pieces covering 0..n."""
+    for offset in range(0, n, size):
+        yield offset, min(size, n - offset)
 
 
 def _pattern(rank: int | torch.Tensor, index: torch.Tensor, modulus: int) -> torch.Tensor:
@@ -78,14 +106,52 @@ def _reduce_expected(op: str, index: torch.Tensor, world: int, dtype: DtypeSpec)
     return acc / world if op == "avg" else acc
 
 
-def _mismatches(got: torch.Tensor, expected: torch.Tensor, dtype: DtypeSpec, op: str) -> int:
-    got64 = got.to(torch.float64)
-    if op == "avg":
-        # avg divides, so the result is exact only up to the dtype's rounding.
-        tolerance = expected.abs() * (torch.finfo(got.dtype).eps if dtype.floating else 0) + \
-            (0 if dtype.floating else 1)
-        return int(((got64 - expected).abs() > tolerance).sum().item())
-    return int((got64 != expected).sum().item())
+def avg_tolerance_ulps(dtype: DtypeSpec, world: int) -> int:
+    """nccl-tests' calcSumFloatTolerance: how many units in the last place avg may be off."""
+    coef, power = AVG_TOLERANCE[dtype.name]
+    return 1 + int(coef * float(world) ** power)
+
+
+def ulp_distance(got: torch.Tensor, expected: torch.Tensor) -> torch.Tensor:
+    """|bits(got) - bits(expected rounded to got's dtype)|: units in the last place apart.
+
+    The bit patterns of floats of one sign are ordered like the floats, so their integer
+    difference counts the representable values between them (the check's values are >= 0).
+    """
+    bits = _BITS[got.element_size()]
+    ours = got.contiguous().view(bits).to(torch.int64)
+    theirs = expected.to(got.dtype).contiguous().view(bits).to(torch.int64)
+    return (ours - theirs).abs()
+
+
+def mismatches(got: torch.Tensor, expected: torch.Tensor, dtype: DtypeSpec, op: str,
+               world: int) -> int:
+    """Elements of ``got`` that differ from ``expected`` (float64) beyond the op's tolerance."""
+    if op == "avg" and dtype.floating:
+        return int((ulp_distance(got, expected) > avg_tolerance_ulps(dtype, world)).sum().item())
+    if op == "avg":  # integer division rounds: within 1 of the exact quotient
+        return int(((got.to(torch.float64) - expected).abs() > 1).sum().item())
+    return int((got.to(torch.float64) != expected).sum().item())
+
+
+def _fill(buf: torch.Tensor, values_at: Callable[[torch.Tensor], torch.Tensor]) -> None:
+    """buf[i] = values_at(i), one bounded chunk at a time."""
+    flat = buf.view(-1)
+    for offset, length in chunks(flat.numel()):
+        index = torch.arange(offset, offset + length, device=buf.device, dtype=torch.int64)
+        flat[offset:offset + length].copy_(values_at(index))
+
+
+def _count(buf: torch.Tensor, expected_at: Callable[[torch.Tensor], torch.Tensor],
+           dtype: DtypeSpec, op: str, world: int) -> int:
+    """Mismatches of buf[i] against expected_at(i) (float64), one bounded chunk at a time."""
+    flat = buf.view(-1)
+    wrong = 0
+    for offset, length in chunks(flat.numel()):
+        index = torch.arange(offset, offset + length, device=buf.device, dtype=torch.int64)
+        wrong += mismatches(flat[offset:offset + length], expected_at(index).to(torch.float64),
+                            dtype, op, world)
+    return wrong
 
 
 def build(collective: str, dtype_name: str, op: str, root: int, count: int, in_place: bool,
@@ -100,93 +166,76 @@ def build(collective: str, dtype_name: str, op: str, root: int, count: int, in_p
     def empty(n: int) -> torch.Tensor:
         return torch.zeros(n, dtype=tdtype, device=device)
 
-    def arange(n: int, start: int = 0) -> torch.Tensor:
-        return torch.arange(start, start + n, device=device, dtype=torch.int64)
+    def inputs(r: int, start: int = 0) -> Callable[[torch.Tensor], torch.Tensor]:
+        return lambda i: _reduce_inputs(op, r, i + start, world, dtype)
+
+    def reduced(start: int = 0) -> Callable[[torch.Tensor], torch.Tensor]:
+        return lambda i: _reduce_expected(op, i + start, world, dtype)
+
+    def count_wrong(buf: torch.Tensor, expected_at: Callable[[torch.Tensor], torch.Tensor],
+                    how: str = "sum") -> Callable[[], int]:
+        return lambda: _count(buf, expected_at, dtype, how, world)
 
     mod = min(dtype.exact_limit, 101)  # pattern range of data-movement collectives
     chunk = slice(rank * count, (rank + 1) * count)
 
     if collective == "all_reduce":
         buf = empty(count)
-
-        def fill() -> None:
-            buf.copy_(_reduce_inputs(op, rank, arange(count), world, dtype))
-
-        return Operation(lambda: dist.all_reduce(buf, reduce_op, group=group), fill,
-                         lambda: _mismatches(buf, _reduce_expected(op, arange(count), world,
-                                                                   dtype), dtype, op), buf)
+        return Operation(lambda: dist.all_reduce(buf, reduce_op, group=group),
+                         lambda: _fill(buf, inputs(rank)), count_wrong(buf, reduced(), op), buf)
 
     if collective == "reduce":
         buf = empty(count)
-
-        def fill() -> None:
-            buf.copy_(_reduce_inputs(op, rank, arange(count), world, dtype))
-
-        def wrong() -> int:
-            if rank != root:  # only the root's buffer is defined after a reduce
-                return 0
-            return _mismatches(buf, _reduce_expected(op, arange(count), world, dtype), dtype, op)
-
-        return Operation(lambda: dist.reduce(buf, root, reduce_op, group=group), fill, wrong,
-                         buf)
+        check = count_wrong(buf, reduced(), op)
+        # Only the root's buffer is defined after a reduce.
+        return Operation(lambda: dist.reduce(buf, root, reduce_op, group=group),
+                         lambda: _fill(buf, inputs(rank)),
+                         lambda: check() if rank == root else 0, buf)
 
     if collective == "broadcast":
         buf = empty(count)
 
-        def fill() -> None:
+        def fill_broadcast() -> None:
             if rank == root:
-                buf.copy_(_pattern(root, arange(count), mod))
+                _fill(buf, lambda i: _pattern(root, i, mod))
             else:
                 buf.fill_(0)
 
-        return Operation(lambda: dist.broadcast(buf, root, group=group), fill,
-                         lambda: _mismatches(buf, _pattern(root, arange(count), mod).double(),
-                                             dtype, "sum"), buf)
+        return Operation(lambda: dist.broadcast(buf, root, group=group), fill_broadcast,
+                         count_wrong(buf, lambda i: _pattern(root, i, mod)), buf)
 
     if collective == "all_gather":
         out = empty(count * world)
         inp = out[chunk] if in_place else empty(count)
 
-        def fill() -> None:
+        def fill_gather() -> None:
             out.fill_(0)
-            inp.copy_(_pattern(rank, arange(count), mod))
+            _fill(inp, lambda i: _pattern(rank, i, mod))
 
-        def wrong() -> int:
-            expected = torch.cat([_pattern(r, arange(count), mod) for r in range(world)])
-            return _mismatches(out, expected.double(), dtype, "sum")
-
-        return Operation(lambda: _all_gather(out, inp, group=group), fill, wrong, out)
+        # Element i of the output is element i % count of rank i // count's input.
+        return Operation(lambda: _all_gather(out, inp, group=group), fill_gather,
+                         count_wrong(out, lambda i: _pattern(i // count, i % count, mod)), out)
 
     if collective == "reduce_scatter":
         inp = empty(count * world)
         out = inp[chunk] if in_place else empty(count)
-
-        def fill() -> None:
-            inp.copy_(_reduce_inputs(op, rank, arange(count * world), world, dtype))
-
-        def wrong() -> int:
-            expected = _reduce_expected(op, arange(count, rank * count), world, dtype)
-            return _mismatches(out, expected, dtype, op)
-
-        return Operation(lambda: _reduce_scatter(out, inp, reduce_op, group=group), fill, wrong,
-                         out)
+        return Operation(lambda: _reduce_scatter(out, inp, reduce_op, group=group),
+                         lambda: _fill(inp, inputs(rank)),
+                         count_wrong(out, reduced(rank * count), op), out)
 
     if collective == "alltoall":
         inp = empty(count * world)
         out = inp if in_place else empty(count * world)
 
-        def fill() -> None:
+        def fill_alltoall() -> None:
             out.fill_(0)
-            inp.copy_(_pattern(rank, arange(count * world), mod))
+            _fill(inp, lambda i: _pattern(rank, i, mod))
 
-        def wrong() -> int:
-            # Chunk j of my output is chunk `rank` of rank j's input.
-            expected = torch.cat([_pattern(j, arange(count, rank * count), mod)
-                                  for j in range(world)])
-            return _mismatches(out, expected.double(), dtype, "sum")
-
-        return Operation(lambda: dist.all_to_all_single(out, inp, group=group), fill,
-                         None if in_place else wrong, out)
+        # Chunk j of my output is chunk `rank` of rank j's input.
+        return Operation(lambda: dist.all_to_all_single(out, inp, group=group), fill_alltoall,
+                         None if in_place else count_wrong(
+                             out, lambda i: _pattern(i // count, rank * count + i % count, mod)),
+                         out)
 
     if collective == "sendrecv":
         send = empty(count)
@@ -201,14 +250,11 @@ def build(collective: str, dtype_name: str, op: str, root: int, count: int, in_p
             for work in works:
                 work.wait()
 
-        def fill() -> None:
+        def fill_sendrecv() -> None:
             recv.fill_(0)
-            send.copy_(_pattern(rank, arange(count), mod))
+            _fill(send, lambda i: _pattern(rank, i, mod))
 
-        def wrong() -> int:
-            return _mismatches(recv, _pattern(peer_from, arange(count), mod).double(), dtype,
-                               "sum")
-
-        return Operation(launch, fill, None if in_place else wrong, recv)
+        return Operation(launch, fill_sendrecv, None if in_place else count_wrong(
+            recv, lambda i: _pattern(peer_from, i, mod)), recv)
 
     raise ValueError(f"no torch.distributed form for {spec.name}")

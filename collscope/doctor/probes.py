@@ -333,5 +333,8 @@ def capture(tool_timeout_s: float = DEFAULT_TOOL_TIMEOUT_S,
         inventory = library.result()
         if inventory is not None:
             files[HW_INVENTORY_FILE] = json.dumps(inventory, indent=1, sort_keys=True)
+        from collscope.doctor.vendor_output import capture_files
+
+        files.update(capture_files())  # what vendor libraries printed while loading
     files[COMMANDS_FILE] = json.dumps(commands, indent=1, sort_keys=True)
     return files

@@ -27,12 +27,28 @@ GB = 1_000_000_000
 ABSENT_STRINGS = ("n/a", "not supported", "not_supported", "unsupported", "")
 
 
+MISSING_LIBRARY_HINT = ("amdsmi is installed but its library is missing: install ROCm's "
+                        "amd-smi-lib (libamd_smi.so) or set ROCM_PATH to the ROCm install")
+
+
 def load_amdsmi() -> Any:
-    """Import amdsmi here and nowhere else; a missing library says how to install it."""
+    """Import amdsmi here and nowhere else; a missing package says how to install it.
+
+    Without libamd_smi.so, amdsmi 7.x prints to stdout and then fails with KeyError (not
+    ImportError): both are caught here (what it printed goes to collscope.hw.capture).
+    """
+    from collscope.hw.capture import captured
+
     try:
-        import amdsmi  # type: ignore[import-not-found]  # optional: collscope[amd]
-    except ImportError as error:
-        raise ImportError(INSTALL_HINT) from error
+        with captured("amdsmi"):
+            import amdsmi  # type: ignore[import-not-found]  # optional: collscope[amd]
+    except ModuleNotFoundError as error:
+        if error.name == "amdsmi":
+            raise ImportError(INSTALL_HINT) from error
+        raise ImportError(f"{MISSING_LIBRARY_HINT} ({error})") from error
+    except Exception as error:  # the bindings load libamd_smi.so at import time
+        raise ImportError(f"{MISSING_LIBRARY_HINT} ({type(error).__name__}: {error})") \
+            from error
     return amdsmi
 
 
@@ -77,8 +93,11 @@ class AmdBackend(GpuBackend):
 
     def _library(self) -> Any:
         if self._smi is None:
+            from collscope.hw.capture import captured
+
             smi = load_amdsmi()
-            smi.amdsmi_init()
+            with captured("amdsmi"):
+                smi.amdsmi_init()
             self._smi = smi
             self._handles = list(self._query("amdsmi_get_processor_handles") or [])
         return self._smi

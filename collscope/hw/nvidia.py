@@ -29,8 +29,11 @@ NVML_SUCCESS = 0
 
 def load_pynvml() -> Any:
     """Import pynvml here and nowhere else; a missing library says how to install it."""
+    from collscope.hw.capture import captured
+
     try:
-        import pynvml  # type: ignore[import-not-found]  # optional: collscope[nvidia]
+        with captured("pynvml"):
+            import pynvml  # type: ignore[import-not-found]  # optional: collscope[nvidia]
     except ImportError as error:
         raise ImportError(INSTALL_HINT) from error
     return pynvml
@@ -54,8 +57,11 @@ class NvidiaBackend(GpuBackend):
 
     def _library(self) -> Any:
         if self._nvml is None:
+            from collscope.hw.capture import captured
+
             nvml = load_pynvml()
-            nvml.nvmlInit()
+            with captured("pynvml"):
+                nvml.nvmlInit()
             self._nvml = nvml
             count = self._query("nvmlDeviceGetCount") or 0
             handles = (self._query("nvmlDeviceGetHandleByIndex", i) for i in range(count))

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import signal
 import socket
 import sys
@@ -16,7 +15,6 @@ from contextlib import ExitStack
 from dataclasses import asdict
 from typing import IO, Any
 
-from collscope import __version__
 from collscope.errors import UsageError
 from collscope.monitor.config import MonitorConfig
 from collscope.monitor.record import SampleRecord
@@ -45,33 +43,19 @@ def output_path(path: str, host: str, launch: Any) -> str:
     return path
 
 
-def library_versions(backend_name: str) -> dict[str, str | None]:
-    from importlib import metadata
-
-    versions: dict[str, str | None] = {"collscope": __version__,
-                                       "python": platform.python_version()}
-    packages = {"psutil": "psutil", "amd": "amdsmi", "nvidia": "nvidia-ml-py"}
-    for key in ("psutil", backend_name):
-        if key in packages:
-            try:
-                versions[packages[key]] = metadata.version(packages[key])
-            except metadata.PackageNotFoundError:
-                versions[packages[key]] = None
-    return versions
-
-
 def run_record(config: MonitorConfig, sampler: Sampler, backend: Any, inventory: list[Any],
                launch: Any) -> dict[str, Any]:
-    from collscope.results import RunRecord, recorded_env
+    from collscope.results import RunRecord
+    from collscope.versions import library_versions
 
     world = launch.world_size if launch else 1
     per_node = launch.local_world_size if launch else 1
-    return RunRecord(
-        command="monitor", collscope_version=__version__, argv=list(sys.argv),
-        launcher=launch.launcher if launch else "local", backend="",
+    # Without torch: monitor stays light beside a training job.
+    return RunRecord.create(
+        "monitor", launcher=launch.launcher if launch else "local", backend="",
         world_size=world, nodes=max(1, world // max(1, per_node)), ranks_per_node=per_node,
         hosts=[sampler.host], devices=[asdict(gpu) for gpu in inventory],
-        versions=library_versions(backend.name), env=recorded_env(), timing=TIMING,
+        versions=library_versions(backend.name, with_torch=False), timing=TIMING,
         started_at=sampler.started_at or 0.0,
         extra={"interval_s": config.interval_s, "duration_s": config.duration_s,
                "gpu_backend": backend.name, "command": config.command,

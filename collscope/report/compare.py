@@ -12,17 +12,39 @@ time up by more than ``threshold_pct`` percent (metric "time"), or busbw down by
 ``threshold_pct`` percent of the base (metric "busbw"). Metric "auto" uses time when both
 results ran on the same number of ranks (it is what was measured; busbw is derived from it) and
 busbw otherwise (busbw is normalised for the rank count, time is not).
+
+Which test decides a row (``Row.test``, printed and in the JSON):
+
+- ``ci-overlap`` when both results carry the spread collscope bench records (``time_us_p50``
+  and ``ci_halfwidth``, the relative half-width of the 95% confidence interval of the median):
+  a row regresses only when its p50 is slower by more than the threshold AND the two 95% CIs
+  do not overlap, so the noise of small sizes does not fail a CI gate; improved alike.
+  Under metric busbw the p50 times are divided by the bus factor of each side's rank count.
+- ``mann-whitney`` when each side holds at least MIN_RUNS results of the same key and world
+  size (repeated runs): they form one row, judged on the medians of their times, and it
+  regresses only when the median is slower by more than the threshold AND a one-sided
+  Mann-Whitney U test (scipy) finds new slower than base at p <= ALPHA; improved alike.
+- ``threshold`` otherwise (nccl-tests logs carry one mean time and no spread): the mean time
+  (or busbw) beyond the threshold.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from statistics import median
 from typing import Any
 
+from collscope.collectives.table import bus_factor
 from collscope.results import BenchResult
 
 METRICS = ("auto", "time", "busbw")
+TESTS = {"mann-whitney": "median of repeated runs beyond the threshold and one-sided "
+                        "Mann-Whitney U p <= 0.05",
+         "ci-overlap": "p50 beyond the threshold and non-overlapping 95% CIs of the medians",
+         "threshold": "mean time (or busbw) beyond the threshold; no recorded spread"}
+MIN_RUNS = 3      # 3 against 3 completely separated runs give the smallest p: 1/20 = 0.05
+ALPHA = 0.05
 Key = tuple[str, str, str, bool, int, str]
 
 
@@ -41,6 +63,10 @@ class Row:
     busbw_delta_pct: float | None    # - = new slower
     metric: str                      # the metric the verdict used: "time" or "busbw"
     verdict: str                     # "ok", "regressed", "improved" or "n/a" (no usable number)
+    test: str = "threshold"          # what decided it: a key of TESTS
+    p50_delta_pct: float | None = None  # ci-overlap: the p50 slowdown it judged (+ = slower)
+    p_value: float | None = None     # mann-whitney: the one-sided test's p
+    runs: tuple[int, int] = (1, 1)   # results behind the row: (base, new)
 
     def to_dict(self) -> dict[str, Any]:
         b, n = self.base, self.new
@@ -52,7 +78,10 @@ class Row:
             "time_delta_pct": self.time_delta_pct,
             "base_busbw_gbs": b.busbw_gbs, "new_busbw_gbs": n.busbw_gbs,
             "busbw_delta_pct": self.busbw_delta_pct,
-            "metric": self.metric, "verdict": self.verdict,
+            "metric": self.metric, "verdict": self.verdict, "test": self.test,
+            "p50_delta_pct": self.p50_delta_pct, "p_value": self.p_value,
+            "runs_base": self.runs[0], "runs_new": self.runs[1],
+            "base_ci_halfwidth": b.ci_halfwidth, "new_ci_halfwidth": n.ci_halfwidth,
         }
 
 
@@ -113,8 +142,80 @@ def compare_row(base: BenchResult, new: BenchResult, threshold_pct: float,
         used = "time" if base.world_size == new.world_size else "busbw"
     if used == "busbw" and busbw_delta is None and base.world_size == new.world_size:
         used = "time"      # busbw printed as 0.00 (tiny sizes): time still says it
+    spread = ci_verdict(base, new, used, threshold_pct)
+    if spread is not None:
+        p50_delta, judged = spread
+        return Row(base, new, time_delta, busbw_delta, used, judged, "ci-overlap", p50_delta)
     return Row(base, new, time_delta, busbw_delta, used,
                verdict(time_delta, busbw_delta, used, threshold_pct))
+
+
+def _cost(result: BenchResult, metric: str) -> float | None:
+    """The median time the verdict compares: p50, divided by the bus factor for busbw."""
+    if result.time_us_p50 is None or result.time_us_p50 <= 0:
+        return None
+    if metric == "busbw":
+        factor = bus_factor(result.collective, result.world_size) if result.world_size else 0
+        return result.time_us_p50 / factor if factor > 0 else None
+    return result.time_us_p50
+
+
+def ci_verdict(base: BenchResult, new: BenchResult, metric: str,
+               threshold_pct: float) -> tuple[float, str] | None:
+    """(p50 slowdown in percent, verdict) by the ci-overlap test; None without the spread."""
+    if base.ci_halfwidth is None or new.ci_halfwidth is None:
+        return None
+    base_cost, new_cost = _cost(base, metric), _cost(new, metric)
+    if base_cost is None or new_cost is None:
+        return None
+    slowdown = (new_cost - base_cost) / base_cost * 100.0
+    base_low, base_high = base_cost * (1 - base.ci_halfwidth), base_cost * (1 + base.ci_halfwidth)
+    new_low, new_high = new_cost * (1 - new.ci_halfwidth), new_cost * (1 + new.ci_halfwidth)
+    if slowdown > threshold_pct and new_low > base_high:
+        return slowdown, "regressed"
+    if slowdown < -threshold_pct and new_high < base_low:
+        return slowdown, "improved"
+    return slowdown, "ok"
+
+
+def repeated_row(base: list[BenchResult], new: list[BenchResult], threshold_pct: float,
+                 metric: str) -> Row:
+    """One row for repeated runs of one key and world size on each side (mann-whitney)."""
+    from scipy.stats import mannwhitneyu  # type: ignore[import-untyped]
+
+    base_times, new_times = [r.time_us for r in base], [r.time_us for r in new]
+    time_delta = percent_change(median(base_times), median(new_times))
+    busbw_delta = percent_change(median(r.busbw_gbs for r in base),
+                                 median(r.busbw_gbs for r in new))
+    slower = mannwhitneyu(new_times, base_times, alternative="greater").pvalue
+    faster = mannwhitneyu(new_times, base_times, alternative="less").pvalue
+    judged, p_value = "ok", float(min(slower, faster))
+    if time_delta is None:
+        judged = "n/a"
+    elif time_delta > threshold_pct and slower <= ALPHA:
+        judged, p_value = "regressed", float(slower)
+    elif time_delta < -threshold_pct and faster <= ALPHA:
+        judged, p_value = "improved", float(faster)
+    # The row shows the median run of each side.
+    representative = [sorted(side, key=lambda r: r.time_us)[(len(side) - 1) // 2]
+                      for side in (base, new)]
+    return Row(representative[0], representative[1], time_delta, busbw_delta,
+               "time" if metric == "auto" else metric, judged, "mann-whitney",
+               p_value=p_value, runs=(len(base), len(new)))
+
+
+def _repeated(base: list[BenchResult], new: list[BenchResult],
+              ) -> dict[tuple[Key, int], tuple[list[BenchResult], list[BenchResult]]]:
+    """Keys (with world size) that both sides ran at least MIN_RUNS times."""
+    def groups(results: list[BenchResult]) -> dict[tuple[Key, int], list[BenchResult]]:
+        found: dict[tuple[Key, int], list[BenchResult]] = defaultdict(list)
+        for r in results:
+            found[(match_key(r), r.world_size)].append(r)
+        return found
+
+    ours, theirs = groups(base), groups(new)
+    return {key: (runs, theirs[key]) for key, runs in ours.items()
+            if len(runs) >= MIN_RUNS and len(theirs.get(key, [])) >= MIN_RUNS}
 
 
 def pair_results(base: list[BenchResult], new: list[BenchResult],
@@ -161,6 +262,12 @@ def compare(base: list[BenchResult], new: list[BenchResult], threshold_pct: floa
         raise ValueError(f"threshold {threshold_pct}: use a percentage >= 0")
     base = [r for r in base if r.size_bytes >= min_bytes]
     new = [r for r in new if r.size_bytes >= min_bytes]
-    pairs, unmatched_base, unmatched_new = pair_results(base, new)
-    rows = [compare_row(b, n, threshold_pct, metric) for b, n in pairs]
+    repeated = _repeated(base, new)
+    order = {id(r): i for i, r in enumerate(base)}
+    rows = [repeated_row(b, n, threshold_pct, metric) for b, n in repeated.values()]
+    grouped = {id(r) for b, n in repeated.values() for r in (*b, *n)}
+    pairs, unmatched_base, unmatched_new = pair_results(
+        [r for r in base if id(r) not in grouped], [r for r in new if id(r) not in grouped])
+    rows += [compare_row(b, n, threshold_pct, metric) for b, n in pairs]
+    rows.sort(key=lambda row: order[id(row.base)])   # base order (a repeated row: its median run)
     return Comparison(rows, unmatched_base, unmatched_new, threshold_pct, metric)

@@ -14,6 +14,7 @@ import torch.distributed as dist
 from collscope.errors import UsageError
 from collscope.runtime.launchers import LaunchInfo
 from collscope.runtime.watchdog import Watchdog
+from collscope.versions import library_versions  # noqa: F401  (its one definition; re-exported)
 
 BACKENDS = ("auto", "nccl", "gloo", "mpi", "ucc")
 
@@ -52,23 +53,6 @@ def resolve_backend(requested: str) -> str:
 def backend_label(backend: str) -> str:
     """What to call the backend in output: NCCL on ROCm builds is RCCL."""
     return "rccl" if backend == "nccl" and is_rocm() else backend
-
-
-def library_versions() -> dict[str, str | None]:
-    nccl = None
-    if gpu_count() > 0 and dist.is_nccl_available():
-        try:
-            version = torch.cuda.nccl.version()
-            nccl = ".".join(map(str, version)) if isinstance(version, tuple) else str(version)
-        except Exception:  # an RCCL/NCCL build that cannot report its version
-            nccl = None
-    return {
-        "torch": torch.__version__,
-        "cuda": getattr(torch.version, "cuda", None),
-        "hip": getattr(torch.version, "hip", None),
-        ("rccl" if is_rocm() else "nccl"): nccl,
-        "python": ".".join(map(str, __import__("sys").version_info[:3])),
-    }
 
 
 @dataclass
@@ -148,9 +132,33 @@ class Session:
             dist.destroy_process_group()
 
 
-def bind_device(backend: str, local_rank: int) -> torch.device:
-    """Each rank drives GPU LOCAL_RANK (modulo the visible count); gloo ranks stay on CPU."""
+VISIBLE_DEVICE_VARIABLES = ("HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
+
+
+def check_ranks_fit(ranks_per_node: int, gpus: int, backend: str, where: str) -> None:
+    """NCCL/RCCL need one GPU per rank: more ranks on a node than visible GPUs is bad input
+    (two ranks sharing a GPU hang or serialise in the communicator), not a silent share."""
+    if backend not in ("nccl", "ucc") or gpus == 0 or ranks_per_node <= gpus:
+        return
+    raise UsageError(f"{where}: {ranks_per_node} ranks per node but {gpus} GPU(s) visible "
+                     f"({' / '.join(VISIBLE_DEVICE_VARIABLES)}); {backend} needs one GPU per "
+                     f"rank: run at most {gpus} ranks per node, or use --backend gloo")
+
+
+def bind_device(backend: str, local_rank: int, local_world_size: int | None = None,
+                environ: dict[str, str] | None = None) -> torch.device:
+    """Each rank drives GPU LOCAL_RANK; gloo ranks stay on CPU.
+
+    Without a visible-devices variable every rank of the node sees the same GPUs, so more
+    ranks than GPUs would share one: a UsageError (check_ranks_fit). With one set, a launcher
+    may have bound each rank to its own GPUs (srun --gpus-per-task), so the rank takes
+    LOCAL_RANK modulo what it sees.
+    """
+    variables = os.environ if environ is None else environ
     if backend in ("nccl", "ucc") and gpu_count() > 0:
+        if not any(name in variables for name in VISIBLE_DEVICE_VARIABLES):
+            check_ranks_fit(max(local_world_size or 0, local_rank + 1), gpu_count(), backend,
+                            "LOCAL_WORLD_SIZE")
         device = torch.device("cuda", local_rank % gpu_count())
         torch.cuda.set_device(device)
         return device
@@ -160,7 +168,7 @@ def bind_device(backend: str, local_rank: int) -> torch.device:
 def start(launch: LaunchInfo, requested_backend: str, timeout_s: float) -> Session:
     """Initialise the process group for this rank and gather the job layout."""
     backend = resolve_backend(requested_backend)
-    device = bind_device(backend, launch.local_rank)
+    device = bind_device(backend, launch.local_rank, launch.local_world_size)
     os.environ["MASTER_ADDR"] = launch.master_addr
     os.environ["MASTER_PORT"] = str(launch.master_port)
     watchdog = Watchdog(timeout_s, launch.rank)

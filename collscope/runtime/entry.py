@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from collscope.errors import RankFailure, UsageError
 from collscope.runtime.dist import Session
 from collscope.runtime.launchers import LaunchInfo, detect_launcher
+from collscope.runtime.spawn import SPAWNED_ENV
 
 
 @dataclass
@@ -25,11 +26,13 @@ class Job:
     nproc: int | None                             # --nproc as given
     validate: Callable[[int, str], None]          # (world size, backend); raises UsageError
     body: Callable[[Session, str], int]           # (session, launcher name) -> exit code
+    # Checks of what the ranks will need (memory), raising UsageError: on the host before
+    # spawning local ranks (ranks, backend), and on every rank before the body (session).
+    host_preflight: Callable[[int, str], None] | None = None
+    rank_preflight: Callable[[Session], None] | None = None
 
 
 def launch_or_spawn(job: Job, argv: Sequence[str]) -> int:
-    from collscope.runtime.spawn import SPAWNED_ENV
-
     spawned = os.environ.get(SPAWNED_ENV) == "1"
     launch = detect_launcher(os.environ)
     if launch is not None:
@@ -40,25 +43,49 @@ def launch_or_spawn(job: Job, argv: Sequence[str]) -> int:
 
 
 def _spawn(job: Job, argv: Sequence[str]) -> int:
-    from collscope.runtime.dist import gpu_count, resolve_backend
+    from collscope.runtime.dist import check_ranks_fit, gpu_count, resolve_backend
     from collscope.runtime.spawn import spawn_local
 
     if job.nproc is not None and job.nproc < 1:
         raise UsageError(f"--nproc: {job.nproc} must be >= 1")
     backend = resolve_backend(job.backend)
     nproc = job.nproc or (gpu_count() if backend in ("nccl", "ucc") else 0) or 2
+    check_ranks_fit(nproc, gpu_count(), backend, "--nproc")
     job.validate(nproc, backend)
+    if job.host_preflight is not None:
+        job.host_preflight(nproc, backend)
     return spawn_local(nproc, argv, job.timeout_s)
+
+
+def end_local_peers(devices: Sequence[dict], rank: int) -> None:
+    """SIGKILL the other ranks of a standalone run (all children of one parent, on this host),
+    by the pids the job layout gathered at start."""
+    import signal
+
+    for entry in devices:
+        pid = entry.get("pid")
+        if entry.get("rank") != rank and isinstance(pid, int) and pid != os.getpid():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
 
 
 def run_rank(job: Job, launch: LaunchInfo, launcher_name: str) -> int:
     """The life of one rank: join the group, validate, run the body, leave."""
     from collscope.runtime.dist import start
 
-    session = start(launch, job.backend, job.timeout_s)
+    try:
+        session = start(launch, job.backend, job.timeout_s)
+    except UsageError:
+        if launch.local_rank != 0:
+            return 2  # every local rank fails the same check; local rank 0 says it once
+        raise
     try:
         try:
             job.validate(session.world_size, session.backend)
+            if job.rank_preflight is not None:
+                job.rank_preflight(session)
         except UsageError:
             if session.rank != 0:
                 return 2  # every rank fails the same check; rank 0 says it once
@@ -73,5 +100,15 @@ def run_rank(job: Job, launch: LaunchInfo, launcher_name: str) -> int:
         sys.stderr.flush()
         sys.stdout.flush()
         os._exit(1)
+    except BrokenPipeError:
+        # `collscope bench | head`: the reader has what it wanted. Leave at once, quietly. Local
+        # ranks of a standalone run are ended first (before this rank's sockets close, so they
+        # do not report a dead peer); under a launcher the peers' own checks end them.
+        from collscope.runtime.spawn import PIPE_CLOSED_EXIT_CODE, quiet_closed_stdout
+
+        quiet_closed_stdout()
+        if os.environ.get(SPAWNED_ENV) == "1":
+            end_local_peers(session.layout.devices, session.rank)
+        os._exit(PIPE_CLOSED_EXIT_CODE)
     finally:
         session.close()

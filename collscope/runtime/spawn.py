@@ -5,6 +5,11 @@ LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT) and initialise through e
 run exactly the code path of a torchrun launch. The parent owns their lifetime: a failed rank
 gives the others the collective timeout to notice and exit before they are killed, Ctrl-C is
 forwarded, and children die with the parent (PR_SET_PDEATHSIG) so no rank is left orphaned.
+
+A rank that dies by a signal is named with the signal; for SIGKILL (what the kernel's OOM
+killer sends, and what a cgroup memory limit ends in) the parent adds that hint and the rank's
+last memory it sampled. A rank whose stdout reader went away (``collscope bench | head``) exits
+with PIPE_CLOSED_EXIT_CODE: the user has read enough, so the other ranks are ended at once.
 """
 
 from __future__ import annotations
@@ -22,6 +27,24 @@ SPAWNED_ENV = "COLLSCOPE_SPAWNED"
 # Extra seconds beyond the collective timeout before the parent kills surviving ranks.
 KILL_GRACE_S = 10.0
 INTERRUPTED_EXIT_CODE = 130
+# 128 + SIGPIPE, as a shell reports a command whose output pipe closed.
+PIPE_CLOSED_EXIT_CODE = 141
+# Seconds between samples of each rank's memory (for the message if it is killed).
+MEMORY_SAMPLE_S = 0.25
+# A signal death is reported once it is this old, unless a rank exited PIPE_CLOSED_EXIT_CODE
+# meanwhile (that rank ends its peers by SIGKILL just before it exits itself).
+REPORT_AFTER_S = 0.3
+
+
+def quiet_closed_stdout() -> None:
+    """Point stdout at /dev/null after its reader went away, so that the interpreter's final
+    flush does not raise a second BrokenPipeError (the recipe of Python's signal docs)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 def free_loopback_port() -> int:
@@ -43,6 +66,44 @@ def _prepare_child() -> None:
         pass
 
 
+def process_memory(pid: int, proc: str = "/proc") -> tuple[int, int] | None:
+    """(resident bytes now, resident high-water mark) of a process, from /proc; None if gone."""
+    try:
+        with open(f"{proc}/{pid}/status", encoding="ascii", errors="replace") as status:
+            text = status.read()
+    except OSError:
+        return None
+    values = {}
+    for line in text.splitlines():
+        name, _, rest = line.partition(":")
+        if name in ("VmRSS", "VmHWM") and rest.split():
+            values[name] = int(rest.split()[0]) * 1024
+    if "VmRSS" not in values:
+        return None
+    return values["VmRSS"], values.get("VmHWM", values["VmRSS"])
+
+
+def death_message(rank: int, pid: int, returncode: int,
+                  memory: tuple[int, int] | None) -> str:
+    """What the parent says about a rank that a signal ended (``returncode`` < 0)."""
+    from collscope.units import format_size
+
+    number = -returncode
+    try:
+        name = signal.Signals(number).name
+    except ValueError:
+        name = f"signal {number}"
+    line = f"collscope: rank {rank} (pid {pid}) was killed by {name} (signal {number})"
+    if number == signal.SIGKILL:
+        line += ("; SIGKILL is what the kernel's OOM killer (or a cgroup memory limit) sends, "
+                 "so running out of memory is the usual cause: look for 'Out of memory' or "
+                 "'oom-kill' in `dmesg` / `journalctl -k`")
+        if memory is not None:
+            line += (f"; its last known memory: resident {format_size(memory[0])}, peak "
+                     f"{format_size(memory[1])}")
+    return line
+
+
 def combined_exit_code(codes: Sequence[int | None]) -> int:
     """One exit code for the job: usage errors first, then wrong results, then the first failure.
 
@@ -50,6 +111,8 @@ def combined_exit_code(codes: Sequence[int | None]) -> int:
     causes, so a rank's own non-zero exit wins over them.
     """
     done = [c for c in codes if c is not None]
+    if PIPE_CLOSED_EXIT_CODE in done:
+        return PIPE_CLOSED_EXIT_CODE  # the reader stopped reading; the rest was ended by us
     for wanted in (2, 3):
         if wanted in done:
             return wanted
@@ -85,22 +148,45 @@ def spawn_local(nproc: int, argv: Sequence[str], timeout_s: float) -> int:
                 child.send_signal(signum)
 
     previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
+    memory: dict[int, tuple[int, int]] = {}
+    ended_by_us: set[int] = set()
+    reported: set[int] = set()
+    seen: dict[int, float] = {}
+    next_sample = 0.0
     try:
         kill_at = float("inf")
-        while any(child.poll() is None for child in children):
+        while None in [child.poll() for child in children]:  # poll each: sets returncode
+            now = time.monotonic()
+            if now >= next_sample:
+                next_sample = now + MEMORY_SAMPLE_S
+                for rank, child in enumerate(children):
+                    sample = process_memory(child.pid) if child.returncode is None else None
+                    if sample is not None:
+                        memory[rank] = sample
+            if any(child.returncode == PIPE_CLOSED_EXIT_CODE for child in children):
+                for rank, child in enumerate(children):  # nobody reads the output any more
+                    if child.poll() is None:
+                        ended_by_us.add(rank)
+                        child.kill()
+                        child.wait()
+                break
+            _report_deaths(children, memory, ended_by_us | reported, interrupted, reported,
+                           seen)
             failed = any(child.returncode not in (None, 0) for child in children)
             if (failed or interrupted) and kill_at == float("inf"):
-                kill_at = time.monotonic() + (KILL_GRACE_S if interrupted
-                                              else timeout_s + KILL_GRACE_S)
-            if time.monotonic() > kill_at:
+                kill_at = now + (KILL_GRACE_S if interrupted else timeout_s + KILL_GRACE_S)
+            if now > kill_at:
                 for rank, child in enumerate(children):
                     if child.poll() is None:
                         why = "after Ctrl-C" if interrupted else "after a peer failed"
                         sys.stderr.write(f"collscope: rank {rank} did not exit {why}; "
                                          "killing it\n")
+                        ended_by_us.add(rank)
                         child.kill()
                         child.wait()
             time.sleep(0.05)
+        _report_deaths(children, memory, ended_by_us | reported, interrupted, reported, seen,
+                       final=True)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -111,3 +197,25 @@ def spawn_local(nproc: int, argv: Sequence[str], timeout_s: float) -> int:
     if interrupted:
         return INTERRUPTED_EXIT_CODE
     return combined_exit_code([child.returncode for child in children])
+
+
+def _report_deaths(children: Sequence[subprocess.Popen[bytes]],
+                   memory: dict[int, tuple[int, int]], skip: set[int], interrupted: bool,
+                   reported: set[int], seen: dict[int, float], final: bool = False) -> None:
+    """Say, once per rank, which rank a signal ended (not the ones this parent ended, nor the
+    peers a rank ended after its stdout reader went away). ``seen``: when each death was
+    first noticed; ``final``: every rank has exited, report without waiting."""
+    if any(child.returncode == PIPE_CLOSED_EXIT_CODE for child in children):
+        return
+    now = time.monotonic()
+    for rank, child in enumerate(children):
+        code = child.returncode
+        if code is None or code >= 0 or rank in skip:
+            continue
+        if not final and now - seen.setdefault(rank, now) < REPORT_AFTER_S:
+            continue
+        if interrupted and -code in (signal.SIGINT, signal.SIGTERM):
+            continue  # the user's Ctrl-C, forwarded
+        sys.stderr.write(death_message(rank, child.pid, code, memory.get(rank)) + "\n")
+        sys.stderr.flush()
+        reported.add(rank)

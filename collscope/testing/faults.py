@@ -10,6 +10,8 @@ unset (every real run) :func:`planted` returns None and nothing else happens.
 corrupt@R   bench: rank R adds 1 to the first element of its output before the check
 hang@R:N    bench: rank R hangs in the timed loop once N sizes have completed;
             links: rank R hangs in its round once N rounds have completed
+kill@R:N    bench: rank R kills itself with SIGKILL once N sizes have completed (what the
+            OOM killer does to a rank)
 delay@R:MS  bench/links: rank R sleeps MS milliseconds before each launch
             (bench: a late rank; links: a slow sender, its partners wait for its data)
 straggle@R:MS  train: rank R sleeps MS milliseconds before each step's backward
@@ -53,6 +55,14 @@ def hang_forever() -> NoReturn:
     """What a hung rank does: nothing, until the watchdog or a signal ends the process."""
     while True:
         time.sleep(60)
+
+
+def kill_self() -> NoReturn:
+    """What a rank the OOM killer picks goes through: SIGKILL, no handler, no last words."""
+    import signal
+
+    os.kill(os.getpid(), signal.SIGKILL)
+    hang_forever()
 
 
 def sleep_ms(fault: Fault | None) -> None:

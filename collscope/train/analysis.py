@@ -8,6 +8,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from collscope.bench.stats import MedianCI, median_ci, quantile
 from collscope.collectives.dtypes import DTYPES
 from collscope.train.config import DDP_DEFAULT, DDPKnobs
 
@@ -35,35 +36,36 @@ class Spread:
         return self.p75 - self.p25
 
 
-def quantile(values: Sequence[float], q: float) -> float:
-    """Linear-interpolation quantile (numpy's default), q in [0, 1]."""
-    ordered = sorted(values)
-    if not ordered:
-        raise ValueError("quantile of no values")
-    position = q * (len(ordered) - 1)
-    low = int(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
-
-
 def spread(values: Sequence[float]) -> Spread:
     return Spread(median=statistics.median(values), p25=quantile(values, 0.25),
                   p75=quantile(values, 0.75), min=min(values), max=max(values))
 
 
+def paired_differences(sync_ms: Sequence[float], nosync_ms: Sequence[float]) -> list[float]:
+    """Per step: the synchronised step minus the step without sync run beside it on the same
+    batch. Pairing cancels what both steps of a pair share (the batch, the machine's speed at
+    that moment), which the difference of two separate medians does not."""
+    return [a - b for a, b in zip(sync_ms, nosync_ms, strict=True)]
+
+
 def exposed_comm(sync_ms: Sequence[float], nosync_ms: Sequence[float]) -> float:
-    """Exposed communication: median step time with gradient sync minus without it.
+    """Exposed communication: the median of the per-pair differences (sync minus no-sync).
 
     Not clamped: a small negative value means the communication hid completely and the rest
     is noise, which the reader should see.
     """
-    return statistics.median(sync_ms) - statistics.median(nosync_ms)
+    return statistics.median(paired_differences(sync_ms, nosync_ms))
+
+
+def exposed_comm_ci(sync_ms: Sequence[float], nosync_ms: Sequence[float]) -> MedianCI:
+    """The distribution-free 95% confidence interval of that median (bench.stats.median_ci)."""
+    return median_ci(paired_differences(sync_ms, nosync_ms))
 
 
 def paired_iqr(sync_ms: Sequence[float], nosync_ms: Sequence[float]) -> float:
     """Spread of the per-step differences (each sync step against the no-sync step run beside
     it on the same batch): how far one exposed-comm figure can be trusted."""
-    differences = [a - b for a, b in zip(sync_ms, nosync_ms)]
+    differences = paired_differences(sync_ms, nosync_ms)
     return quantile(differences, 0.75) - quantile(differences, 0.25)
 
 

@@ -172,6 +172,8 @@ class TrainConfig:
     trace_steps: int = 3
     backend: str = "auto"
     timeout_s: float = 300.0
+    force: bool = field(default=False, metadata=_help(
+        "run even when the memory pre-flight says the model does not fit"))
 
     def __post_init__(self) -> None:
         if self.preset not in (*PRESETS, "auto"):

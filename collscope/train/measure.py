@@ -16,7 +16,7 @@ import os
 import re
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -24,8 +24,8 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from collscope.errors import RankFailure
 from collscope.runtime.dist import Session
+from collscope.runtime.guard import guard
 from collscope.testing.faults import planted, sleep_ms
 from collscope.train import analysis, parallel
 from collscope.train.analysis import Bucket
@@ -48,8 +48,9 @@ def timing_method(device: torch.device, parallel_kind: str = "ddp") -> str:
                "parameter all-gathers run in both, so only the gradient reduce-scatter is "
                "exposed-comm")
     return (f"{clock}; step = forward + backward + optimizer, per step the slowest rank; "
-            "medians over the timed steps after warm-up; exposed comm = median synchronised "
-            "step - median step without gradient sync on the same batch (" + no_sync + "); "
+            "medians over the timed steps after warm-up; exposed comm = median over steps of "
+            "(synchronised step - step without gradient sync on the same batch), with its "
+            "distribution-free 95% CI (order statistics) (" + no_sync + "); "
             "pure comm = collscope bench (p50, mean over ranks) of the step's messages on the "
             "same group; overlap = 1 - exposed / pure, clamped to [0, 1]")
 
@@ -261,18 +262,6 @@ def pure_comm_ms(session: Session, messages: list[tuple[int, str]], collective: 
     return total_us / 1e3
 
 
-@contextlib.contextmanager
-def guard(session: Session, what: str) -> Iterator[None]:
-    """Name the step for the watchdog; a backend failure becomes a RankFailure (exit 1)."""
-    with session.watchdog.step(what):
-        try:
-            yield
-        except (RuntimeError, dist.DistError) as error:
-            text = str(error).strip().splitlines()
-            raise RankFailure(f"rank {session.rank}: {what} failed: "
-                              f"{text[0] if text else repr(error)}") from error
-
-
 @dataclass
 class Combined:
     """The timed steps of all ranks, as the slowest rank saw each (milliseconds)."""
@@ -332,6 +321,14 @@ def measure(session: Session, config: TrainConfig, knobs: DDPKnobs, ranks_per_no
     label = label or ("fsdp" if config.parallel == "fsdp" else knobs.label())
     what = f"train {label}"
     hook = "none" if custom_hook else knobs.comm_hook
+    from collscope.train.memory import estimate
+    from collscope.train.model import load_model_code
+    from collscope.train.preflight import resident_bytes
+
+    load_model_code()  # imported before the process is measured for the estimate
+    estimated = estimate(spec, config.resolved_dtype(on_gpu), config.parallel,
+                                session.world_size, on_gpu, knobs.gradient_as_bucket_view,
+                                0 if on_gpu else resident_bytes()).total
     reset_peak_memory(session.device)
     with guard(session, f"{what}: model set-up"):
         trainer = Trainer(session, config, spec, knobs, ranks_per_node, custom_hook)
@@ -360,6 +357,7 @@ def measure(session: Session, config: TrainConfig, knobs: DDPKnobs, ranks_per_no
     step = analysis.spread(steps.sync)
     nosync = analysis.spread(steps.nosync)
     exposed = analysis.exposed_comm(steps.sync, steps.nosync)
+    exposed_ci = analysis.exposed_comm_ci(steps.sync, steps.nosync)
     overlap, clamped = analysis.overlap_fraction(exposed, pure)
     tokens = session.world_size * spec.batch_size * spec.seq_len
     return TrainRecord(
@@ -391,7 +389,9 @@ def measure(session: Session, config: TrainConfig, knobs: DDPKnobs, ranks_per_no
         memory_method=memory_method, loss_first=steps.loss_first, loss_last=steps.loss_last,
         speedup_vs_ddp_default=analysis.speedup(baseline_ms, step.median),
         is_ddp_default=config.parallel == "ddp" and knobs == DDP_DEFAULT and not custom_hook,
-        timing=timing_method(session.device, config.parallel))
+        timing=timing_method(session.device, config.parallel),
+        exposed_comm_ms_ci_low=exposed_ci.low, exposed_comm_ms_ci_high=exposed_ci.high,
+        exposed_comm_ci_confidence=exposed_ci.confidence, estimated_memory_bytes=estimated)
 
 
 def train(session: Session, config: TrainConfig,

@@ -29,6 +29,14 @@ def _transformers() -> Any:
     return transformers
 
 
+def load_model_code() -> Any:
+    """transformers with the Llama modelling code imported (it loads lazily, and at about
+    130 MiB it is a large part of a CPU rank's memory: the pre-flight counts it)."""
+    transformers = _transformers()
+    _ = transformers.LlamaConfig, transformers.LlamaForCausalLM
+    return transformers
+
+
 def build_model(spec: ModelSpec, device: torch.device, dtype: torch.dtype,
                 seed: int) -> torch.nn.Module:
     """LlamaForCausalLM with random weights, identical on every rank (same seed)."""

@@ -28,7 +28,7 @@ class TrainRecord:
     backward_ms: float
     backward_ms_nosync: float
     optimizer_ms: float
-    exposed_comm_ms: float              # step_time_ms - step_time_ms_nosync (not clamped)
+    exposed_comm_ms: float              # median of per-pair (sync - no-sync) (not clamped)
     exposed_comm_ms_iqr: float          # spread of the per-step (sync - no-sync) differences
     comm_scope: str                     # what the communication figures cover
     comm_collective: str                # all_reduce (DDP) or reduce_scatter (FSDP)
@@ -48,6 +48,14 @@ class TrainRecord:
     timing: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
     kind: str = "train"
+    # Distribution-free CI of exposed_comm_ms (order statistics of the per-pair differences)
+    # and its exact coverage (0.95 or more when there are >= 6 steps).
+    exposed_comm_ms_ci_low: float | None = None
+    exposed_comm_ms_ci_high: float | None = None
+    exposed_comm_ci_confidence: float | None = None
+    # Memory pre-flight: the per-rank estimate made before building the model, beside the
+    # measured peak_memory_bytes.
+    estimated_memory_bytes: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -1,11 +1,14 @@
 """What rank 0 prints for `collscope train`: a line per configuration as it is measured, then
-the table ranked by step time and the recommendation. Pure formatting (no torch)."""
+the table ranked by step time and the recommendation (pure formatting, no torch), and the
+Reporter that prints them and writes the JSON Lines file."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from collscope.train import analysis
+from collscope.train.config import TrainConfig
 from collscope.train.record import TrainRecord
 from collscope.units import format_size
 
@@ -16,6 +19,25 @@ def _mib(nbytes: float) -> str:
 
 def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{value * 100:.0f}%"
+
+
+def _estimate(record: TrainRecord) -> str:
+    """' (estimate 2.1 GiB, measured/estimate 0.93)': the pre-flight next to the peak."""
+    if not record.estimated_memory_bytes:
+        return ""
+    ratio = record.peak_memory_bytes / record.estimated_memory_bytes
+    return f" (pre-flight estimate {_mib(record.estimated_memory_bytes)}, x{ratio:.2f})"
+
+
+def _ci(record: TrainRecord) -> str:
+    """' (95% CI 1.2..3.4)' for exposed comm, with the interval's exact coverage."""
+    low, high = record.exposed_comm_ms_ci_low, record.exposed_comm_ms_ci_high
+    if low is None or high is None or record.exposed_comm_ci_confidence is None:
+        return ""
+    import math
+
+    return (f" ({math.floor(record.exposed_comm_ci_confidence * 100):.0f}% CI "
+            f"{low:.1f}..{high:.1f})")
 
 
 def header(record: TrainRecord, backend: str, configurations: int) -> list[str]:
@@ -39,10 +61,11 @@ def measured_line(index: int, total: int, record: TrainRecord) -> str:
     return (f"[{index}/{total}] {record.label}: step {record.step_time_ms:.1f} ms "
             f"(forward {record.forward_ms:.1f}, backward {record.backward_ms:.1f}, optimizer "
             f"{record.optimizer_ms:.1f}), no-sync {record.step_time_ms_nosync:.1f} ms, exposed "
-            f"comm {record.exposed_comm_ms:.1f} ms, pure comm {record.pure_comm_ms:.1f} ms for "
+            f"comm {record.exposed_comm_ms:.1f} ms{_ci(record)}, pure comm "
+            f"{record.pure_comm_ms:.1f} ms for "
             f"{_mib(record.comm_bytes_per_step)}/step, overlap {_pct(record.overlap_fraction)}, "
             f"{record.tokens_per_s:,.0f} tokens/s, peak memory "
-            f"{_mib(record.peak_memory_bytes)}, loss {record.loss_first:.3f} -> "
+            f"{_mib(record.peak_memory_bytes)}{_estimate(record)}, loss {record.loss_first:.3f} -> "
             f"{record.loss_last:.3f}")
 
 
@@ -73,9 +96,9 @@ def table(records: Sequence[TrainRecord]) -> list[str]:
 
 
 def notes(records: Sequence[TrainRecord]) -> list[str]:
-    lines = ["# exposed = step - no-sync (median synchronised step minus median step without "
-             "gradient sync, same batches); pure comm = the step's messages alone on the same "
-             "group; overlap = 1 - exposed / pure"]
+    lines = ["# exposed = median over steps of (synchronised step - step without gradient sync "
+             "on the same batch), CI = distribution-free (order statistics); pure comm = the "
+             "step's messages alone on the same group; overlap = 1 - exposed / pure"]
     if any(r.overlap_clamped for r in records):
         lines.append("# * overlap clamped to [0, 1]: the raw 1 - exposed / pure fell outside "
                      "(noise, or communication slowed by competing compute)")
@@ -112,3 +135,55 @@ def recommendation(records: Sequence[TrainRecord], ranks_per_node: int | None) -
                      "step_time_ms_p75": r.step_time_ms_p75})
     drifted = analysis.drift([r.step_time_ms_nosync for r in records]) > analysis.DRIFT_LIMIT
     return analysis.recommendation(rows, ranks_per_node, drifted)
+
+
+class Reporter:
+    """Rank 0's output: a line per configuration as measured, the ranked table, the JSONL."""
+
+    def __init__(self, config: TrainConfig, session: Any, json_path: str | None,
+                 launcher_name: str):
+        self.config = config
+        self.session = session
+        self.launcher_name = launcher_name
+        self.total = len(config.grid())
+        self.count = 0
+        self.json: Any = None
+        if json_path:
+            self._open_json(json_path)
+
+    def _print(self, line: str) -> None:
+        print(line, flush=True)
+
+    def record(self, record: TrainRecord) -> None:
+        if self.count == 0:
+            for line in header(record, self.session.label, self.total):
+                self._print(line)
+        self.count += 1
+        self._print(measured_line(self.count, self.total, record))
+        if self.json:
+            self.json.write(record.to_dict())
+
+    def _open_json(self, path: str) -> None:
+        from collscope.results import JsonlWriter, RunRecord
+        from collscope.train.measure import timing_method
+
+        self.json = JsonlWriter(path)
+        self.json.write(RunRecord.for_session(
+            "train", self.session, self.launcher_name,
+            timing_method(self.session.device, self.config.parallel),
+            {"config": self.config.to_dict(),
+             "grid": [vars(k) for k in self.config.grid()]}).to_dict())
+
+    def finish(self, records: list[TrainRecord]) -> None:
+        self._print("#")
+        for line in table(records):
+            self._print(line)
+        for line in notes(records):
+            self._print(line)
+        if len(records) > 1 and self.config.parallel == "ddp":
+            self._print(recommendation(
+                records, self.config.ranks_per_node or self.session.layout.ranks_per_node))
+
+    def close(self) -> None:
+        if self.json:
+            self.json.close()

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -214,3 +216,16 @@ def test_csv_and_average_modes(tmp_path):
     assert {row["average"] for row in rows} == {"min"}
     assert {int(row["root"]) for row in rows} == {1}
     assert [float(row["time_us"]) for row in rows] == [r["time_us"] for r in records]
+
+
+def test_check_of_a_256mib_all_gather_adds_at_most_1_5x_the_message(tmp_path):
+    """The check works in bounded chunks: its peak memory does not grow with the message."""
+    script = Path(__file__).parent / "scripts" / "check_memory.py"
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node",
+                           "2", "--master-port", str(free_port()), str(script), str(tmp_path)],
+                          capture_output=True, text=True, timeout=180, env=cli_env(), cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    for rank in range(2):
+        measured = json.loads((tmp_path / f"rank{rank}.json").read_text())
+        assert measured["wrong"] == 0
+        assert 0 < measured["added"] <= 1.5 * measured["message"], measured

@@ -48,8 +48,26 @@ def test_default_run_on_two_gloo_ranks_reports_everything_and_learns(tmp_path):
     assert record["comm_bytes_per_step"] == 4 * record["config"]["model"]["parameters"]
     assert record["step_time_ms"] > 0 and record["tokens_per_s"] > 0
     assert record["peak_memory_bytes"] > 50 * 1024**2
+    # The memory pre-flight's estimate is printed and recorded beside the measured peak.
+    ratio = record["peak_memory_bytes"] / record["estimated_memory_bytes"]
+    assert 0.75 <= ratio <= 1.25, ratio
+    assert "pre-flight estimate" in proc.stdout
+    assert record["exposed_comm_ms_ci_low"] <= record["exposed_comm_ms"] <= \
+        record["exposed_comm_ms_ci_high"]
     assert 0 <= record["overlap_fraction"] <= 1
     assert record["loss_last"] < record["loss_first"] - 0.5  # the loss falls visibly
+
+
+def test_llama2_7b_that_does_not_fit_exits_2_in_seconds_with_the_estimate():
+    started = time.monotonic()
+    proc = run_cli("train", "--preset", "llama2-7b", timeout=60)
+    assert time.monotonic() - started < 30
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("collscope train: --preset: llama2-7b (ddp, float32) needs about ")
+    assert "per rank (weights 25.1 GiB" in line and "free per rank" in line
+    assert "would fit: " in line and "--force tries anyway" in line
+    assert proc.stdout == ""
 
 
 def test_sweep_of_bucket_sizes_and_hooks_ranks_and_recommends(tmp_path):

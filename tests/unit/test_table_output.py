@@ -91,3 +91,17 @@ def test_footer_reports_failures_and_average():
     assert footer([ok, ok])[0] == "# Out of bounds values : 0 OK"
     assert footer([ok, bad])[:2] == ["# Out of bounds values : 5 FAILED",
                                      "# Avg bus bandwidth    : 3 "]
+
+
+def test_missing_placement_keeps_nccl_tests_field_count():
+    """all_reduce has no out-of-place form in torch.distributed: its columns read N/A, so a
+    script splitting rows on whitespace finds in-place busbw at field 11 as in nccl-tests."""
+    in_place = _result("all_reduce", 1024, 256, "float", "sum", -1, 12.5, 0.08, 0.16, 0, True)
+    line = row(None, in_place)
+    fields = line.split()
+    assert len(fields) == 13
+    assert fields[5:9] == ["N/A"] * 4
+    assert fields[9:] == ["12.50", "0.08", "0.16", "0"]
+    both = row(in_place, in_place)
+    assert len(line) == len(both)          # the in-place columns stay where nccl-tests has them
+    assert line.rindex("12.50") == both.rindex("12.50")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from collscope.doctor import probes, recognize
+from collscope.doctor import probes, recognize, vendor_output
 from collscope.doctor.facts.common import add_notes, as_dict, as_int, as_str, parse_env, read_json
 from collscope.doctor.facts.gpus import gpus_and_topology
 from collscope.doctor.facts.host import (
@@ -76,6 +76,7 @@ def facts_from(capture: probes.RawCapture) -> Facts:
     gpus_and_topology(capture, facts)
     _software(capture, facts)
     facts.usage = usage_facts(capture)
+    facts.vendor_output = vendor_output.from_capture(capture)
     return facts
 
 

@@ -172,6 +172,7 @@ class Facts:
     tools: dict[str, probes.ToolRun] = field(default_factory=dict)
     selftest: SelfTestResult | None = None
     notes: dict[str, list[str]] = field(default_factory=dict)  # file -> parser warnings
+    vendor_output: dict[str, str] = field(default_factory=dict)  # library -> what it printed
     usage: UsageFacts = field(default_factory=UsageFacts)      # memory held, engine busy
     read_as: dict[str, str] = field(default_factory=dict)      # file -> slot, from content
     unrecognised: list[str] = field(default_factory=list)      # files no tool output matched

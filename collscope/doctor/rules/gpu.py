@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
+from collscope.doctor import vendor_output
 from collscope.doctor.facts import Facts
 from collscope.doctor.rules.common import VISIBLE_DEVICES, human_bytes, listing
 from collscope.doctor.rules.registry import Verdict, rule
@@ -64,6 +65,34 @@ def _stack_version(facts: Facts) -> str:
     cuda = (facts.torch.cuda if facts.torch else None) or \
         (facts.nccl_log.cuda_version if facts.nccl_log else None)
     return f"CUDA {cuda or 'unknown'}"
+
+
+def _lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+@rule("gpu.vendor-library", "gpu", """
+collscope reads GPU inventory and metrics through the vendors' Python bindings (amdsmi for AMD,
+pynvml for NVIDIA). Some bindings print to stdout when they are imported or initialised, most
+often because the binding is installed but its native library is missing: amdsmi without
+ROCm's libamd_smi.so prints "Unable to find libamd_smi.so library ..." and fails, so collscope
+falls back to the command-line tools (or sees no GPU). collscope catches that output at the
+file-descriptor level (it would otherwise corrupt `--json` on stdout) and reports it here.
+""")
+def check_vendor_library(facts: Facts) -> Iterable[Verdict]:
+    for library, text in sorted(facts.vendor_output.items()):
+        lines = _lines(text)
+        if not lines:
+            continue
+        detail = " | ".join(lines[:4])[:400]
+        if any(marker in text.lower() for marker in vendor_output.MISSING_LIBRARY_MARKERS):
+            native = vendor_output.NATIVE_LIBRARY.get(library, "its native library")
+            yield Verdict("warn", f"{library} is installed but its library is missing: "
+                          f"{native}", f"What {library} printed while loading: {detail}",
+                          vendor_output.FIX.get(library, ""))
+        else:
+            yield Verdict("info", f"{library} printed {len(lines)} line(s) while loading",
+                          detail, "")
 
 
 @rule("gpu.torch-visible", "gpu", """

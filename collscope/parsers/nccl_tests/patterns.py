@@ -17,7 +17,7 @@ CONCLUDED = re.compile(r"Collective test concluded:\s*(\S+)", re.I)
 PARAMS = re.compile(r"nThread:?\s+\d+\s+nGpus:?\s+\d+", re.I)
 USING_DEVICES = re.compile(r"Using devices\s*$", re.I)
 DEVICE = re.compile(
-    r"Rank\s+(\d+)\s+(?:Group\s+(\d+)\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+"
+    r"Rank\s+(\d+)\s+(?:Group\s+(\d+)\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(-?\d+)\s+"
     r"\[([^\]]*)\]\s*(.*)$")
 DEVICE_CUT = re.compile(r"Rank\s+\d+\s+(?:Group|Pid)\b")
 BANNER = re.compile(r"out-of-place.*in-place", re.I)

@@ -117,7 +117,10 @@ def parse_row(line: str, number: int, header: TableHeader | None,
         problems.append("row cut short: no complete placement, row dropped")
         return None, problems
     for in_place, fields, names in parts:
-        placement, problem = _parse_placement([m.group() for m in fields], names)
+        tokens = [m.group() for m in fields]
+        if tokens and all(token.upper() == "N/A" for token in tokens):
+            continue    # a placement that does not exist (collscope's bench prints N/A)
+        placement, problem = _parse_placement(tokens, names)
         where = "in-place" if in_place else "out-of-place"
         if placement is None:
             problems.append(f"{where} part not understood ({problem})")

@@ -603,3 +603,15 @@ def test_arbitrary_lines_never_raise() -> None:
         "# Out of bounds values : 1 FAILED"])), max_size=30)
     mutations.assert_parsers_never_raise([parse_nccl_tests], lines.map("\n".join),
                                          check=_check)
+
+
+
+
+def test_collscope_own_table_reads_back_without_warnings_about_na_or_cpu_devices() -> None:
+    """collscope bench prints N/A for a placement torch lacks and device -1 for CPU ranks."""
+    text = (OWN_FIXTURES / "nccl-tests-logs" / "collscope_bench_cpu_na_placement.txt").read_text()
+    parsed = parse_nccl_tests(text)
+    (test,) = parsed.value
+    assert [w for w in parsed.warnings if "not understood" in w or "cut short" in w] == []
+    assert test.result_count == 2
+    assert len(test.devices) == 2

@@ -148,3 +148,77 @@ def test_real_log_against_itself_and_a_slower_copy() -> None:
     assert not compare(results, results).regressed
     slower = compare(results, scaled(results, 1.2))
     assert len(slower.with_verdict("regressed")) == len(results) == 62
+
+
+def with_spread(r: BenchResult, p50: float, halfwidth: float) -> BenchResult:
+    return dataclasses.replace(r, time_us=p50, time_us_p50=p50, ci_halfwidth=halfwidth)
+
+
+def test_noise_at_a_small_size_does_not_fail_the_gate_when_spread_is_recorded() -> None:
+    # 8 B all_reduce: p50 10 us +-30% (95% CI of the median) against 12 us +-30%.
+    base = with_spread(result("all_reduce", 8, 10.0), 10.0, 0.3)
+    new = with_spread(result("all_reduce", 8, 12.0), 12.0, 0.3)
+    row = compare_row(base, new, 5.0)
+    assert (row.test, row.verdict) == ("ci-overlap", "ok")
+    assert row.p50_delta_pct == pytest.approx(20.0)
+    # The same numbers without a recorded spread (an nccl-tests log) regress on the threshold.
+    bare = compare_row(dataclasses.replace(base, ci_halfwidth=None), new, 5.0)
+    assert (bare.test, bare.verdict) == ("threshold", "regressed")
+
+
+@pytest.mark.parametrize("new_p50, expected", [(130.0, "regressed"), (104.0, "ok"),
+                                               (70.0, "improved")])
+def test_ci_overlap_decides_real_changes(new_p50: float, expected: str) -> None:
+    base = with_spread(result("all_reduce", 1 << 20, 100.0), 100.0, 0.02)
+    new = with_spread(result("all_reduce", 1 << 20, new_p50), new_p50, 0.02)
+    row = compare_row(base, new, 5.0)
+    assert (row.test, row.verdict) == ("ci-overlap", expected)
+    assert row.to_dict()["test"] == "ci-overlap"
+
+
+def test_ci_overlap_under_busbw_normalises_by_the_bus_factor() -> None:
+    # 8 -> 16 ranks: time up 5%, bus factor 1.75 -> 1.875, so busbw is no worse.
+    base = with_spread(result("all_reduce", 1 << 30, 10_000.0, world_size=8), 10_000.0, 0.01)
+    new = with_spread(result("all_reduce", 1 << 30, 10_500.0, world_size=16), 10_500.0, 0.01)
+    row = compare_row(base, new, 4.0)
+    assert (row.metric, row.test, row.verdict) == ("busbw", "ci-overlap", "ok")
+
+
+def test_render_names_the_deciding_test(capsys) -> None:
+    from collscope.cli.compare import render
+
+    base = [with_spread(result("all_reduce", 1 << 20, 100.0), 100.0, 0.02),
+            result("all_reduce", 1 << 21, 100.0)]
+    new = [with_spread(result("all_reduce", 1 << 20, 130.0), 130.0, 0.02),
+           result("all_reduce", 1 << 21, 100.0)]
+    render(compare(base, new), "base", "new")
+    out = capsys.readouterr().out
+    assert "ci-overlap (p50 +30.0%)" in out
+    assert ("decided by: ci-overlap (p50 beyond the threshold and non-overlapping 95% CIs of "
+            "the medians) for 1 size(s); threshold") in out
+
+
+def runs(times: list[float], size: int = 1 << 20) -> list[BenchResult]:
+    return [result("all_reduce", size, t) for t in times]
+
+
+def test_repeated_runs_per_side_are_judged_by_mann_whitney() -> None:
+    base = runs([100.0, 104.0, 98.0, 101.0])
+    slower = runs([118.0, 121.0, 117.0, 125.0])
+    row, = compare(base, slower).rows
+    assert (row.test, row.verdict, row.runs) == ("mann-whitney", "regressed", (4, 4))
+    assert row.time_delta_pct == pytest.approx((119.5 - 100.5) / 100.5 * 100)
+    assert row.p_value == pytest.approx(1 / 70)       # exact one-sided U, 4 against 4
+    assert row.to_dict()["p_value"] == row.p_value
+    # Medians 20% apart but the runs overlap: not significant, so not a regression.
+    noisy = runs([60.0, 140.0, 118.0, 125.0])
+    row, = compare(base, noisy).rows
+    assert (row.test, row.verdict) == ("mann-whitney", "ok")
+    assert row.p_value > 0.05
+
+
+def test_fewer_than_three_runs_keep_the_pairing_in_order() -> None:
+    base, new = runs([100.0, 100.0]), runs([130.0, 100.0])
+    comparison = compare(base, new)
+    assert [row.test for row in comparison.rows] == ["threshold", "threshold"]
+    assert [row.verdict for row in comparison.rows] == ["regressed", "ok"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import statistics
+
 import pytest
 
 from collscope.train.analysis import (
@@ -10,6 +12,7 @@ from collscope.train.analysis import (
     ddp_call,
     drift,
     exposed_comm,
+    exposed_comm_ci,
     overlap_fraction,
     paired_iqr,
     powersgd_elements,
@@ -32,12 +35,31 @@ def test_spread_and_quantiles_match_numpy_linear():
 
 
 @pytest.mark.parametrize("sync, nosync, expected", [
-    ([120, 100, 110], [90, 95, 100], 15.0),        # medians 110 - 95
+    ([120, 100, 110], [90, 95, 100], 10.0),        # pairs 30, 5, 10 (medians differ by 15)
     ([100, 100], [100, 100], 0.0),
     ([99, 98, 97], [100, 100, 100], -2.0),         # hidden + noise: left negative, visible
 ])
-def test_exposed_comm_is_the_difference_of_medians(sync, nosync, expected):
+def test_exposed_comm_is_the_median_of_per_pair_differences(sync, nosync, expected):
     assert exposed_comm(sync, nosync) == pytest.approx(expected)
+
+
+def test_exposed_comm_follows_the_pairs_when_the_machine_drifts():
+    """Three pairs ran on a machine slowed by 20 ms: per pair the sync step costs 1-3 ms more
+    (median 2). The difference of medians takes its medians from different pairs (31 - 30)."""
+    sync = [11.0, 13.0, 31.0, 33.0, 32.0]
+    nosync = [10.0, 10.0, 30.0, 30.0, 30.0]
+    assert exposed_comm(sync, nosync) == 2.0
+    assert statistics.median(sync) - statistics.median(nosync) == 1.0
+
+
+def test_exposed_comm_ci_is_order_statistics_of_the_differences():
+    sync = [float(20 + d) for d in range(20)]
+    nosync = [20.0] * 20                    # differences 0..19
+    ci = exposed_comm_ci(sync, nosync)
+    assert (ci.median, ci.low, ci.high) == (9.5, 5.0, 14.0)   # x_(6), x_(15) of 20
+    assert ci.confidence == pytest.approx(0.9586, abs=1e-4)
+    few = exposed_comm_ci([3.0, 5.0], [1.0, 1.0])           # 2 steps cannot give 95%
+    assert (few.low, few.high, few.confidence) == (2.0, 4.0, 0.5)
 
 
 def test_paired_iqr_is_the_spread_of_per_step_differences():
