@@ -82,6 +82,7 @@ def mask_bench(text: str) -> str:
     text = _PID.sub("Pid <pid>", text)
     text = re.sub(r" on +" + re.escape(socket.gethostname()) + " ", " on <host> ", text)
     text = re.sub(r"(torch|collscope) \S+", r"\1 <version>", text)
+    text = re.sub(r"(Avg bus bandwidth *: *)\S+", r"\1#", text)    # printed %g, any width
     return _FLOAT.sub(lambda m: " " * (len(m.group()) - 1) + "#", text)
 
 
