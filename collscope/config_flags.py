@@ -36,7 +36,7 @@ class Flag:
     shown: str | None = None                      # the default as written on the command line
     show_default: bool = True
     negate: bool = False                          # "--no-X": a boolean field that is True
-    choices: tuple[str, ...] | None = None
+    choices: tuple[Any, ...] | None = None
     nargs: str | None = None                      # "+" for a list field
     action: str | None = None                     # e.g. "extend" (repeatable list flag)
 
@@ -47,9 +47,12 @@ class Flag:
 
 def flag(default: Any, *names: str, help: str = "", **options: Any) -> Any:
     """A dataclass field whose flag is ``names`` (options: the other ``Flag`` attributes);
-    ``default`` dataclasses.MISSING (``REQUIRED``) makes the flag required."""
-    return dataclasses.field(default=default,
-                             metadata={_KEY: Flag(names=names, help=help, **options)})
+    ``default`` dataclasses.MISSING (``REQUIRED``) makes the flag required; a list default
+    is copied for each instance."""
+    metadata = {_KEY: Flag(names=names, help=help, **options)}
+    if isinstance(default, list):
+        return dataclasses.field(default_factory=lambda: list(default), metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
 
 
 def list_flag(*names: str, help: str, **options: Any) -> Any:
@@ -110,19 +113,21 @@ def add_flags(parser: argparse.ArgumentParser | argparse._ArgumentGroup, config:
         spec: Flag = item.metadata[_KEY]
         default = _default(item)
         help_text = spec.help
-        if spec.show_default and default is not None and not isinstance(default, bool):
+        if spec.show_default and default is not None and not isinstance(default, bool) \
+                and (spec.shown is not None or not isinstance(default, list)):
             help_text += f" (default {_shown(spec, default)})"
         kwargs: dict[str, Any] = {"dest": name, "help": help_text.replace("%", "%%") or None}
         if item.default is dataclasses.MISSING and item.default_factory is dataclasses.MISSING:
             kwargs["required"] = True
-        if isinstance(default, bool):
+        if isinstance(default, bool) and spec.type is None:
             kwargs["action"] = "store_false" if spec.negate else "store_true"
             # A flag in other units than its field (to_field) leaves the field's default alone.
             kwargs["default"] = argparse.SUPPRESS if spec.to_field else default
         else:
             # A flag in other units than its field (to_field) leaves the field's default alone.
             kwargs["default"] = argparse.SUPPRESS if spec.to_field else default
-            kwargs["metavar"] = spec.metavar or _metavar(spec.names)
+            if spec.metavar or not spec.choices:      # argparse shows choices as {a,b}
+                kwargs["metavar"] = spec.metavar or _metavar(spec.names)
             if spec.type:
                 kwargs["type"] = spec.type
             if spec.choices:

@@ -10,10 +10,10 @@ from contextlib import ExitStack
 from typing import Any
 
 from collscope import __version__
-from collscope.bench.config import AVERAGE_MODES, BenchConfig
-from collscope.cli._common import add_launch_arguments
+from collscope.bench.config import BenchConfig
+from collscope.cli._common import add_nproc_argument
 from collscope.collectives.table import COLLECTIVES
-from collscope.units import parse_size
+from collscope.config_flags import add_flags, config_from
 
 EXAMPLES = """\
 examples:
@@ -47,46 +47,15 @@ def add_parser(commands: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("collectives", nargs="*", default=["all_reduce"], metavar="COLLECTIVE",
                    help=f"{', '.join(COLLECTIVES)} or all (default all_reduce)")
-    p.add_argument("-b", "--min-bytes", default="8", help="smallest size (default 8)")
-    p.add_argument("-e", "--max-bytes", default=None,
-                   help="largest size (default 64M on CPU, 4G on GPU, capped by free memory)")
-    p.add_argument("-f", "--step-factor", type=int, default=2,
-                   help="multiply the size by this each step (default 2)")
-    p.add_argument("-i", "--step-bytes", default=None,
-                   help="add this many bytes each step instead of multiplying")
-    p.add_argument("-n", "--iters", type=int, default=20, help="timed iterations (default 20)")
-    p.add_argument("-w", "--warmup-iters", type=int, default=5,
-                   help="warm-up iterations per size (default 5)")
-    p.add_argument("-d", "--dtype", default="float",
-                   help="float, half, bfloat16, double, int32, int64, int8, uint8 "
-                        "(comma-separated) or all (default float)")
-    p.add_argument("-o", "--op", default="sum",
-                   help="sum, prod, min, max, avg (comma-separated) or all (default sum)")
-    p.add_argument("-r", "--root", type=int, default=0, help="root of broadcast/reduce")
-    p.add_argument("-c", "--check", type=int, default=1,
-                   help="verify results after timing; 0 disables (default 1)")
-    p.add_argument("-z", "--blocking", type=int, default=0, choices=[0, 1],
-                   help="1: wait for each op before launching the next (GPU); each time is "
-                        "that op's device time, between its own start and end events")
-    p.add_argument("-a", "--average", type=int, default=1,
-                   help="combine rank times: " +
-                        ", ".join(f"{k} {v}" for k, v in AVERAGE_MODES.items()) +
-                        " (default 1)")
+    add_flags(p, BenchConfig, ["min_bytes", "max_bytes", "step_factor", "step_bytes", "iters",
+                               "warmup_iters", "dtypes", "ops", "root", "check", "blocking",
+                               "average"])
     placement = p.add_mutually_exclusive_group()
     placement.add_argument("--in-place", action="store_true", help="only in-place")
     placement.add_argument("--out-of-place", action="store_true", help="only out-of-place")
-    p.add_argument("--target-precision", type=float, default=None, metavar="P",
-                   help="adaptive iterations: stop a size when the 95%% CI of its median is "
-                        "within +-P (e.g. 0.02) or its --time-budget ends")
-    p.add_argument("--time-budget", type=float, default=2.0, metavar="S",
-                   help="adaptive mode: seconds per size at most (default 2)")
-    p.add_argument("--algo", default="flat",
-                   help="all_reduce algorithm: flat (the backend's) or hierarchical "
-                        "(reduce-scatter in node, all-reduce across, all-gather in node)")
-    p.add_argument("--ranks-per-node", type=int, default=None, metavar="R",
-                   help="ranks per node for --algo hierarchical (default: from the launcher; "
-                        "set it to emulate nodes on one machine)")
-    add_launch_arguments(p)
+    add_flags(p, BenchConfig, ["target_precision", "time_budget_s", "algo", "ranks_per_node"])
+    add_nproc_argument(p)
+    add_flags(p, BenchConfig, ["backend", "timeout_s"])
     p.add_argument("--json", metavar="FILE", help="write JSON Lines records (flushed per size)")
     p.add_argument("--csv", metavar="FILE", help="write one CSV row per result")
     p.add_argument("--per-rank", action="store_true",
@@ -100,21 +69,8 @@ def add_parser(commands: Any) -> None:
 
 
 def config_from_args(args: argparse.Namespace) -> BenchConfig:
-    return BenchConfig(
-        collectives=args.collectives or ["all_reduce"],
-        min_bytes=parse_size(args.min_bytes, "-b/--min-bytes"),
-        max_bytes=None if args.max_bytes is None else parse_size(args.max_bytes,
-                                                                 "-e/--max-bytes"),
-        step_factor=args.step_factor,
-        step_bytes=None if args.step_bytes is None else parse_size(args.step_bytes,
-                                                                   "-i/--step-bytes"),
-        iters=args.iters, warmup_iters=args.warmup_iters,
-        dtypes=[d for d in args.dtype.split(",") if d], ops=[o for o in args.op.split(",") if o],
-        root=args.root, check=args.check, blocking=bool(args.blocking), average=args.average,
-        in_place=not args.out_of_place, out_of_place=not args.in_place,
-        target_precision=args.target_precision, time_budget_s=args.time_budget,
-        algo=args.algo, ranks_per_node=args.ranks_per_node, backend=args.backend,
-        timeout_s=args.timeout)
+    return config_from(BenchConfig, args, collectives=args.collectives or ["all_reduce"],
+                       in_place=not args.out_of_place, out_of_place=not args.in_place)
 
 
 def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
