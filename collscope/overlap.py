@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import statistics
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
+from collscope.config_flags import BACKEND_HELP, flag, invalid
 from collscope.errors import UsageError
+from collscope.units import parse_size
 
 # Defaults by device: a matmul and a message that take comparable time there.
 DEFAULT_DIM = {"cpu": 512, "gpu": 8192}
@@ -54,36 +56,45 @@ def parse_flops(text: str) -> float:
     return value
 
 
+def _flops(text: str, _label: str) -> float:
+    return parse_flops(text)
+
+
 @dataclass
 class OverlapConfig:
-    matmul_dim: int | None = field(default=None, metadata={"help": (
-        "side n of the square matmul (2 n^3 operations); default 512 on CPU, 8192 on GPUs")})
-    flops: float | None = field(default=None, metadata={"help": (
-        "size the matmul by floating-point operations instead of --matmul-dim")})
-    size_bytes: int | None = field(default=None, metadata={"help": (
-        "all_reduce message size; default 4 MiB on CPU, 256 MiB on GPUs")})
-    iters: int = 20
-    warmup: int = 5
-    dtype: str = "auto"  # the matmul's: auto = bfloat16 on GPUs, float32 on CPU
-    backend: str = "auto"
-    timeout_s: float = 300.0
+    matmul_dim: int | None = flag(None, "--matmul-dim", type=int, metavar="N",
+                                  help="square matmul side N (2 N^3 operations; default 512 on "
+                                       "CPU, 8192 on GPUs)")
+    flops: float | None = flag(None, "--flops", metavar="F", parse=_flops,
+                               help="size the matmul by operations instead: e.g. 2e9, 500M, 1T")
+    size_bytes: int | None = flag(None, "-b", "--bytes", metavar="SIZE", parse=parse_size,
+                                  help="all_reduce size with K/M/G suffix (default 4M on CPU, "
+                                       "256M on GPUs)")
+    iters: int = flag(20, "--iters", type=int, help="timed iterations")
+    warmup: int = flag(5, "--warmup", type=int, help="warm-up iterations")
+    dtype: str = flag("auto", "--dtype", show_default=False,
+                      help="matmul dtype: auto (bfloat16 on GPUs, float32 on CPU), float32, "
+                           "bfloat16, float16")
+    backend: str = flag("auto", "--backend", show_default=False, help=BACKEND_HELP)
+    timeout_s: float = flag(300.0, "--timeout", type=float,
+                            help="seconds a collective may wait before every rank exits")
 
     def __post_init__(self) -> None:
         if self.matmul_dim is not None and self.flops is not None:
             raise UsageError("--matmul-dim/--flops: give one of them, not both")
         if self.matmul_dim is not None and self.matmul_dim < 1:
-            raise UsageError(f"--matmul-dim: {self.matmul_dim} must be >= 1")
+            raise invalid(self, "matmul_dim", f"{self.matmul_dim} must be >= 1")
         if self.size_bytes is not None and self.size_bytes < 4:
-            raise UsageError(f"-b/--bytes: {self.size_bytes} must be at least 4 (one float)")
+            raise invalid(self, "size_bytes", f"{self.size_bytes} must be at least 4 (one float)")
         if self.iters < 1:
-            raise UsageError(f"--iters: {self.iters} must be >= 1")
+            raise invalid(self, "iters", f"{self.iters} must be >= 1")
         if self.warmup < 0:
-            raise UsageError(f"--warmup: {self.warmup} must be >= 0")
+            raise invalid(self, "warmup", f"{self.warmup} must be >= 0")
         if self.dtype not in ("auto", "float32", "bfloat16", "float16"):
-            raise UsageError(f"--dtype: '{self.dtype}' is not accepted; use auto, float32, "
-                             "bfloat16, float16")
+            raise invalid(self, "dtype", f"'{self.dtype}' is not accepted; use auto, float32, "
+                                         "bfloat16, float16")
         if self.timeout_s <= 0:
-            raise UsageError(f"--timeout: {self.timeout_s:g} must be > 0 seconds")
+            raise invalid(self, "timeout_s", f"{self.timeout_s:g} must be > 0 seconds")
 
     def resolved(self, on_gpu: bool) -> tuple[int, int, str]:
         """(matmul side, message bytes rounded down to whole floats, matmul dtype)."""

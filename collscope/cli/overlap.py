@@ -6,9 +6,9 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from collscope.cli._common import add_launch_arguments
-from collscope.overlap import OverlapConfig, parse_flops
-from collscope.units import parse_size
+from collscope.cli._common import add_nproc_argument
+from collscope.config_flags import add_flags, config_from
+from collscope.overlap import OverlapConfig
 
 EXAMPLES = """\
 examples:
@@ -31,32 +31,17 @@ def add_parser(commands: Any) -> None:
         description="Run a matmul and an all_reduce alone and together and report how much of "
                     "the shorter one hides under the longer.", epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    size = p.add_mutually_exclusive_group()
-    size.add_argument("--matmul-dim", type=int, default=None, metavar="N",
-                      help="square matmul side N (2 N^3 operations; default 512 on CPU, 8192 "
-                           "on GPUs)")
-    size.add_argument("--flops", default=None, metavar="F",
-                      help="size the matmul by operations instead: e.g. 2e9, 500M, 1T")
-    p.add_argument("-b", "--bytes", default=None, metavar="SIZE",
-                   help="all_reduce size with K/M/G suffix (default 4M on CPU, 256M on GPUs)")
-    p.add_argument("--iters", type=int, default=20, help="timed iterations (default 20)")
-    p.add_argument("--warmup", type=int, default=5, help="warm-up iterations (default 5)")
-    p.add_argument("--dtype", default="auto",
-                   help="matmul dtype: auto (bfloat16 on GPUs, float32 on CPU), float32, "
-                        "bfloat16, float16")
-    add_launch_arguments(p)
+    add_flags(p.add_mutually_exclusive_group(), OverlapConfig, ["matmul_dim", "flops"])
+    add_flags(p, OverlapConfig, ["size_bytes", "iters", "warmup", "dtype"])
+    add_nproc_argument(p)
+    add_flags(p, OverlapConfig, ["backend", "timeout_s"])
     p.add_argument("--json", metavar="FILE",
                    help="write JSON Lines: a run record, then the overlap record")
     p.set_defaults(handler=handle)
 
 
 def config_from_args(args: argparse.Namespace) -> OverlapConfig:
-    return OverlapConfig(
-        matmul_dim=args.matmul_dim,
-        flops=None if args.flops is None else parse_flops(args.flops),
-        size_bytes=None if args.bytes is None else parse_size(args.bytes, "-b/--bytes"),
-        iters=args.iters, warmup=args.warmup, dtype=args.dtype, backend=args.backend,
-        timeout_s=args.timeout)
+    return config_from(OverlapConfig, args)
 
 
 def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:

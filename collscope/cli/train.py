@@ -6,8 +6,9 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from collscope.cli._common import add_launch_arguments
-from collscope.train.config import COMM_HOOKS, PRESETS, SWEEPABLE, DDPKnobs, TrainConfig
+from collscope.cli._common import add_nproc_argument
+from collscope.config_flags import add_flags, config_from
+from collscope.train.config import SWEEPABLE, DDPKnobs, TrainConfig
 
 EXAMPLES = """\
 examples:
@@ -39,49 +40,20 @@ def add_parser(commands: Any) -> None:
                     "much of each step is communication that compute does not hide.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     model = p.add_argument_group("model")
-    model.add_argument("--preset", default="auto",
-                       help=f"{', '.join(PRESETS)}, or auto: tiny on CPU, small on GPUs")
-    for flag, what in (("--hidden", "hidden size"), ("--layers", "decoder layers"),
-                       ("--heads", "attention heads"), ("--seq-len", "tokens per sequence"),
-                       ("--batch-size", "sequences per rank and step")):
-        model.add_argument(flag, type=int, default=None, metavar="N",
-                           help=f"override the preset's {what}")
-    model.add_argument("--dtype", default="auto",
-                       help="auto (bfloat16 on GPUs, float32 on CPU), float32, bfloat16")
+    add_flags(model, TrainConfig, ["preset", "hidden", "layers", "heads", "seq_len",
+                                   "batch_size", "dtype"])
     par = p.add_argument_group("parallelism")
-    par.add_argument("--parallel", default="ddp", help="ddp (default) or fsdp (FSDP2)")
-    par.add_argument("--bucket-cap-mb", type=float, default=25.0, metavar="MB",
-                     help="DDP gradient bucket size (default 25, DDP's)")
-    par.add_argument("--gradient-as-bucket-view", action="store_true",
-                     help="DDP: gradients are views into the buckets (saves a copy and memory)")
-    par.add_argument("--static-graph", action="store_true",
-                     help="DDP: the graph is the same every step")
-    par.add_argument("--comm-hook", default="none",
-                     help=f"DDP comm hook: {', '.join(COMM_HOOKS)} (default none)")
-    par.add_argument("--ranks-per-node", type=int, default=None, metavar="R",
-                     help="ranks per node for --comm-hook hierarchical (default: from the "
-                          "launcher; set it to emulate nodes on one machine)")
+    add_flags(par, TrainConfig, ["parallel"])
+    add_flags(par, DDPKnobs, ["bucket_cap_mb", "gradient_as_bucket_view", "static_graph",
+                              "comm_hook"])
+    add_flags(par, TrainConfig, ["ranks_per_node"])
     par.add_argument("--sweep", action="append", default=[], metavar="NAME=V1,V2,...",
                      help=f"vary a DDP setting (repeatable; the grid is the product): "
                           f"{', '.join(SWEEPABLE)}; booleans take 0,1")
     run = p.add_argument_group("measurement")
-    run.add_argument("--steps", type=int, default=8,
-                     help="timed steps per configuration, each with and without sync "
-                          "(default 8)")
-    run.add_argument("--warmup", type=int, default=3,
-                     help="warm-up steps per configuration (default 3)")
-    run.add_argument("--lr", type=float, default=3e-3, help="AdamW learning rate")
-    run.add_argument("--seed", type=int, default=0, help="seed of weights and batches")
-    run.add_argument("--trace", metavar="DIR",
-                     help="write per-rank torch.profiler Chrome traces (trace_rank<N>.json) of "
-                          "a few steps; one sub-folder per configuration in a sweep")
-    add_launch_arguments(run, "seconds a step may wait on peers before every rank exits "
-                                  "(default 300)")
-    run.add_argument("--force", action="store_true",
-                     help="train even when the memory pre-flight (weights, gradients, AdamW "
-                          "states, DDP buckets or FSDP shards, activations) says it does not "
-                          "fit; by default such a run exits 2 with the estimate and what would "
-                          "fit")
+    add_flags(run, TrainConfig, ["steps", "warmup", "lr", "seed", "trace_dir"])
+    add_nproc_argument(run)
+    add_flags(run, TrainConfig, ["backend", "timeout_s", "force"])
     run.add_argument("--json", metavar="FILE",
                      help="write JSON Lines: a run record, then one train record per "
                           "configuration (flushed as measured)")
@@ -95,16 +67,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
     for text in args.sweep:
         name, values = parse_sweep(text)
         sweep[name] = values
-    return TrainConfig(
-        preset=args.preset, hidden=args.hidden, layers=args.layers, heads=args.heads,
-        seq_len=args.seq_len, batch_size=args.batch_size, dtype=args.dtype,
-        parallel=args.parallel,
-        knobs=DDPKnobs(bucket_cap_mb=args.bucket_cap_mb,
-                       gradient_as_bucket_view=args.gradient_as_bucket_view,
-                       static_graph=args.static_graph, comm_hook=args.comm_hook),
-        sweep=sweep, ranks_per_node=args.ranks_per_node, steps=args.steps,
-        warmup=args.warmup, lr=args.lr, seed=args.seed, trace_dir=args.trace,
-        backend=args.backend, timeout_s=args.timeout, force=args.force)
+    return config_from(TrainConfig, args, knobs=config_from(DDPKnobs, args), sweep=sweep)
 
 
 def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:

@@ -11,6 +11,7 @@ import math
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
+from collscope.config_flags import BACKEND_HELP, flag, invalid
 from collscope.errors import UsageError
 
 PARALLEL = ("ddp", "fsdp")
@@ -18,8 +19,6 @@ COMM_HOOKS = ("none", "fp16", "bf16", "powersgd", "hierarchical")
 DTYPES = ("auto", "float32", "bfloat16")
 
 
-def _help(text: str) -> dict[str, str]:
-    return {"help": text}
 
 
 @dataclass(frozen=True)
@@ -86,10 +85,15 @@ def llama_intermediate(hidden: int) -> int:
 class DDPKnobs:
     """The DistributedDataParallel settings a sweep varies. Defaults are DDP's own."""
 
-    bucket_cap_mb: float = 25.0
-    gradient_as_bucket_view: bool = False
-    static_graph: bool = False
-    comm_hook: str = "none"
+    bucket_cap_mb: float = flag(25.0, "--bucket-cap-mb", type=float, metavar="MB",
+                                shown="25, DDP's", help="DDP gradient bucket size")
+    gradient_as_bucket_view: bool = flag(False, "--gradient-as-bucket-view",
+                                         help="DDP: gradients are views into the buckets "
+                                              "(saves a copy and memory)")
+    static_graph: bool = flag(False, "--static-graph",
+                              help="DDP: the graph is the same every step")
+    comm_hook: str = flag("none", "--comm-hook", shown="none",
+                          help=f"DDP comm hook: {', '.join(COMM_HOOKS)}")
 
     def label(self) -> str:
         """Short name for tables, e.g. '25MB none' or '5MB bf16 view static'."""
@@ -145,46 +149,58 @@ def _sweep_value(name: str, text: str) -> Any:
 class TrainConfig:
     """One `collscope train` invocation: the model, the parallelism, the measurement."""
 
-    preset: str = field(default="auto", metadata=_help(
-        "tiny, small, 1b, llama2-7b, or auto (tiny on CPU, small on GPUs)"))
-    hidden: int | None = field(default=None, metadata=_help("override the hidden size"))
-    layers: int | None = field(default=None, metadata=_help("override the decoder layers"))
-    heads: int | None = field(default=None, metadata=_help("override the attention heads"))
-    seq_len: int | None = field(default=None, metadata=_help("override the sequence length"))
-    batch_size: int | None = field(default=None, metadata=_help(
-        "override the per-rank batch size (sequences)"))
-    dtype: str = field(default="auto", metadata=_help(
-        "auto (bfloat16 on GPUs, float32 on CPU), float32, bfloat16"))
-    parallel: str = field(default="ddp", metadata=_help("ddp or fsdp (FSDP2 fully_shard)"))
-    knobs: DDPKnobs = field(default_factory=DDPKnobs, metadata=_help(
-        "DDP settings when there is no sweep (the base of the grid when there is)"))
-    sweep: dict[str, list[Any]] = field(default_factory=dict, metadata=_help(
-        "DDP settings to vary: name -> values; the grid is their product"))
-    ranks_per_node: int | None = field(default=None, metadata=_help(
-        "ranks per node for the hierarchical hook (default: from the launcher)"))
-    steps: int = field(default=8, metadata=_help(
-        "timed steps per configuration (each timed with and without gradient sync)"))
-    warmup: int = field(default=3, metadata=_help("untimed steps per configuration first"))
-    lr: float = field(default=3e-3, metadata=_help("AdamW learning rate"))
-    seed: int = field(default=0, metadata=_help("seed of weights and synthetic batches"))
-    trace_dir: str | None = field(default=None, metadata=_help(
-        "write per-rank torch.profiler Chrome traces of a few steps here"))
+    preset: str = flag("auto", "--preset", show_default=False,
+                       help=f"{', '.join(PRESETS)}, or auto: tiny on CPU, small on GPUs")
+    hidden: int | None = flag(None, "--hidden", type=int, metavar="N",
+                              help="override the preset's hidden size")
+    layers: int | None = flag(None, "--layers", type=int, metavar="N",
+                              help="override the preset's decoder layers")
+    heads: int | None = flag(None, "--heads", type=int, metavar="N",
+                             help="override the preset's attention heads")
+    seq_len: int | None = flag(None, "--seq-len", type=int, metavar="N",
+                               help="override the preset's tokens per sequence")
+    batch_size: int | None = flag(None, "--batch-size", type=int, metavar="N",
+                                  help="override the preset's sequences per rank and step")
+    dtype: str = flag("auto", "--dtype", show_default=False,
+                      help="auto (bfloat16 on GPUs, float32 on CPU), float32, bfloat16")
+    parallel: str = flag("ddp", "--parallel", show_default=False,
+                         help="ddp (default) or fsdp (FSDP2)")
+    # DDP settings when there is no sweep (the base of the grid when there is): DDPKnobs' flags
+    knobs: DDPKnobs = field(default_factory=DDPKnobs)
+    # --sweep NAME=V1,V2 (parse_sweep): name -> values; the grid is their product
+    sweep: dict[str, list[Any]] = field(default_factory=dict)
+    ranks_per_node: int | None = flag(
+        None, "--ranks-per-node", type=int, metavar="R",
+        help="ranks per node for --comm-hook hierarchical (default: from the launcher; set it "
+             "to emulate nodes on one machine)")
+    steps: int = flag(8, "--steps", type=int,
+                      help="timed steps per configuration, each with and without sync")
+    warmup: int = flag(3, "--warmup", type=int, help="warm-up steps per configuration")
+    lr: float = flag(3e-3, "--lr", type=float, show_default=False, help="AdamW learning rate")
+    seed: int = flag(0, "--seed", type=int, show_default=False,
+                     help="seed of weights and batches")
+    trace_dir: str | None = flag(None, "--trace", metavar="DIR",
+                                 help="write per-rank torch.profiler Chrome traces "
+                                      "(trace_rank<N>.json) of a few steps; one sub-folder per "
+                                      "configuration in a sweep")
     trace_steps: int = 3
-    backend: str = "auto"
-    timeout_s: float = 300.0
-    force: bool = field(default=False, metadata=_help(
-        "run even when the memory pre-flight says the model does not fit"))
+    backend: str = flag("auto", "--backend", show_default=False, help=BACKEND_HELP)
+    timeout_s: float = flag(300.0, "--timeout", type=float,
+                            help="seconds a step may wait on peers before every rank exits")
+    force: bool = flag(False, "--force",
+                       help="train even when the memory pre-flight (weights, gradients, AdamW "
+                            "states, DDP buckets or FSDP shards, activations) says it does not "
+                            "fit; by default such a run exits 2 with the estimate and what "
+                            "would fit")
 
     def __post_init__(self) -> None:
         if self.preset not in (*PRESETS, "auto"):
             raise UsageError(f"--preset: '{self.preset}' is not accepted; use "
                              f"{', '.join(PRESETS)} or auto")
-        for flag, value in (("--hidden", self.hidden), ("--layers", self.layers),
-                            ("--heads", self.heads), ("--seq-len", self.seq_len),
-                            ("--batch-size", self.batch_size),
-                            ("--ranks-per-node", self.ranks_per_node)):
+        for name in ("hidden", "layers", "heads", "seq_len", "batch_size", "ranks_per_node"):
+            value = getattr(self, name)
             if value is not None and value < 1:
-                raise UsageError(f"{flag}: {value} must be >= 1")
+                raise invalid(self, name, f"{value} must be >= 1")
         if self.dtype not in DTYPES:
             raise UsageError(f"--dtype: '{self.dtype}' is not accepted; use {', '.join(DTYPES)}")
         if self.parallel not in PARALLEL:
