@@ -1,15 +1,13 @@
-"""`collscope bench`: parse flags into a BenchConfig, launch or join ranks, render the table."""
+"""`collscope bench`: parse flags into a BenchConfig, launch or join ranks; rank 0's output is
+bench/report.py's Reporter."""
 
 from __future__ import annotations
 
 import argparse
-import sys
-import time
 from collections.abc import Sequence
 from contextlib import ExitStack
 from typing import Any
 
-from collscope import __version__
 from collscope.bench.config import BenchConfig
 from collscope.cli._common import add_nproc_argument
 from collscope.collectives.table import COLLECTIVES
@@ -80,9 +78,12 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
     def body(session: Any, launcher_name: str) -> int:
         from collscope.bench import runner
+        from collscope.bench.report import Outputs, Reporter
 
+        outputs = Outputs(json=args.json, csv=args.csv, per_rank=args.per_rank,
+                          nccl_json=args.nccl_json)
         with ExitStack() as stack:
-            reporter = stack.enter_context(Reporter(config, session, args, launcher_name)) \
+            reporter = stack.enter_context(Reporter(config, session, outputs, launcher_name)) \
                 if session.rank == 0 else None
             results = runner.run(config, session,
                                  on_row=reporter.row if reporter else None,
@@ -91,159 +92,3 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
     return launch_or_spawn(Job("bench", config.backend, config.timeout_s, args.nproc,
                                config.validate_for_job, body), argv)
-
-
-class Reporter:
-    """Rank 0's output: the nccl-tests table on stdout, JSON Lines / CSV files, a progress bar."""
-
-    def __init__(self, config: BenchConfig, session: Any, args: argparse.Namespace,
-                 launcher_name: str):
-        from collscope.bench import runner
-        from collscope.versions import library_versions
-
-        self.config = config
-        self.session = session
-        self.timing = runner.timing_method(session, config)
-        self.versions = library_versions()
-        self.launcher_name = launcher_name
-        self.args = args
-        self.block: list[Any] = []      # results of the collective being printed
-        self.current = ""               # its name, for the "concluded" line
-        self.json: Any = None
-        self.csv: Any = None
-        self.progress: Any = None
-        self.task: Any = None
-        self.total = 0
-        self.late: list[Any] = []       # per-size LateRank of every collective, --per-rank
-        self.block_started = time.time()
-
-    def __enter__(self) -> Reporter:
-        from collscope.results import CsvWriter, JsonlWriter, RunRecord
-
-        if self.args.json:
-            self.json = JsonlWriter(self.args.json)
-            self.json.write(RunRecord.for_session(
-                "bench", self.session, self.launcher_name, self.timing,
-                {"config": vars(self.config)}, self.versions).to_dict())
-        if self.args.csv:
-            self.csv = CsvWriter(self.args.csv)
-        if sys.stderr.isatty():
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-            self.progress = Progress(TextColumn("{task.description}"), BarColumn(),
-                                     MofNCompleteColumn(), console=Console(stderr=True),
-                                     transient=True, redirect_stdout=sys.stdout.isatty())
-            self.progress.start()
-            self.task = self.progress.add_task("bench", total=0)
-        return self
-
-    def _print(self, line: str) -> None:
-        print(line, flush=True)
-
-    def collective(self, name: str, sweep: list[Any], memory_note: str | None) -> None:
-        from collscope.bench.output import DeviceLine, column_header, device_block
-
-        self._end_block()
-        c = self.config
-        layout = self.session.layout
-        label = self.session.label
-        lib = self.versions.get("rccl") or self.versions.get("nccl")
-        self._print(f"# collscope {__version__} torch {self.versions['torch']} backend {label}"
-                    + (f" {label}-library {lib}" if lib else ""))
-        self._print(f"# Collective test starting: {name}")
-        step = f"{c.step_bytes}(bytes)" if c.step_bytes else f"{c.step_factor}(factor)"
-        max_bytes = max((p.requested_bytes for p in sweep), default=0)
-        self._print(f"# nThread 1 nGpus 1 minBytes {c.min_bytes} maxBytes {max_bytes} step: "
-                    f"{step} warmup iters: {c.warmup_iters} iters: {c.iters} agg iters: 1 "
-                    f"validation: {1 if c.check else 0} graph: 0")
-        self._print(f"# Timing: {self.timing}")
-        if not COLLECTIVES[name].out_of_place and c.out_of_place:
-            self._print(f"# {name} exists only in place in torch.distributed: the out-of-place "
-                        "columns read N/A")
-        self._print("#")
-        for line in device_block([
-            DeviceLine(d["rank"], d["pid"], d["host"],
-                       -1 if d["device"] is None else d["device"], d["device_type"], d["name"])
-                for d in layout.devices]):
-            self._print(line)
-        self._print("#")
-        if memory_note:
-            self._print(memory_note)
-            self._print("#")
-        for line in column_header():
-            self._print(line)
-        self.current = name
-        self.block_started = time.time()
-        if self.progress:
-            self.total += len(sweep)
-            self.progress.update(self.task, total=self.total, description=name)
-
-    def row(self, plan: Any, results: dict[bool, Any]) -> None:
-        from collscope.bench.output import row
-
-        self._print(row(results.get(False), results.get(True)))
-        for result in results.values():
-            self.block.append(result)
-            if self.json:
-                self.json.write(result.to_dict())
-            if self.csv:
-                self.csv.write(result)
-        if self.progress:
-            self.progress.advance(self.task)
-
-    def _end_block(self) -> None:
-        from collscope.bench.output import footer
-
-        if not self.block:
-            return
-        for line in footer(self.block):
-            self._print(line)
-        self._print(f"# Collective test concluded: {self.current}")
-        self._print("#")
-        if self.args.per_rank:
-            self._per_rank_block()
-        if self.args.nccl_json:
-            self._write_nccl_json()
-        self.block = []
-
-    def _hosts_by_rank(self) -> list[str]:
-        return [d["host"] for d in self.session.layout.devices]
-
-    def _per_rank_block(self) -> None:
-        from collscope.bench.per_rank import late_rank, report_lines
-
-        rows = []
-        for result in self.block:
-            late = late_rank(result.rank_op_us) if result.rank_op_us else None
-            self.late.append(late)
-            rows.append((result.collective, result.size_bytes, result.in_place, late))
-        for line in report_lines(rows, self._hosts_by_rank()):
-            self._print(line)
-        self._print("#")
-
-    def _write_nccl_json(self) -> None:
-        from collscope.bench import nccl_json
-        from collscope.results import recorded_env
-
-        doc = nccl_json.document(
-            self.block, self.config, self.session.layout.devices,
-            ["collscope", *sys.argv[1:]], recorded_env(),
-            self.versions.get("nccl") or self.versions.get("rccl"), self.block_started,
-            time.time())
-        self._print(f"# Wrote JSON output to {nccl_json.write(self.args.nccl_json, doc)}")
-
-    def __exit__(self, *exc: object) -> None:
-        if exc[0] is None:
-            self._end_block()
-            if self.args.per_rank:
-                from collscope.bench.per_rank import finding
-
-                found = finding(self.late, self.session.world_size, self._hosts_by_rank())
-                self._print("# Late-rank finding: " + (found.message() if found else
-                            "none (no rank is the late rank in most sizes beyond chance)"))
-        if self.progress:
-            self.progress.stop()
-        for writer in (self.json, self.csv):
-            if writer:
-                writer.close()
