@@ -27,13 +27,11 @@ import torch.distributed as dist
 
 from collscope.collectives.dtypes import DTYPES, DtypeSpec
 from collscope.collectives.table import COLLECTIVES
+from collscope.collectives.torch_api import all_gather_tensor as _all_gather
+from collscope.collectives.torch_api import reduce_scatter_tensor as _reduce_scatter
 
 REDUCE_OPS = {"sum": dist.ReduceOp.SUM, "prod": dist.ReduceOp.PRODUCT, "min": dist.ReduceOp.MIN,
               "max": dist.ReduceOp.MAX, "avg": dist.ReduceOp.AVG}
-
-# torch 2.13 renamed the tensor forms; older releases only have the old names.
-_all_gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
-_reduce_scatter = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
 
 # 2 Mi elements per chunk; per element the check holds an int64 index, a float64 expected
 # value, one float64 per-rank input being reduced, the float64 copy of the result and a bool:

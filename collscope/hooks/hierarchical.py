@@ -21,10 +21,9 @@ import torch
 import torch.distributed as dist
 from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 
+from collscope.collectives.torch_api import all_gather_tensor as _all_gather
+from collscope.collectives.torch_api import reduce_scatter_tensor as _reduce_scatter
 from collscope.errors import UsageError
-
-_reduce_scatter = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
-_all_gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
 
 _OPS = {"sum": dist.ReduceOp.SUM, "avg": dist.ReduceOp.SUM, "min": dist.ReduceOp.MIN,
         "max": dist.ReduceOp.MAX, "prod": dist.ReduceOp.PRODUCT}
