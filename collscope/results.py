@@ -72,26 +72,31 @@ class RunRecord:
     def create(cls, command: str, *, launcher: str, backend: str, world_size: int, nodes: int,
                ranks_per_node: int, hosts: list[str], devices: list[dict[str, Any]],
                timing: str, extra: dict[str, Any], versions: dict[str, str | None],
-               started_at: float | None = None) -> RunRecord:
+               started_at: float | None = None, env: dict[str, str] | None = None,
+               argv: list[str] | None = None) -> RunRecord:
         """The one way to make a run record: collscope's version, the command line as typed,
-        the recorded environment and the start time are filled in the same way for all."""
+        the recorded environment and the start time are filled in the same way for all
+        (``env``/``argv`` given: a command that records another job's, e.g. trace: none)."""
         import sys
         import time
 
         from collscope import __version__
 
         return cls(command=command, collscope_version=__version__,
-                   argv=["collscope", *sys.argv[1:]], launcher=launcher, backend=backend,
+                   argv=["collscope", *sys.argv[1:]] if argv is None else argv,
+                   launcher=launcher, backend=backend,
                    world_size=world_size, nodes=nodes, ranks_per_node=ranks_per_node,
-                   hosts=hosts, devices=devices, versions=versions, env=recorded_env(),
+                   hosts=hosts, devices=devices, versions=versions,
+                   env=recorded_env() if env is None else env,
                    timing=timing, started_at=time.time() if started_at is None else started_at,
                    extra=extra)
 
     @classmethod
     def for_session(cls, command: str, session: Any, launcher: str, timing: str,
                     extra: dict[str, Any], versions: dict[str, str | None] | None = None,
-                    ) -> RunRecord:
-        """The run record of a measuring command (bench, train, overlap) on its Session."""
+                    started_at: float | None = None) -> RunRecord:
+        """The run record of a measuring command (bench, train, overlap, links) on its
+        Session."""
         from collscope.versions import library_versions
 
         layout = session.layout
@@ -99,7 +104,8 @@ class RunRecord:
                           world_size=session.world_size, nodes=layout.nodes,
                           ranks_per_node=layout.ranks_per_node, hosts=layout.hosts,
                           devices=layout.devices, timing=timing, extra=extra,
-                          versions=library_versions() if versions is None else versions)
+                          versions=library_versions() if versions is None else versions,
+                          started_at=started_at)
 
 
 @dataclass

@@ -8,7 +8,6 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from collscope import __version__
 from collscope.cli._common import add_nproc_argument
 from collscope.config_flags import add_flags, config_from
 from collscope.links.config import LinksConfig
@@ -89,23 +88,16 @@ def write_records(path: str, outcome: Any, session: Any, launcher: str, config: 
                   started: float) -> None:
     from dataclasses import asdict
 
-    from collscope.results import JsonlWriter, RunRecord, recorded_env
-    from collscope.runtime.dist import library_versions
+    from collscope.results import JsonlWriter, RunRecord
 
-    layout = session.layout
     writer = JsonlWriter(path)
     try:
         extra = {"config": {k: v for k, v in vars(config).items()},
                  "thresholds": [asdict(t) for t in outcome.thresholds],
                  "rounds": {p.scope: len(p.rounds) for p in outcome.phases},
                  "seconds": outcome.seconds}
-        writer.write(RunRecord(
-            command="links", collscope_version=__version__,
-            argv=["collscope", *sys.argv[1:]], launcher=launcher, backend=session.label,
-            world_size=session.world_size, nodes=layout.nodes,
-            ranks_per_node=layout.ranks_per_node, hosts=layout.hosts, devices=layout.devices,
-            versions=library_versions(), env=recorded_env(), timing=TIMING,
-            started_at=started, extra=extra).to_dict())
+        writer.write(RunRecord.for_session("links", session, launcher, TIMING, extra,
+                                           started_at=started).to_dict())
         for record in [*outcome.links, *outcome.nodes]:
             writer.write(record.to_dict())
     finally:

@@ -6,11 +6,9 @@ from __future__ import annotations
 import argparse
 import io
 import sys
-import time
 from collections.abc import Sequence
 from typing import Any
 
-from collscope import __version__
 from collscope.config_flags import add_flags, config_from
 from collscope.trace.config import TraceConfig
 
@@ -71,13 +69,13 @@ def _write_json(target: str, result: Any, argv: Sequence[str]) -> None:
 
     traces = result.traces
     hosts = sorted({t.host for t in traces if t.host})
-    run = RunRecord(
-        command="trace", collscope_version=__version__, argv=["collscope", *argv],
-        launcher="trace", backend=traces[0].backend or "unknown",
+    run = RunRecord.create(
+        "trace", argv=["collscope", *argv], launcher="trace",
+        backend=traces[0].backend or "unknown",
         world_size=traces[0].world_size or len(traces), nodes=len(hosts),
         ranks_per_node=0, hosts=hosts,
         devices=[{"rank": t.rank, "path": t.path} for t in traces], versions={}, env={},
-        timing=_timing(traces), started_at=time.time(),
+        timing=_timing(traces),
         extra={"window": traces[0].window,
                "baseline": result.baseline.sources if result.baseline else []}).to_dict()
     records = [run, *result.records()]

@@ -251,19 +251,18 @@ class TrialWriter:
         self.run_written = False
 
     def run_record(self, context: dict[str, Any]) -> None:
-        from collscope.results import RunRecord, recorded_env
+        from collscope.results import RunRecord
 
         if self.run_written:
             return
         self.run_written = True
-        self.out.write(RunRecord(
-            command="tune", collscope_version=__version__, argv=["collscope", *sys.argv[1:]],
-            launcher=str(context.get("launcher", "unknown")),
+        self.out.write(RunRecord.create(
+            "tune", launcher=str(context.get("launcher", "unknown")),
             backend=str(context.get("backend", "unknown")),
             world_size=int(context.get("world_size") or 0), nodes=int(context.get("nodes") or 0),
             ranks_per_node=int(context.get("ranks_per_node") or 0),
             hosts=list(context.get("hosts") or []), devices=list(context.get("devices") or []),
-            versions=dict(context.get("versions") or {}), env=recorded_env(),
+            versions=dict(context.get("versions") or {}),
             timing=str(context.get("timing", "")), started_at=self.started_at,
             extra=self.extra).to_dict())
         for record in self.pending:

@@ -19,8 +19,6 @@ COMM_HOOKS = ("none", "fp16", "bf16", "powersgd", "hierarchical")
 DTYPES = ("auto", "float32", "bfloat16")
 
 
-
-
 @dataclass(frozen=True)
 class ModelSpec:
     """The Llama architecture and the batch shape one configuration trains."""
