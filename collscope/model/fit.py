@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from collscope.bench.stats import quantile
 from collscope.collectives.table import bus_factor
 
 SOFT_L1_SCALE = 0.05      # log residual where the soft_l1 loss turns linear (~5 %)
@@ -129,12 +130,6 @@ def _robust_fit(x: Sequence[float], t: Sequence[float]) -> tuple[float, float]:
     return float(solution.x[0] * alpha_scale), float(solution.x[1] * inv_scale)
 
 
-def _quantile(values: Sequence[float], q: float) -> float:
-    import numpy as np
-
-    return float(np.quantile(np.asarray(values, dtype=float), q))
-
-
 def fit_group(samples: Sequence[Sample], collective: str, world_size: int) -> GroupFit:
     """The robust alpha-beta fit of one group; FitError when it has no usable rows."""
     require_scipy()
@@ -150,7 +145,7 @@ def fit_group(samples: Sequence[Sample], collective: str, world_size: int) -> Gr
     model = _model(alpha, inverse, _x(rows, factor))
     residuals = [math.log(s.time_us / m) for s, m in zip(rows, model)]
     deviations = _local_deviations([s.size_bytes for s in rows], residuals)
-    scale = 1.4826 * _quantile([abs(d) for d in deviations], 0.5)
+    scale = 1.4826 * quantile([abs(d) for d in deviations], 0.5)
     flagged = sorted((i for i, d in enumerate(deviations)
                       if abs(d) > MAD_LIMIT * scale and abs(d) > OUTLIER_FLOOR
                       and not _confirmed(rows, i)),
@@ -163,7 +158,7 @@ def fit_group(samples: Sequence[Sample], collective: str, world_size: int) -> Gr
     model = _model(alpha, inverse, _x(inliers, factor))
     residuals = [math.log(s.time_us / m) for s, m in zip(inliers, model)]
     spread = _repeat_spread(inliers)
-    low, high = _quantile(residuals, 0.05), _quantile(residuals, 0.95)
+    low, high = quantile(residuals, 0.05), quantile(residuals, 0.95)
     if spread is not None:
         low, high = min(low, -spread), max(high, spread)
     # Outliers against the final line, so their errors are what the reader checks by hand.
@@ -177,7 +172,7 @@ def fit_group(samples: Sequence[Sample], collective: str, world_size: int) -> Gr
         alpha_us=alpha, busbw_gbs=1.0 / inverse, rows=len(inliers),
         sizes=len({s.size_bytes for s in inliers}),
         min_bytes=min(s.size_bytes for s in inliers), max_bytes=max(s.size_bytes for s in inliers),
-        residual_p05=_quantile(residuals, 0.05), residual_p95=_quantile(residuals, 0.95),
+        residual_p05=quantile(residuals, 0.05), residual_p95=quantile(residuals, 0.95),
         residual_rms=math.sqrt(sum(r * r for r in residuals) / len(residuals)),
         max_error_pct=max(abs(math.expm1(r)) for r in residuals) * 100,
         repeat_spread=spread, band_low=min(low, 0.0), band_high=max(high, 0.0),
@@ -207,7 +202,7 @@ def _local_deviations(sizes: Sequence[int], residuals: Sequence[float]) -> list[
     for size, r in zip(sizes, residuals):
         p = position[size]
         window = [v for q in (p - 1, p, p + 1) for v in by_position.get(q, [])]
-        deviations.append(r - _quantile(window, 0.5))
+        deviations.append(r - quantile(window, 0.5))
     return deviations
 
 
@@ -217,4 +212,4 @@ def _repeat_spread(samples: Sequence[Sample]) -> float | None:
         by_size[s.size_bytes].append(s.time_us)
     halves = [math.log(max(times) / min(times)) / 2 for times in by_size.values()
               if len(times) > 1]
-    return _quantile(halves, 0.5) if halves else None
+    return quantile(halves, 0.5) if halves else None
