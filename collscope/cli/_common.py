@@ -1,13 +1,19 @@
-"""The one launch flag that no config holds: --nproc (bench, train, overlap, links).
-
-Every other flag comes from its command's config dataclass (collscope.config_flags)."""
+"""The arguments no config field holds: --nproc (bench, train, overlap, links) and the
+COLLECTIVE list (bench, tune). Every other flag comes from its command's config dataclass
+(collscope.config_flags)."""
 
 from __future__ import annotations
 
 import argparse
 
+from collscope.collectives.table import COLLECTIVES
 from collscope.config_flags import NPROC_HELP
 
 
 def add_nproc_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     parser.add_argument("--nproc", type=int, default=None, help=NPROC_HELP)
+
+
+def add_collectives_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("collectives", nargs="*", default=["all_reduce"], metavar="COLLECTIVE",
+                        help=f"{', '.join(COLLECTIVES)} or all (default all_reduce)")

@@ -9,8 +9,7 @@ from contextlib import ExitStack
 from typing import Any
 
 from collscope.bench.config import BenchConfig
-from collscope.cli._common import add_nproc_argument
-from collscope.collectives.table import COLLECTIVES
+from collscope.cli._common import add_collectives_argument, add_nproc_argument
 from collscope.config_flags import add_flags, config_from
 
 EXAMPLES = """\
@@ -43,8 +42,7 @@ def add_parser(commands: Any) -> None:
         description="Benchmark collectives on torch.distributed; the table reads like "
                     "nccl-tests'.", epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("collectives", nargs="*", default=["all_reduce"], metavar="COLLECTIVE",
-                   help=f"{', '.join(COLLECTIVES)} or all (default all_reduce)")
+    add_collectives_argument(p)
     add_flags(p, BenchConfig, ["min_bytes", "max_bytes", "step_factor", "step_bytes", "iters",
                                "warmup_iters", "dtypes", "ops", "root", "check", "blocking",
                                "average"])

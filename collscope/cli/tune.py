@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from collscope import __version__
-from collscope.collectives.table import COLLECTIVES
+from collscope.cli._common import add_collectives_argument
 from collscope.config_flags import add_flags, config_from
 from collscope.errors import UsageError
 from collscope.tune.config import TuneConfig
@@ -54,8 +54,7 @@ def add_parser(commands: Any) -> None:
         description="Sweep communication settings in fresh bench jobs, in interleaved rounds, "
                     "and keep what beats the defaults beyond noise.", epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("collectives", nargs="*", default=["all_reduce"], metavar="COLLECTIVE",
-                   help=f"{', '.join(COLLECTIVES)} or all (default all_reduce)")
+    add_collectives_argument(p)
     p.add_argument("--space", action="append", default=[], metavar="NAME=V1,V2",
                    help="a variable and the values to try (repeatable)")
     p.add_argument("--preset", action="append", default=[], metavar="NAME",

@@ -13,6 +13,7 @@ number and its unit (``140 W``, ``35 °C``, ``283 MB``) taken as one value.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from collscope.parsers.common import Parsed
@@ -78,24 +79,27 @@ def looks_like_nvidia_smi(text: str) -> bool:
     return "NVIDIA-SMI" in text[:2000] and "Driver Version" in text[:2000]
 
 
+def _read_processes(lines: list[str], table: SmiTable, pattern: re.Pattern[str],
+                    process: Callable[[re.Match[str]], GpuProcess]) -> int:
+    """The 'Processes:' section of a default table (nvidia-smi's and bare amd-smi's share its
+    shape) read into ``table``; the index of its header (len(lines) without one)."""
+    start = next((i for i, line in enumerate(lines) if "Processes:" in line), len(lines))
+    for line in lines[start + 1:]:
+        match = pattern.match(line)
+        if match:
+            table.processes.append(process(match))
+        elif "No running processes" in line:
+            table.no_processes = True
+    return start
+
+
 def parse_nvidia_smi(text: str) -> Parsed[SmiTable]:
     """nvidia-smi's default table."""
     table, warnings = SmiTable(tool="nvidia-smi", driver=_driver(text, "Driver Version")), []
     lines = text.splitlines()
-    in_processes = False
-    for number, line in enumerate(lines, start=1):
-        if "Processes:" in line:
-            in_processes = True
-            continue
-        if in_processes:
-            match = _NV_PROCESS.match(line)
-            if match:
-                table.processes.append(GpuProcess(int(match.group(1)), int(match.group(2)),
-                                                  match.group(3).strip(),
-                                                  int(match.group(4)) << 20))
-            elif "No running processes found" in line:
-                table.no_processes = True
-            continue
+    end = _read_processes(lines, table, _NV_PROCESS, lambda m: GpuProcess(
+        int(m.group(1)), int(m.group(2)), m.group(3).strip(), int(m.group(4)) << 20))
+    for number, line in enumerate(lines[:end], start=1):
         match = _NV_GPU.match(line)
         if not match:
             continue
@@ -140,20 +144,9 @@ def parse_amd_smi_table(text: str) -> Parsed[SmiTable]:
     """Bare ``amd-smi`` (ROCm 6.2+): two lines per GPU, then the processes."""
     table, warnings = SmiTable(tool="amd-smi", driver=_driver(text, "amdgpu version")), []
     lines = text.splitlines()
-    in_processes = False
-    for number, line in enumerate(lines, start=1):
-        if "Processes:" in line:
-            in_processes = True
-            continue
-        if in_processes:
-            match = _AMD_PROCESS.match(line)
-            if match:
-                table.processes.append(GpuProcess(int(match.group(1)), int(match.group(2)),
-                                                  match.group(3),
-                                                  tool_bytes(match.group(4), match.group(5))))
-            elif "No running processes" in line:
-                table.no_processes = True
-            continue
+    end = _read_processes(lines, table, _AMD_PROCESS, lambda m: GpuProcess(
+        int(m.group(1)), int(m.group(2)), m.group(3), tool_bytes(m.group(4), m.group(5))))
+    for number, line in enumerate(lines[:end], start=1):
         first = _AMD_FIRST.match(line)
         second = _AMD_SECOND.match(lines[number]) if first and number < len(lines) else None
         if not first or not second:
