@@ -14,7 +14,7 @@ from collscope.report.charts import (
     HeatMap,
     LineChart,
     Series,
-    _number,
+    as_number,
     slug,
 )
 from collscope.report.store import Input, Run
@@ -28,19 +28,19 @@ def _of(run: Run, kind: str) -> list[dict[str, Any]]:
 
 
 def step_chart(run: Run) -> BarChart | None:
-    steps = [r for r in _of(run, "trace_step") if _number(r.get("step_ms")) is not None]
+    steps = [r for r in _of(run, "trace_step") if as_number(r.get("step_ms")) is not None]
     if not steps:
         return None
     steps = steps[:MAX_STEP_BARS]
     compute_only, overlapped, exposed, idle = [], [], [], []
     for r in steps:
-        comm = _number(r.get("comm_ms")) or 0.0
-        hidden_exposed = min(max(_number(r.get("exposed_comm_ms")) or 0.0, 0.0), comm)
+        comm = as_number(r.get("comm_ms")) or 0.0
+        hidden_exposed = min(max(as_number(r.get("exposed_comm_ms")) or 0.0, 0.0), comm)
         hidden = comm - hidden_exposed
-        compute_only.append(max(0.0, (_number(r.get("compute_ms")) or 0.0) - hidden))
+        compute_only.append(max(0.0, (as_number(r.get("compute_ms")) or 0.0) - hidden))
         overlapped.append(hidden)
         exposed.append(hidden_exposed)
-        idle.append(max(0.0, _number(r.get("idle_ms")) or 0.0))
+        idle.append(max(0.0, as_number(r.get("idle_ms")) or 0.0))
     return BarChart(
         f"trace_steps_{slug(run.label)}", f"{run.label}: where each step's time goes",
         "milliseconds", [f"rank {r.get('rank')} step {r.get('step')}" for r in steps],
@@ -56,8 +56,8 @@ def efficiency_charts(run: Run) -> list[LineChart]:
     the same sizes (what the cluster measured)."""
     by_collective: dict[str, dict[int, tuple[list[float], list[float]]]] = defaultdict(dict)
     for r in _of(run, "trace_collective"):
-        size, busbw = _number(r.get("size_bytes")), _number(r.get("busbw_gbs"))
-        base = _number(r.get("baseline_busbw_gbs"))
+        size, busbw = as_number(r.get("size_bytes")), as_number(r.get("busbw_gbs"))
+        base = as_number(r.get("baseline_busbw_gbs"))
         if size is None or busbw is None or base is None or size <= 0 or busbw <= 0:
             continue
         ours, theirs = by_collective[str(r.get("collective"))].setdefault(int(size), ([], []))
@@ -89,7 +89,7 @@ def lateness_map(run: Run) -> HeatMap | None:
         return None
     calls = min(MAX_HEAT_CALLS, max(len(r["late_by_call"]) for r in ranks))
     values: list[list[float | None]] = [
-        [(_number(v) if i < len(r["late_by_call"]) else None)
+        [(as_number(v) if i < len(r["late_by_call"]) else None)
          for i, v in enumerate((r["late_by_call"] + [None] * calls)[:calls])] for r in ranks]
     return HeatMap(
         f"trace_lateness_{slug(run.label)}", f"{run.label}: how late each rank started each "
