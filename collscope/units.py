@@ -69,3 +69,9 @@ def format_bytes(value: float, *, decimal: bool = False, places: int = 1, trim_w
 def format_size(num_bytes: int) -> str:
     """Short binary size, exact when possible: 8 B, 64 KiB, 1.5 MiB (largest unit GiB)."""
     return format_bytes(num_bytes, largest="GiB")
+
+
+def format_size_exact(num_bytes: int) -> str:
+    """64 KiB where that is exact, else the bytes (two sizes never print alike)."""
+    text = format_size(num_bytes)
+    return text if "." not in text else f"{num_bytes} B"

@@ -1,63 +1,29 @@
-"""Output of `collscope model`: tables (rich; Markdown off a terminal), nccl-tests rows, JSON."""
+"""Output of `collscope model`: tables (rich; Markdown off a terminal), nccl-tests rows."""
 
 from __future__ import annotations
 
-import io
-import json
 import math
-import sys
 from collections.abc import Sequence
 from typing import Any
 
-from collscope.errors import UsageError
+from collscope.cli._common import table_console
 from collscope.model.fit import BAND_METHOD
-
-
-def write_json(target: str, document: Any, lines: bool = False) -> None:
-    """JSON (or JSON Lines of a list) to a file or, for '-', to stdout."""
-    if lines:
-        text = "".join(json.dumps(r, separators=(",", ":"), allow_nan=False) + "\n"
-                       for r in document)
-    else:
-        text = json.dumps(document, indent=2, allow_nan=False) + "\n"
-    if target == "-":
-        sys.stdout.write(text)
-        return
-    try:
-        with open(target, "w", encoding="utf-8") as out:
-            out.write(text)
-    except OSError as error:
-        raise UsageError(f"--json: cannot write {target} ({error.strerror or error})") from None
+from collscope.units import format_size_exact
 
 
 def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]],
                 left: Sequence[str] = ()) -> None:
     """A rich table; off a terminal, a Markdown table without trailing blanks."""
-    from rich import box
-    from rich.console import Console
     from rich.table import Table
 
-    tty = sys.stdout.isatty()
-    console = Console(highlight=False, file=None if tty else io.StringIO())
-    console.width = max(console.width, 120) if tty else 160
-    table = Table(title=title, box=box.SIMPLE_HEAD if tty else box.MARKDOWN,
-                  title_justify="left")
-    for name in columns:
-        table.add_column(name, justify="left" if name in left else "right")
-    for row in rows:
-        table.add_row(*row)
-    console.print(table)
-    if not tty:
-        text = console.file.getvalue()  # type: ignore[attr-defined]
-        sys.stdout.write("\n".join(line.rstrip() for line in text.splitlines()) + "\n")
-    sys.stdout.flush()
+    with table_console(120, 160) as (console, style):
+        table = Table(title=title, box=style, title_justify="left")
+        for name in columns:
+            table.add_column(name, justify="left" if name in left else "right")
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
 
-
-def size_text(size: int) -> str:
-    from collscope.units import format_size
-
-    text = format_size(size)
-    return text if "." not in text else f"{size} B"
 
 
 def pct(log_factor: float) -> str:
@@ -140,7 +106,8 @@ def print_fit(model: Any, output: str, held: list[int]) -> None:
     rows = []
     for g in model.groups:
         f = g.fit
-        rows.append([g.key.label, str(f.rows), f"{size_text(f.min_bytes)}-{size_text(f.max_bytes)}",
+        sizes = f"{format_size_exact(f.min_bytes)}-{format_size_exact(f.max_bytes)}"
+        rows.append([g.key.label, str(f.rows), sizes,
                      f"{f.alpha_us:.4g}", f"{f.busbw_gbs:.4g}", f"{f.max_error_pct:.1f}%",
                      f"{pct(f.band_low)}..{pct(f.band_high)}", str(len(f.outliers))])
     print_table("fitted groups: t = alpha + S x busbw factor / B", ["group", "rows", "sizes",

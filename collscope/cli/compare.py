@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import io
-import json
 import re
-import sys
 from collections.abc import Sequence
 from itertools import groupby
 from typing import Any
 
+from collscope.cli._common import table_console, write_json
 from collscope.errors import UsageError
+from collscope.units import format_size_exact
 
 EXAMPLES = """\
 examples:
@@ -89,24 +88,11 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
                          f"op, placement, size and algo of one in {base.name}"
                          + (f" (sizes >= {min_bytes} B)" if min_bytes else ""))
     if args.json:
-        document = {"base": base.path, "new": new.path, **result.to_dict()}
-        text = json.dumps(document, indent=2)
-        if args.json == "-":
-            print(text)
-        else:
-            with open(args.json, "w", encoding="utf-8") as out:
-                out.write(text + "\n")
+        write_json(args.json, {"base": base.path, "new": new.path, **result.to_dict()})
     if args.json != "-":
         render(result, base.name, new.name)
     return 1 if result.regressed else 0
 
-
-def size_text(num_bytes: int) -> str:
-    """64 KiB where that is exact, else the bytes (two sizes never print alike)."""
-    from collscope.units import format_size
-
-    text = format_size(num_bytes)
-    return text if "." not in text else f"{num_bytes} B"
 
 
 def _test(row: Any) -> str:
@@ -132,42 +118,31 @@ def decided_by(rows: Sequence[Any]) -> str:
 def render(result: Any, base_name: str, new_name: str) -> None:
     """One table per collective x dtype x op x algo, then the verdict lines (plain text, so
     that sizes are never wrapped apart)."""
-    from rich import box
-    from rich.console import Console
     from rich.table import Table
 
-    tty = sys.stdout.isatty()
-    # Off a terminal: render wide into a buffer and strip rich's cell padding at line ends,
-    # so that logs and diffs of CI output stay clean.
-    console = Console(highlight=False, file=None if tty else io.StringIO())
-    console.width = max(console.width, 150) if tty else 160   # numbers are never cut
     style = {"regressed": "bold red", "improved": "green", "ok": "", "n/a": "dim"}
 
     def group(row: Any) -> tuple[str, str, str, str]:
         return (row.base.collective, row.base.dtype, row.base.op, row.base.algo)
 
-    for (collective, dtype, op, algo), rows in groupby(result.rows, key=group):
-        title = " ".join(p for p in (collective, dtype, "" if op == "none" else op,
-                                     "" if algo == "flat" else algo) if p)
-        # Off a terminal: an ASCII Markdown table (CI logs, pull-request comments).
-        table = Table(title=f"{title}: {base_name} -> {new_name} (time in us, busbw in GB/s)",
-                      box=box.SIMPLE_HEAD if tty else box.MARKDOWN, title_justify="left")
-        for name in ("size", "placement", "base time", "new time", "time change",
-                     "base busbw", "new busbw", "busbw change", "verdict", "test"):
-            table.add_column(name, justify="left" if name in ("placement", "verdict", "test")
-                             else "right")
-        for row in rows:
-            b, n = row.base, row.new
-            table.add_row(size_text(b.size_bytes), "in-place" if b.in_place else
-                          "out-of-place", f"{b.time_us:g}", f"{n.time_us:g}",
-                          _pct(row.time_delta_pct), f"{b.busbw_gbs:g}", f"{n.busbw_gbs:g}",
-                          _pct(row.busbw_delta_pct), row.verdict, _test(row),
-                          style=style[row.verdict])
-        console.print(table)
-    if not tty:
-        text = console.file.getvalue()  # type: ignore[attr-defined]
-        sys.stdout.write("\n".join(line.rstrip() for line in text.splitlines()) + "\n")
-    sys.stdout.flush()
+    with table_console(150, 160) as (console, box_style):
+        for (collective, dtype, op, algo), rows in groupby(result.rows, key=group):
+            title = " ".join(p for p in (collective, dtype, "" if op == "none" else op,
+                                         "" if algo == "flat" else algo) if p)
+            table = Table(title=f"{title}: {base_name} -> {new_name} (time in us, busbw in "
+                                "GB/s)", box=box_style, title_justify="left")
+            for name in ("size", "placement", "base time", "new time", "time change",
+                         "base busbw", "new busbw", "busbw change", "verdict", "test"):
+                table.add_column(name, justify="left" if name in ("placement", "verdict",
+                                                                  "test") else "right")
+            for row in rows:
+                b, n = row.base, row.new
+                table.add_row(format_size_exact(b.size_bytes), "in-place" if b.in_place else
+                              "out-of-place", f"{b.time_us:g}", f"{n.time_us:g}",
+                              _pct(row.time_delta_pct), f"{b.busbw_gbs:g}", f"{n.busbw_gbs:g}",
+                              _pct(row.busbw_delta_pct), row.verdict, _test(row),
+                              style=style[row.verdict])
+            console.print(table)
     counts = {v: len(result.with_verdict(v)) for v in ("regressed", "improved", "ok", "n/a")}
     metrics = sorted({row.metric for row in result.rows})
     print(f"matched {len(result.rows)} sizes: {counts['regressed']} regressed, "
@@ -190,6 +165,6 @@ def render(result: Any, base_name: str, new_name: str) -> None:
                                         "" if algo == "flat" else algo,
                                         "in-place" if row.base.in_place else "out-of-place")
                             if p)
-            by_what.setdefault(what, []).append(size_text(row.base.size_bytes))
+            by_what.setdefault(what, []).append(format_size_exact(row.base.size_bytes))
         for what, sizes in by_what.items():
             print(f"  {what}: {', '.join(sizes)}")

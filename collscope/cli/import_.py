@@ -9,11 +9,11 @@ output file, unless ``--skip-failed`` asks to import the others anyway.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from typing import Any
 
+from collscope.cli._common import write_json
 from collscope.errors import UsageError
 
 EXAMPLES = """\
@@ -87,8 +87,7 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
         raise UsageError("LOG: no log had a result table; nothing to write")
     records = to_records(imported)
     if args.output == "-":
-        for record in records:
-            sys.stdout.write(json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n")
+        write_json("-", records, lines=True)
     else:
         try:
             writer = JsonlWriter(args.output)
@@ -100,12 +99,7 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
         writer.close()
         _say(f"wrote {len(records)} records ({len(imported)} run(s)) to {args.output}")
     if args.json:
-        text = json.dumps({"output": args.output, "logs": summary}, indent=2)
-        if args.json == "-":
-            print(text)
-        else:
-            with open(args.json, "w", encoding="utf-8") as out:
-                out.write(text + "\n")
+        write_json(args.json, {"output": args.output, "logs": summary})
     return 0
 
 

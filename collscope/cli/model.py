@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from collscope.cli import _model_views as views
+from collscope.cli._common import write_json
 from collscope.config_flags import add_flags, config_from
 from collscope.errors import UsageError
 from collscope.model.config import PlanRequest, PredictRequest
@@ -176,7 +177,7 @@ def fit(args: argparse.Namespace) -> int:
                          + "; ".join(model.diagnostics[-3:] or ["no rows left"]))
     document = model.to_dict()
     if args.output == "-":
-        views.write_json("-", document)
+        write_json("-", document)
     else:
         try:
             with open(args.output, "w", encoding="utf-8") as out:
@@ -187,7 +188,7 @@ def fit(args: argparse.Namespace) -> int:
     for line in model.diagnostics:
         _say(line)
     if args.json:
-        views.write_json(args.json, {"model": args.output, "groups": document["groups"],
+        write_json(args.json, {"model": args.output, "groups": document["groups"],
                                "diagnostics": model.diagnostics,
                                "fit_method": document["fit_method"]})
     if args.output != "-" and args.json != "-":
@@ -243,7 +244,7 @@ def predict(args: argparse.Namespace) -> int:
         raise UsageError(str(error)) from None
     records = [r.to_dict() for _, block in blocks for r in block]
     if args.json:
-        views.write_json(args.json, records, lines=True)
+        write_json(args.json, records, lines=True)
     if args.json != "-":
         for _, block in blocks:
             views.print_nccl_table(block, request, args.model)
@@ -265,7 +266,7 @@ def check(args: argparse.Namespace) -> int:
         raise UsageError("INPUT: no measured group could be predicted by the model: "
                          + "; ".join(report.skipped[-2:] or ["nothing in common"]))
     if args.json:
-        views.write_json(args.json, {"model": args.model, **report.to_dict()})
+        write_json(args.json, {"model": args.model, **report.to_dict()})
     if args.json != "-":
         rows = [[b.collective, f"{b.nodes}x{b.ranks_per_node}", b.band, str(b.rows),
                  f"{b.median_error_pct:.1f}%", f"{b.max_error_pct:.1f}%",
@@ -337,7 +338,7 @@ def plan(args: argparse.Namespace) -> int:
                                                     "efficiency need --step-compute-ms or --train)",
               "tokens_per_rank_per_step": tokens}
     if args.json:
-        views.write_json(args.json, {**header, "rows": [r.to_dict() for r in rows]})
+        write_json(args.json, {**header, "rows": [r.to_dict() for r in rows]})
     if args.json == "-":
         return 0
     views.print_plan(header, rows, params, element, request)

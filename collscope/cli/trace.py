@@ -4,13 +4,13 @@ traces, against the cluster's measured curve."""
 from __future__ import annotations
 
 import argparse
-import io
-import sys
 from collections.abc import Sequence
 from typing import Any
 
+from collscope.cli._common import table_console, write_json
 from collscope.config_flags import add_flags, config_from
 from collscope.trace.config import TraceConfig
+from collscope.units import format_size_exact
 
 EXAMPLES = """\
 examples:
@@ -63,7 +63,6 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
 
 def _write_json(target: str, result: Any, argv: Sequence[str]) -> None:
-    import json
 
     from collscope.results import JsonlWriter, RunRecord
 
@@ -80,8 +79,7 @@ def _write_json(target: str, result: Any, argv: Sequence[str]) -> None:
                "baseline": result.baseline.sources if result.baseline else []}).to_dict()
     records = [run, *result.records()]
     if target == "-":
-        for record in records:
-            sys.stdout.write(json.dumps(record, separators=(",", ":")) + "\n")
+        write_json("-", records, lines=True)
         return
     writer = JsonlWriter(target)
     try:
@@ -104,17 +102,15 @@ def _fmt(value: float | None, spec: str = ".3g") -> str:
 
 
 def render(result: Any) -> None:
-    from rich import box
-    from rich.console import Console
+    with table_console(180, 200, markup=False) as (console, style):
+        _render(console, style, result)
+
+
+def _render(console: Any, style: Any, result: Any) -> None:
     from rich.table import Table
 
-    from collscope.cli.compare import size_text
     from collscope.trace.table import pooled_rows
 
-    tty = sys.stdout.isatty()
-    console = Console(highlight=False, markup=False, file=None if tty else io.StringIO())
-    console.width = max(console.width, 180) if tty else 200
-    style = box.SIMPLE_HEAD if tty else box.MARKDOWN
     traces = result.traces
     first = traces[0]
     ranks = ", ".join(str(t.rank) for t in traces)
@@ -137,7 +133,7 @@ def render(result: Any) -> None:
             table.add_column(name, justify="left" if name in ("collective", "dtype",
                                                               "algo/proto") else "right")
         for r in rows:
-            cells = [r.collective, r.dtype or "?", size_text(r.size_bytes)
+            cells = [r.collective, r.dtype or "?", format_size_exact(r.size_bytes)
                      if r.size_bytes is not None else "?",
                      f"{r.group + ':' if r.group else ''}{r.group_size or '?'} ranks",
                      _fmt(r.calls_per_step, ".3g"),
@@ -165,10 +161,6 @@ def render(result: Any) -> None:
                       f"    decided by: {finding.test}")
     if result.has_comm and not result.findings:
         console.print("no findings: nothing at stake by collscope's rules")
-    if not tty:
-        text = console.file.getvalue()  # type: ignore[attr-defined]
-        sys.stdout.write("\n".join(line.rstrip() for line in text.splitlines()) + "\n")
-    sys.stdout.flush()
 
 
 def _steps_table(console: Any, result: Any, style: Any) -> None:
