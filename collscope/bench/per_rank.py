@@ -132,7 +132,9 @@ class LateRank:
 
 def late_rank(op_us: Sequence[Sequence[float]], alpha: float = ALPHA) -> LateRank | None:
     """The rank that arrives last at one size's ops, from every rank's own op times."""
-    from scipy.stats import binomtest, wilcoxon  # type: ignore[import-untyped]
+    from scipy.stats import wilcoxon  # type: ignore[import-untyped]
+
+    from collscope.bench.stats import late_rank_p
 
     ranks = len(op_us)
     iterations = min((len(t) for t in op_us), default=0)
@@ -148,8 +150,7 @@ def late_rank(op_us: Sequence[Sequence[float]], alpha: float = ALPHA) -> LateRan
             others = column[:r] + column[r + 1:]
             waits[r].append(statistics.median(others) - column[r])
     rank = max(range(ranks), key=lambda r: (shortest[r], statistics.median(waits[r])))
-    binom_p = min(1.0, ranks * binomtest(shortest[rank], iterations, 1 / ranks,
-                                         alternative="greater").pvalue)
+    binom_p = late_rank_p(shortest[rank], iterations, ranks)
     nonzero = [w for w in waits[rank] if w != 0]
     wilcoxon_p = float(wilcoxon(nonzero, alternative="greater").pvalue) if nonzero else 1.0
     return LateRank(rank=rank, wait_us=statistics.median(waits[rank]),

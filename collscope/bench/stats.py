@@ -92,3 +92,13 @@ def median_ci(values: Sequence[float], confidence: float = 0.95) -> MedianCI:
     j = max(1, min(j, (n + 1) // 2))
     coverage = 1 - 2 * float(binom.cdf(j - 1, n, 0.5))
     return MedianCI(median, ordered[j - 1], ordered[n - j], coverage)
+
+
+def late_rank_p(hits: int, trials: int, ranks: int) -> float:
+    """p-value that the rank picked as most often late (``hits`` of ``trials``) is late more
+    often than chance 1/``ranks``: one-sided binomial test, Bonferroni-corrected for the
+    ``ranks`` ranks it was picked from after looking (bench --per-rank, trace's straggler)."""
+    from scipy.stats import binomtest  # type: ignore[import-untyped]
+
+    return min(1.0, ranks * float(binomtest(hits, trials, 1 / ranks,
+                                            alternative="greater").pvalue))

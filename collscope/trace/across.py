@@ -123,12 +123,11 @@ def _straggler(lateness: list[RankLateness], calls: int) -> Straggler | None:
     n = len(lateness)
     if n < 2 or calls < 2:
         return None
-    from scipy.stats import binomtest
+    from collscope.bench.stats import late_rank_p
 
     worst = max(lateness, key=lambda r: r.late_calls)
     # The most-late rank is picked after looking: Bonferroni over the n ranks.
-    p_value = min(1.0, n * float(binomtest(worst.late_calls, calls, 1.0 / n,
-                                           alternative="greater").pvalue))
+    p_value = late_rank_p(worst.late_calls, calls, n)
     if p_value < STRAGGLER_ALPHA:
         return Straggler(worst.rank, worst.late_calls, calls, n, p_value,
                          f"one-sided binomial test of {worst.late_calls} late calls of {calls} "
