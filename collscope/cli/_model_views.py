@@ -6,7 +6,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from collscope.cli._common import table_console
+from collscope.console import table_console
 from collscope.model.fit import BAND_METHOD
 from collscope.units import format_size_exact
 

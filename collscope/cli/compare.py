@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from itertools import groupby
 from typing import Any
 
-from collscope.cli._common import table_console, write_json
+from collscope.console import table_console, write_json
 from collscope.errors import UsageError
 from collscope.units import format_size_exact
 

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from collscope.cli._common import write_json
+from collscope.console import write_json
 from collscope.errors import UsageError
 
 EXAMPLES = """\

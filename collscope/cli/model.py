@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from collscope.cli import _model_views as views
-from collscope.cli._common import write_json
 from collscope.config_flags import add_flags, config_from
+from collscope.console import write_json
 from collscope.errors import UsageError
 from collscope.model.config import PlanRequest, PredictRequest
 

@@ -1,0 +1,116 @@
+"""Rank 0's output of `collscope links`: the JSON Lines records (run, link, node) and the
+matrices, node table, failing links and verdict on stdout (rich)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from collscope.units import format_size
+
+
+def write_records(path: str, outcome: Any, session: Any, launcher: str, config: Any,
+                  started: float) -> None:
+    from dataclasses import asdict
+
+    from collscope.results import JsonlWriter, RunRecord
+
+    writer = JsonlWriter(path)
+    try:
+        extra = {"config": {k: v for k, v in vars(config).items()},
+                 "thresholds": [asdict(t) for t in outcome.thresholds],
+                 "rounds": {p.scope: len(p.rounds) for p in outcome.phases},
+                 "seconds": outcome.seconds}
+        writer.write(RunRecord.for_session("links", session, launcher, TIMING, extra,
+                                           started_at=started).to_dict())
+        for record in [*outcome.links, *outcome.nodes]:
+            writer.write(record.to_dict())
+    finally:
+        writer.close()
+
+
+TIMING = ("per pair and direction: median over -n iterations of perf_counter from posting a "
+          "sendrecv (batch_isend_irecv both ways) to the receive's completion (GPU: plus a "
+          "device synchronise); GB/s = size / time")
+
+
+def render(outcome: Any, config: Any) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+    rounds = ", ".join(f"{p.scope}-node {len(p.rounds)} rounds" for p in outcome.phases)
+    console.print(f"collscope links: {format_size(config.size_bytes)} per direction, "
+                  f"{config.iters} iterations per pair; {rounds}; {outcome.seconds:.1f} s")
+    console.print(f"timing: {TIMING}")
+    inter = [link for link in outcome.links if link.scope == "inter"]
+    if inter:
+        console.print(_matrix("GB/s across nodes (row: sender, column: receiver)", inter,
+                              lambda link, end: getattr(link, f"{end}_host")))
+    for node in outcome.nodes:
+        own = [link for link in outcome.links
+               if link.scope == "intra" and link.src_node == node.node]
+        if own:
+            console.print(_matrix(f"GB/s inside {node.host} (row: sender rank, column: "
+                                  "receiver rank)", own, _rank_label))
+    nodes = Table(title="nodes")
+    for column in ("host", "ranks", "NIC", "median GB/s", "best GB/s", "links", "verdict"):
+        nodes.add_column(column)
+    for node in outcome.nodes:
+        nodes.add_row(node.host, ",".join(map(str, node.ranks)), ", ".join(node.nics) or "-",
+                      "-" if node.median_gbs is None else f"{node.median_gbs:.3g}",
+                      "-" if node.best_gbs is None else f"{node.best_gbs:.3g}", str(node.links),
+                      "[bold red]slow[/]" if node.verdict == "slow" else "ok")
+    console.print(nodes)
+    bad = [link for link in outcome.links if link.verdict in ("slow", "below-link-type")]
+    if bad:
+        table = Table(title="failing links")
+        for column in ("scope", "src host", "src rank", "src device", "src NIC", "dst host",
+                       "dst rank", "dst device", "dst NIC", "link type", "GB/s", "expected",
+                       "verdict"):
+            table.add_column(column)
+        for link in bad:
+            table.add_row(link.scope, link.src_host, str(link.src_rank),
+                          link.src_device or "-", link.src_nic or "-", link.dst_host,
+                          str(link.dst_rank), link.dst_device or "-", link.dst_nic or "-",
+                          link.link_type or "-", f"{link.gbs:.3g}",
+                          "-" if link.expected_gbs is None else f"{link.expected_gbs:g}",
+                          link.verdict)
+        console.print(table)
+    for limit in outcome.thresholds:
+        console.print(f"threshold {limit.text()}")
+    slow = [node for node in outcome.nodes if node.verdict == "slow"]
+    for node in slow:
+        console.print(f"[bold red]SLOW NODE[/] {node.host} (ranks "
+                      f"{','.join(map(str, node.ranks))}, NIC {', '.join(node.nics) or '?'}): "
+                      f"every link below the threshold; best {node.best_gbs:.3g} GB/s")
+    if len({n.node for n in outcome.nodes}) == 2 and inter:
+        console.print("note: with 2 nodes there is one pair; a slow link cannot be blamed on "
+                      "either node (judging nodes needs >= 3)")
+    console.print("verdict: " + ("FAIL" if slow or bad else "PASS") +
+                  f" ({len(slow)} slow node(s), {len(bad)} failing link(s) beyond them)")
+
+
+def _rank_label(link: Any, end: str) -> str:
+    return f"{getattr(link, f'{end}_rank')} {getattr(link, f'{end}_device') or ''}".strip()
+
+
+def _matrix(title: str, links: list[Any], label: Any) -> Any:
+    from rich.table import Table
+
+    names = sorted({label(link, "src") for link in links} | {label(link, "dst") for link in links},
+                   key=lambda name: (len(name), name))
+    by_pair = {(label(link, "src"), label(link, "dst")): link for link in links}
+    matrix = Table(title=title)
+    matrix.add_column("src \\ dst")
+    for name in names:
+        matrix.add_column(name, justify="right")
+    for src in names:
+        cells = []
+        for dst in names:
+            link = by_pair.get((src, dst))
+            cells.append("-" if link is None else
+                         (f"{link.gbs:.3g}" if link.verdict == "ok"
+                          else f"[bold red]{link.gbs:.3g} {link.verdict}[/]"))
+        matrix.add_row(src, *cells)
+    return matrix
