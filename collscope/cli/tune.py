@@ -7,7 +7,6 @@ import os
 import shlex
 import sys
 import tempfile
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,7 +19,8 @@ from collscope.tune.config import TuneConfig
 
 if TYPE_CHECKING:      # annotations only: the CLI imports its library lazily
     from collscope.tune.analysis import Trial
-    from collscope.tune.space import Config, Library, Space
+    from collscope.tune.records import TrialWriter
+    from collscope.tune.space import Library, Space
     from collscope.tune.trials import BenchArgs, Launcher
 
 EXAMPLES = """\
@@ -184,6 +184,7 @@ def _print_commands(space: Space, config: TuneConfig, launcher: Launcher, bench:
 
 def _sweep(space: Space, config: TuneConfig, launcher: Launcher, bench: BenchArgs,
            args: argparse.Namespace) -> int:
+    from collscope.tune.records import TrialWriter, sweep_context
     from collscope.tune.run import Sweep
 
     if args.trials_dir:
@@ -218,77 +219,11 @@ def _sweep(space: Space, config: TuneConfig, launcher: Launcher, bench: BenchArg
     return _conclude(trials, space, config, args, how, sweep.stopped, writer)
 
 
-def sweep_context(space: Space, config: TuneConfig, how: str) -> dict[str, Any]:
-    """What the run record's ``extra`` says about the sweep (the trials' own context is the
-    rest of the record)."""
-    from dataclasses import asdict
-
-    from collscope.tune.analysis import CI_METHOD, TIME_METHOD
-
-    return {"space": {name: list(values) for name, values in space.variables},
-            "baseline": space.baseline.as_dict(), "baseline_notes": list(space.baseline_notes),
-            "config": asdict(config), "trials": how, "ci_method": CI_METHOD,
-            "time_method": TIME_METHOD}
-
-
-class TrialWriter:
-    """The --json file: the run record (once a trial says where it ran; trial records that
-    end before that wait for it), then one tune_trial record per trial as it ends, then the
-    tune records."""
-
-    def __init__(self, path: str, extra: dict[str, Any], keep_files: bool = True):
-        from collscope.results import JsonlWriter
-
-        self.keep_files = keep_files     # trial files in a temporary folder are gone after
-        self.extra = extra
-        self.started_at = time.time()
-        self.pending: list[dict[str, Any]] = []
-        try:
-            self.out = JsonlWriter(path)
-        except OSError as error:
-            raise UsageError(f"--json: cannot write {path} ({error.strerror})") from None
-        self.run_written = False
-
-    def run_record(self, context: dict[str, Any]) -> None:
-        from collscope.results import RunRecord
-
-        if self.run_written:
-            return
-        self.run_written = True
-        self.out.write(RunRecord.create(
-            "tune", launcher=str(context.get("launcher", "unknown")),
-            backend=str(context.get("backend", "unknown")),
-            world_size=int(context.get("world_size") or 0), nodes=int(context.get("nodes") or 0),
-            ranks_per_node=int(context.get("ranks_per_node") or 0),
-            hosts=list(context.get("hosts") or []), devices=list(context.get("devices") or []),
-            versions=dict(context.get("versions") or {}),
-            timing=str(context.get("timing", "")), started_at=self.started_at,
-            extra=self.extra).to_dict())
-        for record in self.pending:
-            self.out.write(record)
-        self.pending = []
-
-    def trial(self, trial: Trial, baseline: Config) -> None:
-        from collscope.results import TuneTrialRecord
-
-        record = TuneTrialRecord(
-            trial.index, trial.stage, trial.round, trial.position, trial.config.as_dict(),
-            trial.config.label(baseline), trial.status, trial.reason, trial.wall_s,
-            trial.file if self.keep_files else None,
-            [{"collective": m.collective, "dtype": m.dtype, "size_bytes": m.size_bytes,
-              "time_us": m.time_us} for m in trial.measurements]).to_dict()
-        if trial.context:
-            self.run_record(trial.context)
-        if self.run_written:
-            self.out.write(record)
-        else:
-            self.pending.append(record)
-
-
 def _conclude(trials: list[Trial], space: Space, config: TuneConfig, args: argparse.Namespace,
               how: str, stopped: str, writer: TrialWriter | None = None) -> int:
     from collscope.tune import handover
     from collscope.tune.analysis import CI_METHOD, analyse
+    from collscope.tune.records import TrialWriter, sweep_context
 
     rows = analyse(trials, space.baseline, config.confidence, config.min_gain)
     failed = {t.config: t.reason for t in trials if t.status == "failed"}
