@@ -98,7 +98,8 @@ class BenchConfig:
             raise invalid(self, "average", f"{self.average} is not accepted; use 0 (rank 0), "
                                            "1 (mean), 2 (min) or 3 (max)")
         if not (self.in_place or self.out_of_place):
-            raise UsageError("--in-place/--out-of-place: at least one placement must be run")
+            raise ConfigError("in_place", "at least one placement must be run",
+                              "--in-place/--out-of-place")
         if self.target_precision is not None and not self.target_precision > 0:
             raise invalid(self, "target_precision", f"{self.target_precision} must be a "
                                                     "relative half-width > 0, e.g. 0.02 for +-2%")

@@ -193,32 +193,32 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         if self.preset not in (*PRESETS, "auto"):
-            raise UsageError(f"--preset: '{self.preset}' is not accepted; use "
+            raise invalid(self, "preset", f"'{self.preset}' is not accepted; use "
                              f"{', '.join(PRESETS)} or auto")
         for name in ("hidden", "layers", "heads", "seq_len", "batch_size", "ranks_per_node"):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise invalid(self, name, f"{value} must be >= 1")
         if self.dtype not in DTYPES:
-            raise UsageError(f"--dtype: '{self.dtype}' is not accepted; use {', '.join(DTYPES)}")
+            raise invalid(self, "dtype", f"'{self.dtype}' is not accepted; use {', '.join(DTYPES)}")
         if self.parallel not in PARALLEL:
-            raise UsageError(f"--parallel: '{self.parallel}' is not accepted; use "
+            raise invalid(self, "parallel", f"'{self.parallel}' is not accepted; use "
                              f"{', '.join(PARALLEL)}")
         if not self.knobs.bucket_cap_mb > 0:
-            raise UsageError(f"--bucket-cap-mb: {self.knobs.bucket_cap_mb:g} must be > 0")
+            raise invalid(self.knobs, "bucket_cap_mb", f"{self.knobs.bucket_cap_mb:g} must be > 0")
         if self.knobs.comm_hook not in COMM_HOOKS:
-            raise UsageError(f"--comm-hook: '{self.knobs.comm_hook}' is not accepted; use "
+            raise invalid(self.knobs, "comm_hook", f"'{self.knobs.comm_hook}' is not accepted; use "
                              f"{', '.join(COMM_HOOKS)}")
         if self.steps < 2:
-            raise UsageError(f"--steps: {self.steps} must be >= 2 (a median needs steps)")
+            raise invalid(self, "steps", f"{self.steps} must be >= 2 (a median needs steps)")
         if self.warmup < 2:
             # DDP rebuilds its buckets after the first step and PowerSGD compresses from the
             # second: timing earlier steps would time set-up.
-            raise UsageError(f"--warmup: {self.warmup} must be >= 2")
+            raise invalid(self, "warmup", f"{self.warmup} must be >= 2")
         if not self.lr > 0:
-            raise UsageError(f"--lr: {self.lr:g} must be > 0")
+            raise invalid(self, "lr", f"{self.lr:g} must be > 0")
         if self.timeout_s <= 0:
-            raise UsageError(f"--timeout: {self.timeout_s:g} must be > 0 seconds")
+            raise invalid(self, "timeout_s", f"{self.timeout_s:g} must be > 0 seconds")
         if self.parallel == "fsdp":
             if self.sweep:
                 raise UsageError("--sweep: sweeps vary DDP settings; use --parallel ddp")
@@ -229,13 +229,13 @@ class TrainConfig:
         for preset in (AUTO_PRESET.values() if self.preset == "auto" else [self.preset]):
             spec = self.model_spec(preset)
             if spec.hidden % spec.heads:
-                raise UsageError(f"--heads: {spec.heads} does not divide the hidden size "
+                raise invalid(self, "heads", f"{spec.heads} does not divide the hidden size "
                                  f"{spec.hidden} (preset {preset}); use a divisor of it")
             if spec.kv_heads and spec.heads % spec.kv_heads:
-                raise UsageError(f"--heads: {spec.heads} is not a multiple of the preset's "
+                raise invalid(self, "heads", f"{spec.heads} is not a multiple of the preset's "
                                  f"{spec.kv_heads} key/value heads")
             if (spec.hidden // spec.heads) % 2:
-                raise UsageError(f"--heads: head size {spec.hidden // spec.heads} must be "
+                raise invalid(self, "heads", f"head size {spec.hidden // spec.heads} must be "
                                  "even (rotary embeddings)")
 
     def resolved_preset(self, on_gpu: bool) -> str:
@@ -272,7 +272,7 @@ class TrainConfig:
     def validate_for_job(self, world_size: int, backend: str) -> None:
         """Checks that need the job: the node layout of the hierarchical hook."""
         if self.ranks_per_node is not None and world_size % self.ranks_per_node:
-            raise UsageError(f"--ranks-per-node: {self.ranks_per_node} does not divide the "
+            raise invalid(self, "ranks_per_node", f"{self.ranks_per_node} does not divide the "
                              f"world size {world_size}; use a divisor of it")
 
     def to_dict(self) -> dict[str, Any]:
