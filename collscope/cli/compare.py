@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import re
 from collections.abc import Sequence
 from itertools import groupby
 from typing import Any
 
+from collscope.config_flags import add_flags, config_from
 from collscope.console import table_console, write_json
 from collscope.errors import UsageError
+from collscope.report.compare import CompareConfig
 from collscope.units import format_size_exact
 
 EXAMPLES = """\
@@ -43,34 +44,18 @@ def add_parser(commands: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("base", metavar="BASE", help="baseline: collscope JSON Lines or a log")
     p.add_argument("new", metavar="NEW", help="candidate: collscope JSON Lines or a log")
-    p.add_argument("--threshold", default="5", metavar="PCT",
-                   help="percent slower that counts as a regression (default 5)")
-    p.add_argument("--metric", default="auto",
-                   help="auto (time on equal rank counts, else busbw), time or busbw")
-    p.add_argument("--min-bytes", default="0", metavar="SIZE",
-                   help="ignore sizes below SIZE (latency-bound sizes are noisy), e.g. 64K")
+    add_flags(p, CompareConfig)
     p.add_argument("--json", metavar="FILE",
                    help="write the comparison as JSON ('-': to stdout instead of the table)")
     p.set_defaults(handler=handle)
 
 
-def parse_threshold(text: str) -> float:
-    match = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*%?\s*", text)
-    if not match:
-        raise UsageError(f"--threshold: '{text}' is not a percentage; use a number >= 0, "
-                         "e.g. 5 or 2.5")
-    return float(match.group(1))
-
-
 def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    from collscope.report.compare import METRICS, compare
+    from collscope.report.compare import compare
     from collscope.report.store import InputError, load_inputs, tune_results
-    from collscope.units import parse_size
 
-    threshold = parse_threshold(args.threshold)
-    if args.metric not in METRICS:
-        raise UsageError(f"--metric: '{args.metric}' is not accepted; use {', '.join(METRICS)}")
-    min_bytes = parse_size(args.min_bytes, "--min-bytes")
+    config = config_from(CompareConfig, args)
+    min_bytes = config.min_bytes
     try:
         base, new = load_inputs([args.base, args.new])
     except InputError as error:
@@ -82,7 +67,7 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
         if not results:
             raise UsageError(f"{name}: {source.path} holds no bench results to compare")
         sides.append(results)
-    result = compare(sides[0], sides[1], threshold, args.metric, min_bytes)
+    result = compare(sides[0], sides[1], config.threshold_pct, config.metric, min_bytes)
     if not result.rows:
         raise UsageError(f"nothing matches: no result of {new.name} has the collective, dtype, "
                          f"op, placement, size and algo of one in {base.name}"
