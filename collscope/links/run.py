@@ -12,11 +12,9 @@ overlap), and every round runs under the watchdog's --timeout.
 from __future__ import annotations
 
 import os
-import re
 import statistics
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,13 +22,13 @@ import torch
 import torch.distributed as dist
 
 from collscope.collectives.table import bandwidths
-from collscope.errors import RankFailure
 from collscope.links import expected, plan
 from collscope.links.config import LinksConfig
 from collscope.links.schedule import Pair
 from collscope.links.verdicts import NodeInfo, Threshold, judge
 from collscope.results import LinkRecord, NodeRecord
 from collscope.runtime.dist import Session
+from collscope.runtime.guard import guard
 from collscope.testing import faults
 
 # The variable that pins a rank to a NIC, in the order collscope reports it.
@@ -71,18 +69,6 @@ def phases_for(config: LinksConfig, by_node: list[list[int]]) -> list[Phase]:
     if intra:
         phases.append(Phase("intra", intra))
     return phases
-
-
-@contextmanager
-def _failure_named(session: Session, what: str) -> Iterator[None]:
-    """Name the step for the watchdog; a backend error becomes a one-line RankFailure."""
-    with session.watchdog.step(what):
-        try:
-            yield
-        except (RuntimeError, dist.DistError) as error:
-            first = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
-            first = re.sub(r"^\[[^\]]*\]\s*", "", first)  # drop "[/path/file.cc:78] "
-            raise RankFailure(f"rank {session.rank}: {what} failed: {first}") from error
 
 
 def _exchange(session: Session, partner: int, send: torch.Tensor, recv: torch.Tensor,
@@ -135,7 +121,7 @@ def run(config: LinksConfig, session: Session,
                        else " (idle this round)"))
             round_started = time.monotonic()
             mine = []
-            with _failure_named(session, what):
+            with guard(session, what):
                 if hang is not None and rounds_done >= hang.arg:
                     faults.hang_forever()
                 if partner is not None:
@@ -143,7 +129,7 @@ def run(config: LinksConfig, session: Session,
                                  "dst": session.rank,
                                  "times": _exchange(session, partner, send, recv, config)})
             everyone: list[Any] = [None] * session.world_size
-            with _failure_named(session, f"links {phase.scope}-node round {index + 1}/"
+            with guard(session, f"links {phase.scope}-node round {index + 1}/"
                                 f"{len(phase.rounds)}: all-gather of the round's timings "
                                 "(waits for every rank)"):
                 dist.all_gather_object(everyone, mine)
