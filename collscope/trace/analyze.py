@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import re
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -137,11 +137,8 @@ class TraceResult:
         return records
 
     def step_records(self) -> list[TraceStepRecord]:
-        return [TraceStepRecord(rank=t.rank, step=s.step, step_ms=s.step_ms,
-                                compute_ms=s.compute_ms, comm_ms=s.comm_ms,
-                                exposed_comm_ms=s.exposed_comm_ms,
-                                overlap_percent=s.overlap_percent, idle_ms=s.idle_ms)
-                for t in self.traces for s in t.steps]
+        # A step record is the rank's StepBreakdown (same fields) with the rank added.
+        return [TraceStepRecord(rank=t.rank, **asdict(s)) for t in self.traces for s in t.steps]
 
     def records(self) -> list[dict[str, Any]]:
         """trace_collective, trace_step, trace_rank, finding records (after the run record)."""
