@@ -125,11 +125,7 @@ class BenchConfig:
 
     def sizes(self, max_bytes: int) -> list[int]:
         """Requested sizes of the sweep, nccl-tests' stepping: x factor, or + step bytes."""
-        sizes, size = [], self.min_bytes
-        while size <= max_bytes:
-            sizes.append(size)
-            size = size + self.step_bytes if self.step_bytes else max(size * self.step_factor, 1)
-        return sizes
+        return sweep_sizes(self.min_bytes, max_bytes, self.step_factor, self.step_bytes)
 
     def validate_for_job(self, world_size: int, backend: str) -> None:
         """Checks that need the job: root within the world, ops the backend can do."""
@@ -146,6 +142,17 @@ class BenchConfig:
             if integer and any(COLLECTIVES[c].reduces for c in self.collectives):
                 raise invalid(self, "ops", f"avg on gloo needs a floating dtype; "
                                                f"{', '.join(integer)} cannot be averaged there")
+
+
+def sweep_sizes(min_bytes: int, max_bytes: int, factor: int,
+                step_bytes: int | None = None) -> list[int]:
+    """nccl-tests' size sweep from ``min_bytes`` to ``max_bytes``: x ``factor`` each step, or
+    + ``step_bytes`` (a 0-byte start steps to 1 byte, as nccl-tests)."""
+    sizes, size = [], min_bytes
+    while size <= max_bytes:
+        sizes.append(size)
+        size = size + step_bytes if step_bytes else max(size * factor, 1)
+    return sizes
 
 
 def _expand(config: BenchConfig, name: str, everything: list[str], canonical,

@@ -200,6 +200,7 @@ def fit(args: argparse.Namespace) -> int:
 
 
 def _sizes(args: argparse.Namespace) -> list[int]:
+    from collscope.bench.config import sweep_sizes
     from collscope.units import parse_size
 
     if args.sizes:
@@ -213,12 +214,7 @@ def _sizes(args: argparse.Namespace) -> list[int]:
         raise UsageError(f"--sizes/-b/-e: {low}-{high} bytes: need 1 <= MIN <= MAX")
     if args.step_factor < 2:
         raise UsageError(f"-f/--step-factor: {args.step_factor} must be >= 2")
-    sizes = []
-    size = low
-    while size <= high:
-        sizes.append(size)
-        size *= args.step_factor
-    return sizes
+    return sweep_sizes(low, high, args.step_factor)
 
 
 def predict(args: argparse.Namespace) -> int:
