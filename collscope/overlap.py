@@ -41,8 +41,8 @@ def dim_for_flops(flops: float) -> int:
     return max(1, round((flops / 2) ** (1 / 3)))
 
 
-def parse_flops(text: str) -> float:
-    """'2e9', '500M', '1.5G', '2T' -> operations; UsageError naming --flops otherwise."""
+def parse_flops(text: str, label: str = "--flops") -> float:
+    """'2e9', '500M', '1.5G', '2T' -> operations; UsageError naming ``label`` otherwise."""
     scale = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
     body = text.strip().upper()
     suffix = body[-1:] if body[-1:] in "KMGT" else ""
@@ -51,13 +51,9 @@ def parse_flops(text: str) -> float:
     except ValueError:
         value = -1.0
     if not value > 0:
-        raise UsageError(f"--flops: '{text}' is not a positive number of floating-point "
+        raise UsageError(f"{label}: '{text}' is not a positive number of floating-point "
                          "operations; e.g. 2e9, 500M, 1.5G, 2T (powers of 1000)")
     return value
-
-
-def _flops(text: str, _label: str) -> float:
-    return parse_flops(text)
 
 
 @dataclass
@@ -65,7 +61,7 @@ class OverlapConfig:
     matmul_dim: int | None = flag(None, "--matmul-dim", type=int, metavar="N",
                                   help="square matmul side N (2 N^3 operations; default 512 on "
                                        "CPU, 8192 on GPUs)")
-    flops: float | None = flag(None, "--flops", metavar="F", parse=_flops,
+    flops: float | None = flag(None, "--flops", metavar="F", parse=parse_flops,
                                help="size the matmul by operations instead: e.g. 2e9, 500M, 1T")
     size_bytes: int | None = flag(None, "-b", "--bytes", metavar="SIZE", parse=parse_size,
                                   help="all_reduce size with K/M/G suffix (default 4M on CPU, "

@@ -68,12 +68,12 @@ def pack_rounds(pairs: list[Pair]) -> list[list[Pair]]:
     return rounds
 
 
-def parse_pairs(text: str) -> int | None:
-    """--pairs: "all" -> None (tournament), "random:K" -> K."""
+def parse_pairs(text: str, label: str = "--pairs") -> int | None:
+    """"all" -> None (tournament), "random:K" -> K; UsageError naming ``label`` otherwise."""
     value = text.strip().lower()
     if value == "all":
         return None
     if value.startswith("random:") and value[7:].isdigit() and int(value[7:]) > 0:
         return int(value[7:])
-    raise UsageError(f"--pairs: '{text}' is not accepted; use all or random:K (K >= 1 random "
+    raise UsageError(f"{label}: '{text}' is not accepted; use all or random:K (K >= 1 random "
                      "partners per node)")
