@@ -7,7 +7,8 @@ Run on a CUDA or ROCm node (under 5 minutes):
 and it prints one verdict per item (PASS, FAIL or SKIP, with what it saw):
 
   binding        each local rank drives its own GPU; more ranks than GPUs exits 2 in one line
-  bench-1        bench on nccl/rccl, world size 1: default, -z 1, -a 0/2/3, with the check
+  bench-1        bench on nccl/rccl, world size 1: default (every collective), -z 1, -a 0/2/3
+                 (all_reduce, all_gather), with the check; #wrong of both placements 0
   bench-2        the same on 2 ranks (2 GPUs; on one GPU NCCL/RCCL refuse two ranks: SKIP)
   event-vs-wall  device-event time of a loop vs wall-clock time of the same loop, within 10%
                  at >= 16 MiB
@@ -109,6 +110,24 @@ def check_binding(run: Runner, gpus: int, timeout: float) -> Verdict:
 
 BENCH_MODES = (("default", []), ("-z 1", ["-z", "1"]), ("-a 0", ["-a", "0"]),
                ("-a 2", ["-a", "2"]), ("-a 3", ["-a", "3"]))
+# The default mode runs every collective (sendrecv needs 2 ranks); the others these two.
+EVERY_COLLECTIVE = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast",
+                    "reduce", "sendrecv")
+MODE_COLLECTIVES = ("all_reduce", "all_gather")
+# A row's #wrong columns once split on whitespace: out-of-place, in-place. N/A: a placement
+# that does not exist or cannot be verified (alltoall, sendrecv in place).
+WRONG_COLUMNS = (8, 12)
+
+
+def wrong_cells(row: Sequence[str]) -> list[str]:
+    """The row's verified #wrong values (both placements, N/A left out)."""
+    return [row[i] for i in WRONG_COLUMNS if i < len(row) and row[i] != "N/A"]
+
+
+def bench_collectives(mode: str, ranks: int) -> list[str]:
+    if mode != "default":
+        return list(MODE_COLLECTIVES)
+    return [c for c in EVERY_COLLECTIVE if ranks >= 2 or c != "sendrecv"]
 
 
 def check_bench(run: Runner, ranks: int, gpus: int, timeout: float) -> Verdict:
@@ -117,10 +136,12 @@ def check_bench(run: Runner, ranks: int, gpus: int, timeout: float) -> Verdict:
         return Verdict(item, "SKIP", f"{gpus} GPU: NCCL/RCCL refuse two ranks on one GPU")
     seen = []
     for name, flags in BENCH_MODES:
-        ran = run(["bench", "all_reduce", "all_gather", "--nproc", str(ranks), "-b", "8",
-                   "-e", "64M", "-f", "8", "-n", "5", "-w", "2", "-c", "1", *flags], timeout)
+        ran = run(["bench", *bench_collectives(name, ranks), "--nproc", str(ranks), "-b",
+                   "8", "-e", "64M", "-f", "8", "-n", "5", "-w", "2", "-c", "1", *flags],
+                  timeout)
         rows = _rows(ran.stdout)
-        wrong = [r for r in rows if r[-1] != "0"]
+        # A row with no verified placement under -c 1 is as bad as a wrong one.
+        wrong = [r for r in rows if not wrong_cells(r) or set(wrong_cells(r)) != {"0"}]
         if ran.returncode != 0 or not rows or wrong:
             return Verdict(item, "FAIL", f"{name}: {len(rows)} rows, {len(wrong)} with #wrong "
                            f"!= 0; {_last_error(ran)}")

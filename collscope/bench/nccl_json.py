@@ -38,6 +38,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from collscope.bench.output import wrong_total
 from collscope.bench.per_rank import iteration_max
 from collscope.bench.stats import percentile_index
 from collscope.results import BenchResult
@@ -87,6 +88,7 @@ def result_entry(out_of_place: BenchResult | None, in_place: BenchResult | None)
     entry: dict[str, Any] = {"size": first.size_bytes, "count": first.count,
                              "type": first.dtype, "redop": first.op,
                              "root": f"{first.root:6d}"}
+    kept = first.iters
     for key, result in (("out_of_place", out_of_place), ("in_place", in_place)):
         if result is None:
             if key == "out_of_place":
@@ -97,7 +99,11 @@ def result_entry(out_of_place: BenchResult | None, in_place: BenchResult | None)
             times = iteration_max(result.rank_times_us)
             if times:
                 entry[f"{key}_per_iter"] = per_iter_block(times, result.rank_times_us)
-    entry["actual_iterations"] = first.iters
+                kept = len(times)
+    # The iterations the per-iteration blocks hold: all of them with fixed -n; in adaptive mode
+    # (--target-precision) every rank keeps only the last -n, so the count kept, not the count
+    # run (the records' ``iters``, which ``time`` is the mean over).
+    entry["actual_iterations"] = kept
     entry["experiment_name"] = ""
     return entry
 
@@ -112,7 +118,7 @@ def document(results: Sequence[BenchResult], config: Any,
     for result in results:
         rows.setdefault((result.size_bytes, result.dtype, result.op), {})[result.in_place] = result
     sizes = [r.size_bytes for r in results]
-    wrong = sum(r.wrong or 0 for r in results)
+    wrong = wrong_total(results)
     doc: dict[str, Any] = {
         "version": FILE_VERSION,
         "start_time": time.strftime(TIME_FORMAT, time.localtime(started)),
@@ -132,7 +138,9 @@ def document(results: Sequence[BenchResult], config: Any,
                          "device_hex": d["device_type"], "device_info": d["name"]}
                         for d in devices]},
         "results": [result_entry(row.get(False), row.get(True)) for row in rows.values()],
-        "out_of_bounds": {"count": wrong, "okay": flag(wrong == 0)},
+        # Nothing verified (-c 0): no count and "unchecked", as average_bus_bandwidth says it.
+        "out_of_bounds": {"count": wrong, "okay": "unchecked" if wrong is None
+                          else flag(wrong == 0)},
         "average_bus_bandwidth": {
             "bandwidth": sum(r.busbw_gbs for r in results) / len(results) if results else 0.0,
             "okay": "unchecked"},

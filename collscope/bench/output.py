@@ -70,11 +70,20 @@ def device_block(devices: Sequence[DeviceLine]) -> list[str]:
     return lines
 
 
+def wrong_total(results: Sequence[BenchResult]) -> int | None:
+    """Mismatched elements over the results that were verified; None when none was (-c 0, or
+    only placements that cannot be verified): nothing was checked, so nothing is OK."""
+    checked = [r.wrong for r in results if r.wrong is not None]
+    return sum(checked) if checked else None
+
+
 def footer(results: Sequence[BenchResult]) -> list[str]:
-    wrong = sum(r.wrong or 0 for r in results)
+    wrong = wrong_total(results)
     average = sum(r.busbw_gbs for r in results) / len(results) if results else 0.0
+    bounds = ("N/A unchecked (no result was verified)" if wrong is None
+              else f"{wrong} {'OK' if wrong == 0 else 'FAILED'}")
     return [
-        f"# Out of bounds values : {wrong} {'OK' if wrong == 0 else 'FAILED'}",
+        f"# Out of bounds values : {bounds}",
         f"# Avg bus bandwidth    : {average:g} ",
         *budget_note(results),
         "#",

@@ -48,6 +48,7 @@ class Reporter:
         self.total = 0
         self.late: list[Any] = []       # per-size LateRank of every collective, --per-rank
         self.block_started = time.time()
+        self.skip_noted = False         # the note on skipped collectives, in the first header
 
     def __enter__(self) -> Reporter:
         from collscope.results import CsvWriter, JsonlWriter, RunRecord
@@ -74,6 +75,8 @@ class Reporter:
         print(line, flush=True)
 
     def collective(self, name: str, sweep: list[Any], memory_note: str | None) -> None:
+        from collscope.bench import runner
+
         self._end_block()
         c = self.config
         layout = self.session.layout
@@ -91,6 +94,10 @@ class Reporter:
         if not COLLECTIVES[name].out_of_place and c.out_of_place:
             self._print(f"# {name} exists only in place in torch.distributed: the out-of-place "
                         "columns read N/A")
+        if not self.skip_noted and runner.skipped(c):
+            self.skip_noted = True
+            self._print(f"# Skipped {', '.join(runner.skipped(c))}: only in place in "
+                        "torch.distributed, and --out-of-place leaves no placement to run")
         self._print("#")
         for line in device_block([
             DeviceLine(d["rank"], d["pid"], d["host"],

@@ -66,13 +66,18 @@ class SizePlan:
     size_bytes: int
 
 
-def max_bytes_for(config: BenchConfig, session: Session) -> tuple[int, str | None]:
-    """The sweep's largest size and, when memory forced it down, the note nccl-tests prints."""
+def max_bytes_for(config: BenchConfig, session: Session,
+                  agree_min: Callable[[int], int]) -> tuple[int, str | None]:
+    """The sweep's largest size and, when memory forced it down, the note nccl-tests prints.
+
+    Each rank's budget comes from its own free device memory; ``agree_min`` (a MIN all_reduce
+    over the ranks, called on every rank) makes every rank size the same sweep, since ranks
+    that planned different sizes would wait on each other's collectives forever."""
     if session.device.type != "cuda":
         return (config.max_bytes or DEFAULT_MAX_BYTES_CPU), None
     wanted = config.max_bytes or DEFAULT_MAX_BYTES_GPU
     free, _total = torch.cuda.mem_get_info(session.device)
-    fits = buffer_budget(free, bool(config.check))
+    fits = agree_min(buffer_budget(free, bool(config.check)))
     if wanted > fits:
         return fits, f"# Reducing maxBytes to {fits} due to memory limitation"
     return wanted, None
@@ -115,9 +120,11 @@ def hold_stream() -> None:
 
 
 class Runner:
-    def __init__(self, config: BenchConfig, session: Session):
+    def __init__(self, config: BenchConfig, session: Session, own_op_times: bool = False):
         self.config = config
         self.session = session
+        # --per-rank: an OpClock wraps every timed launch; without it nothing is added to them.
+        self.own_op_times = own_op_times
         self.hang = faults.planted("hang", session.rank)      # test seam; None in real runs
         self.corrupt = faults.planted("corrupt", session.rank)
         self.delay = faults.planted("delay", session.rank)    # a late rank (test seam)
@@ -231,6 +238,10 @@ class Runner:
             if elapsed >= self.config.time_budget_s:
                 return total, times, True
 
+    def agree_min(self, value: int) -> int:
+        """The smallest ``value`` over the ranks (a MIN all_reduce; every rank must call it)."""
+        return int(self._reduce_flags([float(value)], dist.ReduceOp.MIN)[0])
+
     def _combine(self, stats: list[float]) -> list[float]:
         """Combine per-rank [mean, p50, p95, min, max] by -a."""
         mode = self.config.average_name
@@ -272,9 +283,11 @@ class Runner:
                 faults.hang_forever()
             if self.kill is not None and self.sizes_done >= self.kill.arg:
                 faults.kill_self()
-            clock = per_rank.OpClock(session.device, config.iters, self.delay)
-            loop, per_iter, exhausted = self._measure(clock.wrap(operation.launch))
-        wrong: int | None = 0
+            clock = per_rank.OpClock(session.device, config.iters, self.delay) \
+                if self.own_op_times else None
+            launch = clock.wrap(operation.launch) if clock else self._delayed(operation.launch)
+            loop, per_iter, exhausted = self._measure(launch)
+        wrong: int | None = None        # N/A unless the check below runs (nccl-tests' -c 0)
         with self._guard(f"check of {where}"):
             if config.check and operation.count_wrong is not None:
                 operation.fill_for_check()
@@ -285,10 +298,8 @@ class Runner:
                     operation.output.view(-1)[0] += 1
                 local_wrong = operation.count_wrong()
                 wrong = int(self._reduce_flags([float(local_wrong)], dist.ReduceOp.SUM)[0])
-            elif operation.count_wrong is None:
-                wrong = None
             stats = iter_stats(per_iter, loop)
-            self.rank_series[in_place] = (per_iter, clock.times())
+            self.rank_series[in_place] = (per_iter, clock.times() if clock else [])
             mean, p50, p95, low, high = self._combine(
                 [stats.mean, stats.p50, stats.p95, stats.min, stats.max])
             # The precision every rank achieved (max over ranks), recorded for compare's gate.
@@ -306,26 +317,49 @@ class Runner:
             wrong=wrong, algo=config.algo, average=config.average_name,
             ci_halfwidth=None if halfwidth >= 1e9 else halfwidth, budget_exhausted=exhausted)
 
+    def _delayed(self, launch: Callable[[], None]) -> Callable[[], None]:
+        """The launch itself, or behind the planted late-arrival sleep (test seam)."""
+        if self.delay is None or self.delay.arg <= 0:
+            return launch
+        delay_s = self.delay.arg / 1e3
+
+        def late_launch() -> None:
+            time.sleep(delay_s)
+            launch()
+        return late_launch
+
     def attach_rank_times(self, plan: SizePlan, row: dict[bool, BenchResult]) -> None:
         """Gather every rank's per-iteration and own op times of this size to rank 0 (after
         the size, outside any timed loop) and keep them in rank 0's records."""
-        series = [s for in_place in row for s in self.rank_series[in_place]]
+        width = 2 if self.own_op_times else 1     # (iteration times[, own op times]) each
+        series = [s for in_place in row for s in self.rank_series[in_place][:width]]
         with self._guard(f"per-rank times gather of {plan.collective} {plan.size_bytes} B"):
             gathered = per_rank.gather_to_root(series, self.config.iters, self.session.device,
                                                self.session.rank, self.session.world_size)
         if gathered is not None:
             for index, result in enumerate(row.values()):
-                result.rank_times_us = gathered[2 * index]
-                result.rank_op_us = gathered[2 * index + 1]
+                result.rank_times_us = gathered[width * index]
+                if self.own_op_times:     # no clock without --per-rank: rank_op_us stays None
+                    result.rank_op_us = gathered[width * index + 1]
 
     def placements(self, collective: str) -> list[bool]:
-        """in_place flags to run, out-of-place first as nccl-tests prints it."""
-        chosen = []
-        if self.config.out_of_place and COLLECTIVES[collective].out_of_place:
-            chosen.append(False)
-        if self.config.in_place:
-            chosen.append(True)
-        return chosen
+        return placements(self.config, collective)
+
+
+def placements(config: BenchConfig, collective: str) -> list[bool]:
+    """in_place flags to run, out-of-place first as nccl-tests prints it; empty when the only
+    placement asked for does not exist (all_reduce, broadcast, reduce with --out-of-place)."""
+    chosen = []
+    if config.out_of_place and COLLECTIVES[collective].out_of_place:
+        chosen.append(False)
+    if config.in_place:
+        chosen.append(True)
+    return chosen
+
+
+def skipped(config: BenchConfig) -> list[str]:
+    """The collectives asked for that have no placement to run, in the order asked."""
+    return [c for c in config.collectives if not placements(config, c)]
 
 
 RowCallback = Callable[[SizePlan, dict[bool, BenchResult]], None]
@@ -334,12 +368,15 @@ RowCallback = Callable[[SizePlan, dict[bool, BenchResult]], None]
 def run(config: BenchConfig, session: Session | None = None,
         on_row: RowCallback | None = None,
         on_collective: Callable[[str, list[SizePlan], str | None], None] | None = None,
-        ) -> list[BenchResult]:
+        own_op_times: bool = False) -> list[BenchResult]:
     """Run the sweep on every rank; every rank returns the same aggregated records.
 
     Works inside a process group the caller already initialised (``session`` None), so a
     training script can benchmark its own group. ``on_row`` is called after each size with its
     records (rank 0 prints and writes them there, so nothing measured is lost on a crash).
+    ``own_op_times`` (--per-rank) also records each rank's own time inside every op
+    (``rank_op_us``); without it no clock wraps the timed launches. Collectives with no
+    placement to run (see :func:`skipped`) are left out.
     """
     from collscope.runtime.dist import attach
 
@@ -347,10 +384,12 @@ def run(config: BenchConfig, session: Session | None = None,
     session = session or attach(config.timeout_s)
     try:
         config.validate_for_job(session.world_size, session.backend)
-        runner = Runner(config, session)
-        max_bytes, memory_note = max_bytes_for(config, session)
+        runner = Runner(config, session, own_op_times)
+        max_bytes, memory_note = max_bytes_for(config, session, runner.agree_min)
         results: list[BenchResult] = []
         for collective in config.collectives:
+            if not runner.placements(collective):
+                continue
             sweep = plans(config, collective, session.world_size, max_bytes)
             if on_collective:
                 on_collective(collective, sweep, memory_note)

@@ -1,5 +1,6 @@
 """What the CLI modules share: the arguments no config field holds (--nproc for bench, train,
-overlap, links; the COLLECTIVE list for bench, tune; every other flag comes from its command's
+overlap, links; the COLLECTIVE list for bench, tune; the check that output files can be
+written before any rank starts, for bench and train; every other flag comes from its command's
 config dataclass through collscope.config_flags). Output helpers live in collscope.console.
 No torch at import."""
 
@@ -18,3 +19,20 @@ def add_nproc_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup
 def add_collectives_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("collectives", nargs="*", default=["all_reduce"], metavar="COLLECTIVE",
                         help=f"{', '.join(COLLECTIVES)} or all (default all_reduce)")
+
+
+def check_writable(flag: str, path: str | None) -> None:
+    """An output FILE given to ``flag`` must be creatable before any rank starts or joins (a run
+    should not end in a traceback after measuring); UsageError (exit 2) naming the flag."""
+    import os
+
+    from collscope.errors import UsageError
+
+    if not path:
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+        raise UsageError(f"{flag}: cannot write '{path}': folder {folder} does not exist or "
+                         "is not writable")
+    if os.path.isdir(path):
+        raise UsageError(f"{flag}: cannot write '{path}': it is a folder; give a file path")

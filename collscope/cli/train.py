@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from collscope.cli._common import add_nproc_argument
+from collscope.cli._common import add_nproc_argument, check_writable
 from collscope.config_flags import add_flags, config_from
 from collscope.train.config import SWEEPABLE, DDPKnobs, TrainConfig
 
@@ -74,8 +74,7 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from collscope.runtime.entry import Job, launch_or_spawn
 
     config = config_from_args(args)
-    if args.json:
-        _check_writable(args.json)
+    check_writable("--json", args.json)
 
     def body(session: Any, launcher_name: str) -> int:
         from collscope.train.measure import set_cpu_threads, train
@@ -109,14 +108,3 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
                                config.validate_for_job, body, host_preflight, rank_preflight),
                            argv)
 
-
-def _check_writable(path: str) -> None:
-    """--json must be writable before any rank starts (a run should not end in a crash)."""
-    import os
-
-    from collscope.errors import UsageError
-
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
-        raise UsageError(f"--json: cannot write '{path}': folder {folder} does not exist or "
-                         "is not writable")

@@ -56,6 +56,10 @@ def test_version():
     (["bench", "all_reduce", "--out-of-place"], "--out-of-place"),
     (["bench", "--in-place", "--out-of-place"], "--out-of-place"),
     (["bench", "--target-precision", "-0.1"], "--target-precision"),
+    (["bench", "--json", "/nonexistent/x.jsonl"], "--json"),
+    (["bench", "--csv", "/nonexistent/x.csv"], "--csv"),
+    (["bench", "--nccl-json", "/nonexistent/x.json"], "--nccl-json"),
+    (["train", "--json", "/nonexistent/x.jsonl"], "--json"),
     (["frobnicate"], "COMMAND"),
 ])
 def test_bad_input_exits_2_with_one_line(args, flag):
@@ -75,3 +79,18 @@ def test_default_bench_runs_two_gloo_ranks_and_verifies():
     assert "# Out of bounds values : 0 OK" in lines
     assert sum("Rank" in line and "device" in line for line in lines) == 2
     assert any(line.startswith("# Timing: perf_counter") for line in lines)
+
+
+def test_out_of_place_skips_collectives_that_exist_only_in_place():
+    """all_reduce has no out-of-place form: it is skipped with a note, all_gather still runs."""
+    proc = run_cli("bench", "all_reduce", "all_gather", "--out-of-place", "--nproc", "2",
+                   "-b", "1K", "-e", "4K", "-n", "2", "-w", "1", timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert "# Skipped all_reduce: only in place in torch.distributed, and --out-of-place " \
+           "leaves no placement to run" in lines
+    assert "# Collective test starting: all_gather" in lines
+    assert "# Collective test starting: all_reduce" not in lines
+    rows = [line.split() for line in lines if line.startswith(" ")]
+    assert [int(r[0]) for r in rows] == [1024, 2048, 4096]
+    assert all(r[8] == "0" and r[9:] == ["N/A"] * 4 for r in rows)   # in-place not run
