@@ -143,3 +143,22 @@ def test_failures_are_named_and_exit_1(capsys, monkeypatch, breakage, items):
 def test_event_vs_wall_judges_only_sizes_from_16_mib():
     verdict = gpu_check.judge_event_vs_wall([(1 << 20, 0.05, 0.10), (16 << 20, 0.095, 0.1)])
     assert verdict.status == "PASS" and "16 MiB events/wall 0.950" in verdict.detail
+
+
+def test_a_wrong_out_of_place_result_fails_and_every_collective_is_checked():
+    """Both #wrong columns are read (N/A skipped): a bad out-of-place count with a clean
+    in-place one fails; the default mode runs every collective (sendrecv from 2 ranks)."""
+    good, bad = _result(8), _result(8, wrong=2)
+    out_of_place_bad = bench_stdout(2, []) + row(
+        BenchResult(**{**vars(bad), "collective": "all_gather", "in_place": False}), good) + "\n"
+    calls: list[list[str]] = []
+
+    def fake(args, timeout):
+        calls.append(list(args))
+        return Ran(0, out_of_place_bad, "")
+
+    verdict = gpu_check.check_bench(fake, 2, 2, 60)
+    assert verdict.status == "FAIL" and "1 with #wrong != 0" in verdict.detail
+    assert calls[0][1:calls[0].index("--nproc")] == list(gpu_check.EVERY_COLLECTIVE)
+    assert gpu_check.bench_collectives("default", 1)[-1] == "reduce"     # no sendrecv alone
+    assert gpu_check.wrong_cells(row(None, _result(8)).split()) == ["0"]

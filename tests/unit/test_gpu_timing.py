@@ -47,13 +47,41 @@ def test_size_cap_on_a_40gb_gpu_leaves_room_for_the_check(monkeypatch):
     gpu.install(monkeypatch)
     session = SimpleNamespace(device=torch.device("cuda", 0))
     wanted = BenchConfig()          # default 4 GiB on GPUs
-    assert max_bytes_for(wanted, session) == (4 * 1024**3, None)  # type: ignore[arg-type]
+    alone = lambda fits: fits  # noqa: E731 (one rank: its own budget is the agreed one)
+    assert max_bytes_for(wanted, session, alone) == (4 * 1024**3, None)  # type: ignore[arg-type]
     big = BenchConfig(max_bytes=32 * 1024**3)
-    cap, note = max_bytes_for(big, session)  # type: ignore[arg-type]
+    cap, note = max_bytes_for(big, session, alone)  # type: ignore[arg-type]
     from collscope.collectives.ops import CHECK_WORKSPACE_BYTES
 
     assert cap == (int(40 * 1000**3 * 0.8) - CHECK_WORKSPACE_BYTES) // 2
     assert note == f"# Reducing maxBytes to {cap} due to memory limitation"
+
+
+def test_every_rank_sizes_the_sweep_from_the_smallest_free_memory(monkeypatch):
+    """Rank 0 has 40 GB free, another rank 10 GB: both plan the 10 GB rank's cap (a MIN
+    all_reduce of the budgets), and the note prints the agreed value."""
+    from collscope.bench.runner import buffer_budget
+
+    gpu = FakeGpu(free_bytes=40 * 1000**3)
+    gpu.install(monkeypatch)
+    runner = _runner(False)
+    other = buffer_budget(10 * 1000**3, True)
+    reductions: list[object] = []
+
+    def all_reduce(values, op):        # this rank's budget against the other rank's
+        reductions.append(op)
+        return [min(values[0], float(other))]
+
+    monkeypatch.setattr(runner, "_reduce_flags", all_reduce)
+    config = BenchConfig(max_bytes=32 * 1024**3)
+    cap, note = max_bytes_for(config, runner.session, runner.agree_min)
+    assert reductions == [torch.distributed.ReduceOp.MIN]
+    assert cap == other < buffer_budget(40 * 1000**3, True)
+    assert note == f"# Reducing maxBytes to {other} due to memory limitation"
+    # Ranks agree even when the request fits everywhere (every rank calls the all_reduce).
+    assert max_bytes_for(BenchConfig(max_bytes=1024), runner.session,
+                         runner.agree_min) == (1024, None)
+    assert len(reductions) == 2
 
 
 def test_per_rank_clock_makes_its_events_before_the_loop(monkeypatch):
