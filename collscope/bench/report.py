@@ -94,10 +94,11 @@ class Reporter:
         if not COLLECTIVES[name].out_of_place and c.out_of_place:
             self._print(f"# {name} exists only in place in torch.distributed: the out-of-place "
                         "columns read N/A")
-        if not self.skip_noted and runner.skipped(c):
+        skipped = [] if self.skip_noted else runner.skipped(c)
+        if skipped:
             self.skip_noted = True
-            self._print(f"# Skipped {', '.join(runner.skipped(c))}: only in place in "
-                        "torch.distributed, and --out-of-place leaves no placement to run")
+            self._print(f"# Skipped {', '.join(skipped)}: only in place in torch.distributed, "
+                        "and --out-of-place leaves no placement to run")
         self._print("#")
         for line in device_block([
             DeviceLine(d["rank"], d["pid"], d["host"],

@@ -318,13 +318,14 @@ class Runner:
             ci_halfwidth=None if halfwidth >= 1e9 else halfwidth, budget_exhausted=exhausted)
 
     def _delayed(self, launch: Callable[[], None]) -> Callable[[], None]:
-        """The launch itself, or behind the planted late-arrival sleep (test seam)."""
-        if self.delay is None or self.delay.arg <= 0:
+        """The launch itself, or behind the planted late-arrival sleep (test seam; with
+        --per-rank the OpClock sleeps instead, outside the op time it records)."""
+        if self.delay is None:
             return launch
-        delay_s = self.delay.arg / 1e3
+        delay = self.delay
 
         def late_launch() -> None:
-            time.sleep(delay_s)
+            faults.sleep_ms(delay)
             launch()
         return late_launch
 
