@@ -28,7 +28,7 @@ def check_writable(flag: str, path: str | None) -> None:
 
     from collscope.errors import UsageError
 
-    if not path:
+    if not path or path == "-":      # "-": stdout (collscope.results.JsonlWriter)
         return
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder) or not os.access(folder, os.W_OK):

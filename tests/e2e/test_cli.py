@@ -94,3 +94,16 @@ def test_out_of_place_skips_collectives_that_exist_only_in_place():
     rows = [line.split() for line in lines if line.startswith(" ")]
     assert [int(r[0]) for r in rows] == [1024, 2048, 4096]
     assert all(r[8] == "0" and r[9:] == ["N/A"] * 4 for r in rows)   # in-place not run
+
+
+def test_output_paths_are_checked_before_ranks_start(tmp_path):
+    """The shared check: a folder given as FILE is refused, "-" (stdout) and a new file in a
+    writable folder pass."""
+    from collscope.cli._common import check_writable
+    from collscope.errors import UsageError
+
+    with pytest.raises(UsageError, match="--csv: cannot write .* it is a folder"):
+        check_writable("--csv", str(tmp_path))
+    check_writable("--json", "-")
+    check_writable("--nccl-json", str(tmp_path / "new.json"))
+    check_writable("--json", None)
