@@ -6,8 +6,9 @@ is late. A rank that arrives last at a collective waits least *inside* it, so th
 shows in the time from its own launch to the op's completion: consistently the shortest,
 while the others' include the wait for it. :class:`OpClock` records that per op (CPU:
 perf_counter around the blocking call; GPU: a device event pair around the launch), bounded
-to the last ``-n`` ops. The bench runner gathers both per-rank series to rank 0 after each
-size, outside the timed loop.
+to the last ``-n`` ops; the runner wraps the launches in it only with ``--per-rank``, so
+other runs add no host work to their timed loops. The bench runner gathers the per-rank
+series to rank 0 after each size, outside the timed loop.
 
 Decisions (pure functions, scipy.stats):
 
