@@ -220,18 +220,23 @@ def repeated_row(base: list[BenchResult], new: list[BenchResult], threshold_pct:
                                  median(r.busbw_gbs for r in new))
     slower = mannwhitneyu(new_times, base_times, alternative="greater").pvalue
     faster = mannwhitneyu(new_times, base_times, alternative="less").pvalue
+    # Same world size on both sides, so busbw is a fixed multiple of 1/time per run: the rank
+    # test on times decides for either metric; the threshold applies to the metric's delta.
+    used = "time" if metric == "auto" else metric
+    slowdown = time_delta if used == "time" else (None if busbw_delta is None
+                                                  else -busbw_delta)
     judged, p_value = "ok", float(min(slower, faster))
-    if time_delta is None:
+    if slowdown is None:
         judged = "n/a"
-    elif time_delta > threshold_pct and slower <= ALPHA:
+    elif slowdown > threshold_pct and slower <= ALPHA:
         judged, p_value = "regressed", float(slower)
-    elif time_delta < -threshold_pct and faster <= ALPHA:
+    elif slowdown < -threshold_pct and faster <= ALPHA:
         judged, p_value = "improved", float(faster)
     # The row shows the median run of each side.
     representative = [sorted(side, key=lambda r: r.time_us)[(len(side) - 1) // 2]
                       for side in (base, new)]
     return Row(representative[0], representative[1], time_delta, busbw_delta,
-               "time" if metric == "auto" else metric, judged, "mann-whitney",
+               used, judged, "mann-whitney",
                p_value=p_value, runs=(len(base), len(new)))
 
 

@@ -29,6 +29,7 @@ from typing import Any
 from collscope import __version__
 from collscope.collectives.table import COLLECTIVES, bus_factor
 from collscope.parsers.nccl_tests import (
+    TEXT,
     ParsedTest,
     Placement,
     Row,
@@ -84,7 +85,7 @@ def import_log(text: str, source: str) -> list[ImportedRun]:
     name = PurePath(source).name or source
     with_rows = [test for test in tests if test.rows]
     if not with_rows:
-        raise LogImportError(_no_table_message(name, tests))
+        raise LogImportError(_no_table_message(name, tests, source_format, parsed.warnings))
     runs: list[ImportedRun] = []
     by_index: dict[int, ImportedRun] = {}
     for test in with_rows:
@@ -114,7 +115,11 @@ def _best_failure(failures: list[tuple[int, str]]) -> tuple[int, str] | None:
     return failures[0] if failures else None
 
 
-def _no_table_message(name: str, tests: list[ParsedTest]) -> str:
+def _no_table_message(name: str, tests: list[ParsedTest], source_format: str = TEXT,
+                      warnings: list[str] | None = None) -> str:
+    if source_format != TEXT:      # a structured file: say which, and why nothing was kept
+        why = "; ".join((warnings or [])[:3]) or "it holds no result entries"
+        return f"{name}: {source_format} file without a usable result row ({why})"
     failures = sorted(failure for test in tests for failure in test.failures)
     failure = _best_failure(failures)
     if failure:

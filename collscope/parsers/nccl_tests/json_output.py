@@ -194,7 +194,7 @@ def parse_nccl_tests_json(text: str) -> Parsed[list[ParsedTest]]:
         if row is not None:
             test.rows.append(row)
     test.footer = _footer(data)
-    for error in data.get("errors") or []:
+    for error in _list(data.get("errors")):
         if isinstance(error, str) and error.strip():
             test.failures.append((1, error.strip()))
     test.warnings = warnings
@@ -202,14 +202,14 @@ def parse_nccl_tests_json(text: str) -> Parsed[list[ParsedTest]]:
 
 
 def _read_command(data: dict[str, Any], test: ParsedTest) -> None:
-    args = [a for a in data.get("args") or [] if isinstance(a, str)]
+    args = [a for a in _list(data.get("args")) if isinstance(a, str)]
     if not args:
         return
     command = parse_command_line(shlex.join(args), 1)
     if command.program is None:
         base = args[0].rsplit("/", 1)[-1]
         command.program = base if patterns.PERF_BINARY.match(base) else None
-    for item in data.get("env") or []:
+    for item in _list(data.get("env")):
         if isinstance(item, str) and "=" in item:
             name, _, value = item.partition("=")
             command.env.setdefault(name, value)
@@ -227,8 +227,22 @@ def _params(config: dict[str, Any]) -> TestParams:
         validation=_int(config.get("validation")), graph=_int(config.get("graph")))
 
 
+def _list(value: Any) -> list[Any]:
+    """A JSON array as a list; anything else (a number, an object, null) as no items."""
+    return value if isinstance(value, list) else []
+
+
+# More GPUs per process than any node has: a corrupt config, not a reason to build millions
+# of device lines.
+MAX_GPUS_PER_PROCESS = 1024
+
+
 def _devices(listed: Any, params: TestParams, warnings: list[str]) -> list[DeviceLine]:
-    per_process = (params.n_thread or 1) * (params.n_gpus or 1)
+    per_process = max(1, params.n_thread or 1) * max(1, params.n_gpus or 1)
+    if per_process > MAX_GPUS_PER_PROCESS:
+        warnings.append(f"config: nthreads x ngpus = {per_process} GPUs per process is not "
+                        f"plausible; device lines beyond the first of each process skipped")
+        per_process = 1
     devices: list[DeviceLine] = []
     for entry in listed if isinstance(listed, list) else []:
         if not isinstance(entry, dict):

@@ -163,3 +163,29 @@ def test_cut_anywhere_never_raises() -> None:
     text = _text(NCCL_JSON)
     mutations.assert_parsers_never_raise(
         [_parse_any], st.integers(0, len(text)).map(lambda n: text[:n]), check=_check)
+
+
+@pytest.mark.parametrize("field", ["errors", "args", "env"])
+def test_json_lists_of_the_wrong_type_lose_no_rows(field: str) -> None:
+    data = json.loads(_text(NCCL_JSON))
+    rows = sum(len(t.rows) for t in parse_any(json.dumps(data))[1].value)
+    data[field] = 7
+    kind, parsed = parse_any(json.dumps(data))
+    assert kind == NCCL_TESTS_JSON
+    assert sum(len(t.rows) for t in parsed.value) == rows > 0
+
+
+def test_implausible_gpus_per_process_is_capped_with_a_warning() -> None:
+    data = json.loads(_text(NCCL_JSON))
+    data["config"]["ngpus"] = 10**30
+    _, parsed = parse_any(json.dumps(data))
+    (test,) = parsed.value
+    assert len(test.devices) == len(data["config"]["devices"])
+    assert any("not plausible" in w for w in parsed.warnings)
+
+
+def test_json_without_usable_rows_names_its_format() -> None:
+    data = json.loads(_text(NCCL_JSON))
+    data["results"] = []
+    with pytest.raises(Exception, match=r"nccl-tests JSON \(-J\) file without a usable"):
+        import_log(json.dumps(data), "x.json")

@@ -217,6 +217,18 @@ def test_repeated_runs_per_side_are_judged_by_mann_whitney() -> None:
     assert row.p_value > 0.05
 
 
+def test_repeated_runs_judge_busbw_by_the_busbw_delta() -> None:
+    """+5.15% time is -4.9% busbw: under a 5% busbw threshold that is no regression."""
+    base = runs([100.0, 100.5, 99.5, 100.2])
+    slower = [t * 1.0515 for t in (100.0, 100.5, 99.5, 100.2)]
+    row, = compare(base, runs(slower), threshold_pct=5.0, metric="busbw").rows
+    assert row.test == "mann-whitney" and row.metric == "busbw"
+    assert row.busbw_delta_pct == pytest.approx(-4.9, abs=0.05)
+    assert row.verdict == "ok"
+    row, = compare(base, runs(slower), threshold_pct=5.0, metric="time").rows
+    assert row.verdict == "regressed"
+
+
 def test_fewer_than_three_runs_keep_the_pairing_in_order() -> None:
     base, new = runs([100.0, 100.0]), runs([130.0, 100.0])
     comparison = compare(base, new)
