@@ -11,9 +11,10 @@ residual minus the median residual of its neighbourhood (the rows of its size an
 smaller and larger sizes, itself included), so that a curve the two-parameter model misfits
 smoothly (NCCL's LL/LL128 protocols at small sizes) is not mistaken for bad rows. A row is an
 outlier when its deviation exceeds 3.5 robust standard deviations (1.4826 x the median absolute
-deviation of all deviations) and 10 %, unless another row of its size (the other placement,
-another run) agrees with it within 10 %: repeats that agree show the system. Outliers (at
-most a third of the rows) are reported and left out of one refit.
+deviation of all deviations) and 10 %, its own residual also exceeds 10 %, and no other row of
+its size (the other placement, another run) agrees with it within 10 %: repeats that agree
+show the system. Rows are flagged worst first, each leaving the neighbourhoods before the next
+is judged. Outliers (at most a third of the rows) are reported and left out of one refit.
 
 The uncertainty band of the group is the 5th-95th percentile of the inliers' log residuals,
 widened to the spread of repeated sizes (half the log range of the repeated rows of one size,
@@ -38,7 +39,8 @@ MAD_LIMIT = 3.5           # robust standard deviations
 OUTLIER_FLOOR = math.log(1.10)
 METHOD = ("least squares on log(time) (scipy.optimize.least_squares, soft_l1 loss, f_scale "
           f"{SOFT_L1_SCALE}); outliers: |log residual - median of its size neighbourhood| > "
-          f"{MAD_LIMIT} x 1.4826 x MAD and > 10 %, refitted once without them")
+          f"{MAD_LIMIT} x 1.4826 x MAD and > 10 % (flagged rows leave the neighbourhoods, worst "
+          "first), and |log residual| > 10 %; refitted once without them")
 BAND_METHOD = ("5th-95th percentile of the fit's log residuals, widened to the spread of "
                "repeated sizes (run-to-run where a size and placement was measured in more than "
                "one run; otherwise in-place and out-of-place rows pooled, said per group); not "
