@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from collscope.console import table_console
+from collscope.model.costmodel import EXTRAPOLATED_NOTE, OUTSIDE_FOR
 from collscope.model.fit import BAND_METHOD
 from collscope.units import format_size_exact
 
@@ -39,10 +40,21 @@ def print_nccl_table(block: list[Any], request: Any, model_path: str) -> None:
     element = DTYPES[request.dtype].size
     print(f"# collscope model predict: {first.collective} on {first.nodes} node(s) x "
           f"{first.ranks_per_node} ranks = {first.world_size} ranks, from {model_path}")
-    print(f"# time: predicted time per op by the cost model; {first.method}")
-    print(f"# time_low..time_high: {first.band_method}")
+    # Rows may differ in algorithm (auto picks per size) and in being extrapolated: every
+    # method used is said once, and each extrapolated row is marked on its own line.
+    methods = list(dict.fromkeys(r.method.partition(EXTRAPOLATED_NOTE)[0] for r in block))
+    for method in methods:
+        print(f"# time: predicted time per op by the cost model; {method}")
+    for band in dict.fromkeys(r.band_method for r in block):
+        print(f"# time_low..time_high: {band}")
+    outside = dict.fromkeys(
+        label for r in block if r.extrapolated
+        for label in r.method.partition(OUTSIDE_FOR)[2].split(", "))
+    if outside:
+        print(f"# fit: extrapolated = the size lies outside the sizes fitted for "
+              f"{', '.join(outside)}; the band does not cover that")
     print("#       size         count      type   redop    root     time   algbw   busbw"
-          "   time_low  time_high  algo")
+          "   time_low  time_high  algo          fit")
     print("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)"
           "       (us)       (us)")
     for r in block:
@@ -51,7 +63,8 @@ def print_nccl_table(block: list[Any], request: Any, model_path: str) -> None:
         root = 0 if spec.rooted else -1
         print(f"{r.size_bytes:>12}  {count:>12}  {request.dtype:>8}  {redop:>6}  {root:>6}  "
               f"{r.time_us:>7.1f}  {r.algbw_gbs:>6.2f}  {r.busbw_gbs:>6.2f}  "
-              f"{r.time_us_low:>9.1f}  {r.time_us_high:>9.1f}  {r.algo}")
+              f"{r.time_us_low:>9.1f}  {r.time_us_high:>9.1f}  {r.algo:<12}  "
+              f"{'extrapolated' if r.extrapolated else 'in-range'}")
     print()
 
 

@@ -17,10 +17,12 @@ The model file is JSON with ``format`` and ``version``; a file of another versio
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from collscope import __version__
+from collscope.collectives.table import COLLECTIVES
 from collscope.model.data import GroupKey, Measurements
 from collscope.model.fit import BAND_METHOD, FitError, GroupFit, fit_group
 from collscope.model.formulas import (
@@ -36,6 +38,9 @@ from collscope.model.formulas import (
 )
 from collscope.results import PredictionRecord
 
+# How a prediction's method ends when its size lies outside the sizes a group was fitted on.
+EXTRAPOLATED_NOTE = "; extrapolated: "
+OUTSIDE_FOR = " is outside the sizes fitted for "
 MODEL_FORMAT = "collscope-model"
 MODEL_VERSION = 1
 
@@ -58,9 +63,55 @@ class Group:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Group:
+        """A group of a model file; ValueError / TypeError / KeyError naming the bad field."""
+        if not isinstance(data, dict):
+            raise TypeError(f"a group is {type(data).__name__}, not an object")
+        if data["collective"] not in COLLECTIVES:
+            raise ValueError(f"collective {data['collective']!r} is unknown; known: "
+                             f"{', '.join(COLLECTIVES)}")
+        if data["algo"] not in GROUP_ALGOS:
+            raise ValueError(f"algo {data['algo']!r} is not one of {', '.join(GROUP_ALGOS)}")
+        for name in ("nodes", "ranks_per_node", "rows", "sizes", "min_bytes", "max_bytes"):
+            _require(data, name, _is_int(data[name]) and data[name] >= 1, "an integer >= 1")
+        for name, (accepts, accepted) in FIT_NUMBERS.items():
+            _require(data, name, _is_number(data[name]) and accepts(data[name]), accepted)
+        spread = data.get("repeat_spread")
+        _require(data, "repeat_spread", spread is None or _is_number(spread) and spread >= 0,
+                 "null or a finite number >= 0")
+        if data["min_bytes"] > data["max_bytes"]:
+            raise ValueError(f"min_bytes {data['min_bytes']} exceeds max_bytes "
+                             f"{data['max_bytes']}")
         key = GroupKey(data["collective"], data["nodes"], data["ranks_per_node"], data["algo"])
         names = set(GroupFit.__dataclass_fields__)
         return cls(key, GroupFit.from_dict({k: v for k, v in data.items() if k in names}))
+
+
+GROUP_ALGOS = ("flat", "hierarchical")
+# The numbers of a fit: what each accepts, and how the error message says it.
+FIT_NUMBERS: dict[str, tuple[Callable[[float], bool], str]] = {
+    "alpha_us": (lambda v: v >= 0, "a finite number >= 0"),
+    "busbw_gbs": (lambda v: v > 0, "a finite number > 0"),
+    "residual_p05": (lambda v: True, "a finite number"),
+    "residual_p95": (lambda v: True, "a finite number"),
+    "residual_rms": (lambda v: v >= 0, "a finite number >= 0"),
+    "max_error_pct": (lambda v: v >= 0, "a finite number >= 0"),
+    "band_low": (lambda v: v <= 0, "a finite number <= 0"),
+    "band_high": (lambda v: v >= 0, "a finite number >= 0"),
+}
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and math.isfinite(value)
+
+
+def _require(data: dict[str, Any], name: str, ok: bool, accepted: str) -> None:
+    if not ok:
+        raise ValueError(f"{name} {data[name]!r} is not {accepted}")
 
 
 @dataclass
@@ -92,11 +143,19 @@ class CostModel:
             raise ModelError(f"{name}: model file version {data.get('version')!r}; this "
                              f"collscope reads version {MODEL_VERSION}: refit with `collscope "
                              "model fit`")
-        try:
-            groups = [Group.from_dict(g) for g in data["groups"]]
-        except (KeyError, TypeError) as error:
-            raise ModelError(f"{name}: a group of the model file is malformed ({error})"
-                             ) from None
+        if not isinstance(data.get("groups"), list):
+            raise ModelError(f"{name}: \"groups\" of the model file is not a list; refit "
+                             "with `collscope model fit`")
+        groups = []
+        for index, group in enumerate(data["groups"]):
+            try:
+                groups.append(Group.from_dict(group))
+            except KeyError as error:
+                raise ModelError(f"{name}: group {index + 1} of the model file has no field "
+                                 f"{error}; refit with `collscope model fit`") from None
+            except (TypeError, ValueError) as error:
+                raise ModelError(f"{name}: group {index + 1} of the model file: {error}; refit "
+                                 "with `collscope model fit`") from None
         return cls(groups=groups, contexts=list(data.get("contexts") or []),
                    diagnostics=list(data.get("diagnostics") or []),
                    held_out_nodes=list(data.get("held_out_nodes") or []),
@@ -263,8 +322,7 @@ def _record(collective: str, size: int, nodes: int, per_node: int, algo: str, ti
              f"{'; '.join(parts)}"
     outside = [g.key.label for g in used if not g.fit.min_bytes <= size <= g.fit.max_bytes]
     if outside:
-        method += f"; extrapolated: {size} bytes is outside the sizes fitted for " \
-                  f"{', '.join(outside)}"
+        method += f"{EXTRAPOLATED_NOTE}{size} bytes{OUTSIDE_FOR}{', '.join(outside)}"
     return PredictionRecord(
         collective=collective, size_bytes=size, nodes=nodes, ranks_per_node=per_node,
         world_size=world, algo=algo, time_us=time_us,
@@ -272,4 +330,10 @@ def _record(collective: str, size: int, nodes: int, per_node: int, algo: str, ti
         time_us_low=time_us * math.exp(low), time_us_high=time_us * math.exp(high),
         algbw_gbs=size / (time_us * 1e3) if time_us > 0 else 0.0,
         extrapolated=bool(outside), method=method,
-        band_method=BAND_METHOD)
+        band_method=band_method(used))
+
+
+def band_method(used: list[Group]) -> str:
+    """BAND_METHOD and, per group a prediction uses, what its repeat spread compared."""
+    spreads = [f"{g.key.label}: {g.fit.spread_method}" for g in used if g.fit.spread_method]
+    return BAND_METHOD + (f"; {'; '.join(spreads)}" if spreads else "")

@@ -89,8 +89,9 @@ def collect(inputs: list[Input]) -> Measurements:
             lines = (extra.get("result_lines") if isinstance(extra, dict) else None) or []
             bad = 0
             for index, result in enumerate(run.results):
+                placement = "in-place" if result.in_place else "out-of-place"
                 where = f"{run.label}" + (f" line {lines[index]}" if index < len(lines) else "")
-                where += " in-place" if result.in_place else " out-of-place"
+                where += f" {placement}"
                 if result.collective not in COLLECTIVES or result.time_us <= 0 \
                         or result.size_bytes <= 0:
                     bad += 1
@@ -100,7 +101,8 @@ def collect(inputs: list[Input]) -> Measurements:
                     continue
                 key = GroupKey(result.collective, nodes, per_node,
                                "hierarchical" if result.algo == "hierarchical" else "flat")
-                groups[key].append(Sample(result.size_bytes, result.time_us, where))
+                groups[key].append(Sample(result.size_bytes, result.time_us, where, run.label,
+                                          placement))
             if bad:
                 found.skipped.append(f"{run.label}: {bad} rows of an unknown collective or "
                                      "without a size and time; skipped")

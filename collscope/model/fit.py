@@ -11,13 +11,16 @@ residual minus the median residual of its neighbourhood (the rows of its size an
 smaller and larger sizes, itself included), so that a curve the two-parameter model misfits
 smoothly (NCCL's LL/LL128 protocols at small sizes) is not mistaken for bad rows. A row is an
 outlier when its deviation exceeds 3.5 robust standard deviations (1.4826 x the median absolute
-deviation of all deviations) and 10 %, unless another row of its size (the other placement,
-another run) agrees with it within 10 %: repeats that agree show the system. Outliers (at
-most a third of the rows) are reported and left out of one refit.
+deviation of all deviations) and 10 %, its own residual also exceeds 10 %, and no other row of
+its size (the other placement, another run) agrees with it within 10 %: repeats that agree
+show the system. Rows are flagged worst first, each leaving the neighbourhoods before the next
+is judged. Outliers (at most a third of the rows) are reported and left out of one refit.
 
 The uncertainty band of the group is the 5th-95th percentile of the inliers' log residuals,
-widened to the run-to-run spread (half the log range of the repeated rows of one size, median
-over sizes) where sizes were measured more than once.
+widened to the spread of repeated sizes (half the log range of the repeated rows of one size,
+median over sizes): run-to-run where one size and placement was measured in distinct runs; a
+group from one run pools its in-place and out-of-place rows instead, and ``spread_method`` says
+so.
 """
 
 from __future__ import annotations
@@ -36,9 +39,16 @@ MAD_LIMIT = 3.5           # robust standard deviations
 OUTLIER_FLOOR = math.log(1.10)
 METHOD = ("least squares on log(time) (scipy.optimize.least_squares, soft_l1 loss, f_scale "
           f"{SOFT_L1_SCALE}); outliers: |log residual - median of its size neighbourhood| > "
-          f"{MAD_LIMIT} x 1.4826 x MAD and > 10 %, refitted once without them")
-BAND_METHOD = ("5th-95th percentile of the fit's log residuals, widened to the run-to-run "
-               "spread of repeated sizes; not extrapolation error (model check measures that)")
+          f"{MAD_LIMIT} x 1.4826 x MAD and > 10 % (flagged rows leave the neighbourhoods, worst "
+          "first), and |log residual| > 10 %; refitted once without them")
+BAND_METHOD = ("5th-95th percentile of the fit's log residuals, widened to the spread of "
+               "repeated sizes (run-to-run where a size and placement was measured in more than "
+               "one run; otherwise in-place and out-of-place rows pooled, said per group); not "
+               "extrapolation error (model check measures that)")
+SPREAD_ACROSS_RUNS = "run-to-run spread (same size and placement in distinct runs)"
+SPREAD_POOLED = ("in-place vs out-of-place spread (no size repeated across runs: placements "
+                 "pooled)")
+SPREAD_NONE = "no repeated sizes"
 
 
 class FitError(ValueError):
@@ -52,6 +62,8 @@ class Sample:
     size_bytes: int
     time_us: float
     source: str = ""
+    run: str = ""                 # the run it was measured in (repeats across runs: the spread)
+    placement: str = ""           # in-place / out-of-place
 
 
 @dataclass
@@ -80,6 +92,7 @@ class GroupFit:
     band_high: float
     outliers: list[Outlier] = field(default_factory=list)
     method: str = METHOD
+    spread_method: str = ""       # what repeat_spread compares (SPREAD_ACROSS_RUNS, ...)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -144,12 +157,7 @@ def fit_group(samples: Sequence[Sample], collective: str, world_size: int) -> Gr
     alpha, inverse = _robust_fit(_x(rows, factor), [s.time_us for s in rows])
     model = _model(alpha, inverse, _x(rows, factor))
     residuals = [math.log(s.time_us / m) for s, m in zip(rows, model)]
-    deviations = _local_deviations([s.size_bytes for s in rows], residuals)
-    scale = 1.4826 * quantile([abs(d) for d in deviations], 0.5)
-    flagged = sorted((i for i, d in enumerate(deviations)
-                      if abs(d) > MAD_LIMIT * scale and abs(d) > OUTLIER_FLOOR
-                      and not _confirmed(rows, i)),
-                     key=lambda i: -abs(deviations[i]))[:len(rows) // 3]
+    flagged = _flag_outliers(rows, residuals)
     inliers = [s for i, s in enumerate(rows) if i not in set(flagged)]
     if len({s.size_bytes for s in inliers}) < 2:
         inliers, flagged = list(rows), []
@@ -157,7 +165,7 @@ def fit_group(samples: Sequence[Sample], collective: str, world_size: int) -> Gr
         alpha, inverse = _robust_fit(_x(inliers, factor), [s.time_us for s in inliers])
     model = _model(alpha, inverse, _x(inliers, factor))
     residuals = [math.log(s.time_us / m) for s, m in zip(inliers, model)]
-    spread = _repeat_spread(inliers)
+    spread, spread_method = _repeat_spread(inliers)
     low, high = quantile(residuals, 0.05), quantile(residuals, 0.95)
     if spread is not None:
         low, high = min(low, -spread), max(high, spread)
@@ -176,7 +184,7 @@ def fit_group(samples: Sequence[Sample], collective: str, world_size: int) -> Gr
         residual_rms=math.sqrt(sum(r * r for r in residuals) / len(residuals)),
         max_error_pct=max(abs(math.expm1(r)) for r in residuals) * 100,
         repeat_spread=spread, band_low=min(low, 0.0), band_high=max(high, 0.0),
-        outliers=outliers)
+        outliers=outliers, spread_method=spread_method)
 
 
 def _confirmed(rows: Sequence[Sample], index: int) -> bool:
@@ -188,28 +196,70 @@ def _confirmed(rows: Sequence[Sample], index: int) -> bool:
                for j, other in enumerate(rows))
 
 
-def _local_deviations(sizes: Sequence[int], residuals: Sequence[float]) -> list[float]:
+def _flag_outliers(rows: Sequence[Sample], residuals: Sequence[float]) -> list[int]:
+    """Indices of the outlier rows, worst first. One at a time: the row that deviates most from
+    its neighbourhood, among those past the MAD limit and the floor whose own residual from the
+    fit is also past the floor (a row 5 % off the fit is no outlier, whatever its neighbours
+    do) and that no repeat confirms; then the deviations again with it out of every
+    neighbourhood, so one wild row does not make its sane neighbours look wild. The MAD scale
+    is that of all rows (recomputing it would shrink it each round)."""
+    sizes = [s.size_bytes for s in rows]
+    scale = 1.4826 * quantile([abs(d) for d in _local_deviations(sizes, residuals)], 0.5)
+    flagged: list[int] = []
+    while len(flagged) < len(rows) // 3:
+        deviations = _local_deviations(sizes, residuals, set(flagged))
+        candidates = [i for i, d in enumerate(deviations)
+                      if i not in flagged and abs(d) > MAD_LIMIT * scale
+                      and abs(d) > OUTLIER_FLOOR and abs(residuals[i]) > OUTLIER_FLOOR
+                      and not _confirmed(rows, i)]
+        if not candidates:
+            break
+        flagged.append(max(candidates, key=lambda i: abs(deviations[i])))
+    return flagged
+
+
+def _local_deviations(sizes: Sequence[int], residuals: Sequence[float],
+                      excluded: set[int] | frozenset[int] = frozenset()) -> list[float]:
     """Each residual minus the median residual of its neighbourhood: the rows of its own size
-    and of the next smaller and larger sizes measured (itself included). A row the model misfits
-    together with its neighbours (a protocol change at small sizes) deviates little; a row that
-    disagrees with its neighbours deviates much."""
+    and of the next smaller and larger sizes measured (itself included, ``excluded`` rows left
+    out). A row the model misfits together with its neighbours (a protocol change at small
+    sizes) deviates little; a row that disagrees with its neighbours deviates much."""
     distinct = sorted(set(sizes))
     position = {size: i for i, size in enumerate(distinct)}
     by_position: dict[int, list[float]] = defaultdict(list)
-    for size, r in zip(sizes, residuals):
-        by_position[position[size]].append(r)
+    for i, (size, r) in enumerate(zip(sizes, residuals)):
+        if i not in excluded:
+            by_position[position[size]].append(r)
     deviations = []
     for size, r in zip(sizes, residuals):
         p = position[size]
-        window = [v for q in (p - 1, p, p + 1) for v in by_position.get(q, [])]
+        window = [v for q in (p - 1, p, p + 1) for v in by_position.get(q, [])] or [r]
         deviations.append(r - quantile(window, 0.5))
     return deviations
 
 
-def _repeat_spread(samples: Sequence[Sample]) -> float | None:
-    by_size: dict[int, list[float]] = defaultdict(list)
+def _repeat_spread(samples: Sequence[Sample]) -> tuple[float | None, str]:
+    """(median over sizes of half the log range of a size's repeats, what was compared).
+
+    Run-to-run: the rows of one size and placement from distinct runs. Only where no size was
+    repeated across runs (one run), its rows of both placements are pooled: that measures the
+    in-place vs out-of-place difference, and the method says so."""
+    across: dict[tuple[int, str], list[Sample]] = defaultdict(list)
     for s in samples:
-        by_size[s.size_bytes].append(s.time_us)
-    halves = [math.log(max(times) / min(times)) / 2 for times in by_size.values()
-              if len(times) > 1]
-    return quantile(halves, 0.5) if halves else None
+        across[(s.size_bytes, s.placement)].append(s)
+    halves = [_half_log_range(group) for group in across.values()
+              if len({s.run for s in group}) > 1]
+    if halves:
+        return quantile(halves, 0.5), SPREAD_ACROSS_RUNS
+    pooled: dict[int, list[Sample]] = defaultdict(list)
+    for s in samples:
+        pooled[s.size_bytes].append(s)
+    halves = [_half_log_range(group) for group in pooled.values() if len(group) > 1]
+    if halves:
+        return quantile(halves, 0.5), SPREAD_POOLED
+    return None, SPREAD_NONE
+
+
+def _half_log_range(group: Sequence[Sample]) -> float:
+    times = [s.time_us for s in group]
+    return math.log(max(times) / min(times)) / 2

@@ -6,12 +6,14 @@ import datetime
 import os
 import socket
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 import torch
 import torch.distributed as dist
 
 from collscope.errors import UsageError
+from collscope.runtime.guard import guard
 from collscope.runtime.launchers import LaunchInfo
 from collscope.runtime.watchdog import Watchdog
 from collscope.versions import library_versions  # noqa: F401  (its one definition; re-exported)
@@ -149,17 +151,22 @@ def bind_device(backend: str, local_rank: int, local_world_size: int | None = No
                 environ: dict[str, str] | None = None) -> torch.device:
     """Each rank drives GPU LOCAL_RANK; gloo ranks stay on CPU.
 
-    Without a visible-devices variable every rank of the node sees the same GPUs, so more
-    ranks than GPUs would share one: a UsageError (check_ranks_fit). With one set, a launcher
-    may have bound each rank to its own GPUs (srun --gpus-per-task), so the rank takes
-    LOCAL_RANK modulo what it sees.
+    More ranks on the node than GPUs this rank sees is a UsageError (check_ranks_fit), with or
+    without a visible-devices variable (Slurm sets CUDA_VISIBLE_DEVICES to every GPU of the
+    allocation, shared by all its ranks). One exception: a launcher that binds each rank to its
+    own GPU (srun --gpus-per-task=1) sets the variable and leaves exactly one visible GPU per
+    rank; that rank takes device 0.
     """
     variables = os.environ if environ is None else environ
-    if backend in ("nccl", "ucc") and gpu_count() > 0:
-        if not any(name in variables for name in VISIBLE_DEVICE_VARIABLES):
-            check_ranks_fit(max(local_world_size or 0, local_rank + 1), gpu_count(), backend,
-                            "LOCAL_WORLD_SIZE")
-        device = torch.device("cuda", local_rank % gpu_count())
+    gpus = gpu_count()
+    if backend in ("nccl", "ucc") and gpus > 0:
+        ranks = max(local_world_size or 0, local_rank + 1)
+        own_gpu = gpus == 1 and any(name in variables for name in VISIBLE_DEVICE_VARIABLES)
+        if own_gpu:
+            device = torch.device("cuda", 0)
+        else:
+            check_ranks_fit(ranks, gpus, backend, "LOCAL_WORLD_SIZE")
+            device = torch.device("cuda", local_rank)
         torch.cuda.set_device(device)
         return device
     return torch.device("cpu")
@@ -173,8 +180,9 @@ def start(launch: LaunchInfo, requested_backend: str, timeout_s: float) -> Sessi
     os.environ["MASTER_PORT"] = str(launch.master_port)
     watchdog = Watchdog(timeout_s, launch.rank)
     timeout = datetime.timedelta(seconds=timeout_s)
-    with watchdog.step(f"process group setup (rendezvous at "
-                       f"{launch.master_addr}:{launch.master_port})"):
+    # guard: a rendezvous or communicator failure reaches the user as one RankFailure line.
+    with guard(SimpleNamespace(watchdog=watchdog, rank=launch.rank),
+               f"process group setup (rendezvous at {launch.master_addr}:{launch.master_port})"):
         if backend == "mpi":
             dist.init_process_group("mpi", timeout=timeout)
         else:

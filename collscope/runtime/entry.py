@@ -71,6 +71,35 @@ def end_local_peers(devices: Sequence[dict], rank: int) -> None:
                 pass
 
 
+def _preflight_together(job: Job, session: Session) -> bool:
+    """Run this rank's pre-flight and agree the outcome with every rank; True when all passed.
+
+    Unlike validate, the pre-flight reads this rank's own device or host, so it can fail on
+    one rank only: a rank that left alone would leave its peers blocked in their first
+    collective. A failing rank says why on its own line; then every rank exits 2 together."""
+    import torch
+    import torch.distributed as dist
+
+    from collscope.runtime.guard import guard
+
+    assert job.rank_preflight is not None
+    try:
+        job.rank_preflight(session)
+        failed = 0
+    except UsageError as error:
+        where = f"rank {session.rank}: " if session.world_size > 1 else ""
+        sys.stderr.write(f"collscope {job.command}: {where}{error}\n")
+        sys.stderr.flush()
+        failed = 1
+    flag = torch.tensor([failed], dtype=torch.int32, device=session.device)
+    with guard(session, "pre-flight agreement (all_reduce MAX of a failure flag)"):
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+    if int(flag.item()) == 0:
+        return True
+    session.leave_together()
+    return False
+
+
 def run_rank(job: Job, launch: LaunchInfo, launcher_name: str) -> int:
     """The life of one rank: join the group, validate, run the body, leave."""
     from collscope.runtime.dist import start
@@ -84,12 +113,12 @@ def run_rank(job: Job, launch: LaunchInfo, launcher_name: str) -> int:
     try:
         try:
             job.validate(session.world_size, session.backend)
-            if job.rank_preflight is not None:
-                job.rank_preflight(session)
         except UsageError:
             if session.rank != 0:
                 return 2  # every rank fails the same check; rank 0 says it once
             raise
+        if job.rank_preflight is not None and not _preflight_together(job, session):
+            return 2
         code = job.body(session, launcher_name)
         session.leave_together()
         return code

@@ -2,9 +2,10 @@
 
 The children get the variables torchrun would give them (RANK, LOCAL_RANK, WORLD_SIZE,
 LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT) and initialise through env://, so they
-run exactly the code path of a torchrun launch. The parent owns their lifetime: a failed rank
-gives the others the collective timeout to notice and exit before they are killed, Ctrl-C is
-forwarded, and children die with the parent (PR_SET_PDEATHSIG) so no rank is left orphaned.
+run exactly the code path of a torchrun launch. The parent owns their lifetime: a rank killed by
+a signal gives the others the collective timeout to notice and exit before they are killed (a
+rank that exits with its own code: KILL_GRACE_S), Ctrl-C is forwarded, and children die with
+the parent (PR_SET_PDEATHSIG) so no rank is left orphaned.
 
 A rank that dies by a signal is named with the signal; for SIGKILL (what the kernel's OOM
 killer sends, and what a cgroup memory limit ends in) the parent adds that hint and the rank's
@@ -24,7 +25,8 @@ import time
 from collections.abc import Sequence
 
 SPAWNED_ENV = "COLLSCOPE_SPAWNED"
-# Extra seconds beyond the collective timeout before the parent kills surviving ranks.
+# Seconds the parent gives surviving ranks after a rank exited with its own code (or after
+# Ctrl-C), and beyond the collective timeout after a rank a signal ended, before killing them.
 KILL_GRACE_S = 10.0
 INTERRUPTED_EXIT_CODE = 130
 # 128 + SIGPIPE, as a shell reports a command whose output pipe closed.
@@ -124,6 +126,21 @@ def combined_exit_code(codes: Sequence[int | None]) -> int:
     return 1 if any(c != 0 for c in done) else 0
 
 
+def kill_grace_s(codes: Sequence[int | None], interrupted: bool, timeout_s: float,
+                 ) -> float | None:
+    """Seconds the surviving ranks get to exit by themselves; None while nothing went wrong.
+
+    A rank that exited with its own code (bad input on that rank, a failure it reported) has
+    said why: the others get KILL_GRACE_S. A rank a signal ended said nothing, so its peers get
+    the collective timeout to notice and name the step they were waiting in.
+    """
+    if interrupted or any(code is not None and code > 0 for code in codes):
+        return KILL_GRACE_S
+    if any(code is not None and code < 0 for code in codes):
+        return timeout_s + KILL_GRACE_S
+    return None
+
+
 def spawn_local(nproc: int, argv: Sequence[str], timeout_s: float) -> int:
     """Run ``python -m collscope ARGV`` as ``nproc`` ranks on this machine; the job's exit code."""
     port = free_loopback_port()
@@ -172,9 +189,10 @@ def spawn_local(nproc: int, argv: Sequence[str], timeout_s: float) -> int:
                 break
             _report_deaths(children, memory, ended_by_us | reported, interrupted, reported,
                            seen)
-            failed = any(child.returncode not in (None, 0) for child in children)
-            if (failed or interrupted) and kill_at == float("inf"):
-                kill_at = now + (KILL_GRACE_S if interrupted else timeout_s + KILL_GRACE_S)
+            grace = kill_grace_s([child.returncode for child in children], interrupted,
+                                 timeout_s)
+            if grace is not None:  # the earliest deadline stands (a later exit never extends it)
+                kill_at = min(kill_at, now + grace)
             if now > kill_at:
                 for rank, child in enumerate(children):
                     if child.poll() is None:

@@ -33,16 +33,21 @@ class Watchdog:
 
     @contextmanager
     def step(self, what: str) -> Iterator[None]:
-        """Guard one blocking step; ``what`` names it in the timeout message."""
+        """Guard one blocking step; ``what`` names it in the timeout message. A step nested in
+        another hands the watch back to the outer one when it ends."""
         with self._lock:
+            outer = (self._what, self._deadline)
             self._what = what
             self._deadline = time.monotonic() + self.timeout_s
         try:
             yield
         finally:
             with self._lock:
-                self._what = None
-                self._deadline = float("inf")
+                # The outer step is watched again; the inner one's end was progress (as in
+                # beat()), so its deadline is a full timeout from now, not its stale one.
+                self._what = outer[0]
+                self._deadline = (float("inf") if outer[0] is None
+                                  else max(outer[1], time.monotonic() + self.timeout_s))
 
     def beat(self) -> None:
         """One operation of the current step completed: the next one gets a full timeout."""

@@ -27,10 +27,48 @@ def test_bind_device_refuses_a_shared_gpu_under_a_launcher(monkeypatch):
     assert rdist.bind_device("nccl", 1, 2, environ={}) == torch.device("cuda", 1)
     with pytest.raises(UsageError, match="LOCAL_WORLD_SIZE: 4 ranks per node but 2 GPU"):
         rdist.bind_device("nccl", 3, 4, environ={})
-    # srun --gpus-per-task=1: each rank sees its own GPU as device 0.
-    assert rdist.bind_device("nccl", 3, 4, environ={"CUDA_VISIBLE_DEVICES": "3"}) == \
-        torch.device("cuda", 1)
     assert rdist.bind_device("gloo", 3, 4, environ={}) == torch.device("cpu")
+
+
+def test_bind_device_refuses_a_shared_gpu_when_slurm_shows_every_gpu(monkeypatch):
+    # Slurm sets CUDA_VISIBLE_DEVICES to all GPUs of the allocation, shared by all its ranks:
+    # 4 ranks on 2 GPUs would put two ranks on each, so the variable excuses nothing.
+    FakeGpu().install(monkeypatch, devices=2)
+    with pytest.raises(UsageError, match="LOCAL_WORLD_SIZE: 4 ranks per node but 2 GPU"):
+        rdist.bind_device("nccl", 3, 4, environ={"CUDA_VISIBLE_DEVICES": "0,1"})
+    assert rdist.bind_device("nccl", 1, 2, environ={"CUDA_VISIBLE_DEVICES": "0,1"}) == \
+        torch.device("cuda", 1)
+
+
+def test_bind_device_takes_device_0_when_each_rank_sees_its_own_gpu(monkeypatch):
+    # srun --gpus-per-task=1: each rank sees one GPU, its own, as device 0.
+    FakeGpu().install(monkeypatch, devices=1)
+    assert rdist.bind_device("nccl", 3, 4, environ={"CUDA_VISIBLE_DEVICES": "3"}) == \
+        torch.device("cuda", 0)
+    # Without the variable one GPU really is shared by the node's ranks.
+    with pytest.raises(UsageError, match="LOCAL_WORLD_SIZE: 4 ranks per node but 1 GPU"):
+        rdist.bind_device("nccl", 3, 4, environ={})
+
+
+def test_process_group_setup_failure_is_one_rank_failure_line(monkeypatch):
+    from collscope.errors import RankFailure
+    from collscope.runtime.launchers import LaunchInfo
+
+    def refuse(*args, **kwargs):
+        raise rdist.dist.DistStoreError(
+            "[/torch/csrc/distributed/c10d/TCPStore.cpp:106] The client socket has timed out "
+            "after 5000ms while trying to connect to (10.0.0.9, 29511).\nsecond line")
+
+    monkeypatch.setattr(rdist.dist, "init_process_group", refuse)
+    monkeypatch.setattr(rdist, "resolve_backend", lambda requested: "gloo")
+    monkeypatch.setenv("MASTER_ADDR", "")   # start() sets both; the test restores them
+    monkeypatch.setenv("MASTER_PORT", "")
+    launch = LaunchInfo("torchrun", 1, 2, 1, 2, None, "10.0.0.9", 29511)
+    with pytest.raises(RankFailure) as failure:
+        rdist.start(launch, "gloo", 5.0)
+    assert str(failure.value) == (
+        "rank 1: process group setup (rendezvous at 10.0.0.9:29511) failed: The client "
+        "socket has timed out after 5000ms while trying to connect to (10.0.0.9, 29511).")
 
 
 def test_standalone_spawn_refuses_more_ranks_than_gpus_before_starting_any(monkeypatch):

@@ -1,4 +1,4 @@
-from collscope.runtime.spawn import combined_exit_code
+from collscope.runtime.spawn import KILL_GRACE_S, combined_exit_code, kill_grace_s
 
 
 def test_combined_exit_code_priorities():
@@ -8,3 +8,37 @@ def test_combined_exit_code_priorities():
     assert combined_exit_code([1, -9, 1]) == 1
     assert combined_exit_code([-9, -9]) == 1
     assert combined_exit_code([0, 130]) == 130
+
+
+def test_kill_grace_short_after_a_rank_exits_with_its_own_code():
+    assert kill_grace_s([None, None], False, 300.0) is None
+    assert kill_grace_s([0, None], False, 300.0) is None
+    assert kill_grace_s([None, 2], False, 300.0) == KILL_GRACE_S      # said why; end the rest
+    assert kill_grace_s([None, 1], False, 300.0) == KILL_GRACE_S
+    assert kill_grace_s([None, -9], False, 300.0) == 300.0 + KILL_GRACE_S  # peers must notice
+    assert kill_grace_s([None, None], True, 300.0) == KILL_GRACE_S
+
+
+def test_spawn_ends_the_job_soon_after_one_rank_exits_with_its_own_code(monkeypatch):
+    """Rank 1 exits 2 at once (bad input only it saw); rank 0 would wait forever. The job ends
+    after the short grace, not after the collective timeout."""
+    import subprocess
+    import sys
+    import time
+
+    from collscope.runtime import spawn
+
+    script = ("import os, sys, time\n"
+              "if os.environ['RANK'] == '1':\n"
+              "    sys.exit(2)\n"
+              "time.sleep(120)\n")
+    real_popen = subprocess.Popen
+
+    def child(args, **kwargs):  # the same children, running the script above
+        return real_popen([sys.executable, "-c", script], **kwargs)
+
+    monkeypatch.setattr(spawn.subprocess, "Popen", child)
+    monkeypatch.setattr(spawn, "KILL_GRACE_S", 0.5)
+    started = time.monotonic()
+    assert spawn.spawn_local(2, ["bench"], timeout_s=60.0) == 2
+    assert time.monotonic() - started < 20

@@ -127,3 +127,60 @@ def test_help_has_examples() -> None:
 
     proc = run_cli("model", "--help", timeout=60)
     assert proc.returncode == 0 and "collscope model plan" in proc.stdout
+
+
+@pytest.mark.parametrize(("field", "value", "needle"), [
+    ("busbw_gbs", -5.0, "group 2 of the model file: busbw_gbs -5.0 is not a finite number > 0"),
+    ("busbw_gbs", "fast", "busbw_gbs 'fast' is not a finite number > 0"),
+    ("nodes", "2", "nodes '2' is not an integer >= 1"),
+    ("nodes", True, "nodes True is not an integer >= 1"),
+    ("alpha_us", None, "alpha_us None is not a finite number >= 0"),
+    ("collective", "all_shuffle", "collective 'all_shuffle' is unknown; known: all_reduce"),
+    ("algo", "magic", "algo 'magic' is not one of flat, hierarchical"),
+    ("max_bytes", 1, "min_bytes 2097152 exceeds max_bytes 1"),
+])
+def test_model_file_with_bad_values_exits_2_naming_the_file(
+        h100_model: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        field: str, value: object, needle: str) -> None:
+    data = json.loads(h100_model.read_text())
+    data["groups"][1][field] = value             # the 4x8 group, the one predictions use
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    line = usage_error_in_process(capsys, [
+        "model", "predict", str(bad), "--collective", "all_reduce", "--nodes", "8",
+        "--ranks-per-node", "8"])
+    assert line.startswith(f"collscope model: MODEL: {bad}: ")
+    assert needle in line and "refit with `collscope model fit`" in line
+
+
+def test_model_file_group_without_a_field_exits_2(
+        h100_model: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = json.loads(h100_model.read_text())
+    del data["groups"][0]["busbw_gbs"]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    line = usage_error_in_process(capsys, ["model", "check", str(bad), str(bad)])
+    assert "group 1 of the model file has no field 'busbw_gbs'" in line
+
+
+def test_predict_header_says_every_method_and_marks_extrapolated_rows(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """auto picks tree at 1 KiB and hierarchical at 1 GiB; only 1 KiB lies outside the fit."""
+    from collscope.model.costmodel import build
+    from tests.unit.model.test_costmodel import groups
+
+    model = tmp_path / "m.json"
+    model.write_text(json.dumps(build(groups((1, 8, 14.0, 1000.0), (2, 8, 300.0, 50.0)))
+                                .to_dict()))
+    assert main(["model", "predict", str(model), "--collective", "all_reduce", "--nodes", "8",
+                 "--ranks-per-node", "8", "-b", "1K", "-e", "1G", "-f", str(1 << 20)]) == 0
+    out = capsys.readouterr().out
+    methods = [line for line in out.splitlines() if line.startswith("# time: ")]
+    assert len(methods) == 2
+    assert "tree formula" in methods[0] and "hierarchical formula" in methods[1]
+    assert all("extrapolated" not in line for line in methods)
+    assert "# fit: extrapolated = the size lies outside the sizes fitted for all_reduce 1x8, " \
+        "all_reduce 2x8" in out
+    rows = [line.split() for line in out.splitlines() if line and not line.startswith("#")]
+    assert [(r[0], r[-2], r[-1]) for r in rows] == [
+        ("1024", "tree", "extrapolated"), ("1073741824", "hierarchical", "in-range")]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from collscope.collectives.table import bus_factor
@@ -75,3 +77,64 @@ def test_band_covers_the_noise() -> None:
 def test_unfittable_groups_say_why(samples: list[Sample], message: str) -> None:
     with pytest.raises(FitError, match=message):
         fit_group(samples, "all_reduce", 2)
+
+
+def test_a_row_close_to_the_fit_is_no_outlier_among_wild_neighbours() -> None:
+    """Both placements 20 % low at three sizes, except one row 6 % high: it deviates from its
+    neighbourhood by 28 %, but it is 6 % off the fit, under the 10 % floor: kept."""
+    twice = []
+    for i, s in enumerate(synthetic("all_reduce", 16, 25.0, 300.0)):
+        factors = (0.8, 0.8) if i in (9, 11) else (0.8, 1.06) if i == 10 else (1.0, 1.0)
+        twice += [Sample(s.size_bytes, s.time_us * factors[0], s.source + " out-of-place"),
+                  Sample(s.size_bytes, s.time_us * factors[1], s.source + " in-place")]
+    fit = fit_group(twice, "all_reduce", 16)
+    assert fit.outliers == []
+    assert fit.rows == len(twice)
+
+
+def test_a_flagged_row_leaves_its_neighbours_medians() -> None:
+    """A smooth +15 % misfit at the five smallest sizes with two wild rows in it (x2.5, x3):
+    only the wild rows are outliers; with them in the medians the sane rows between them
+    looked 60 % off their neighbourhood."""
+    factors = {0: 1.15, 1: 2.5, 2: 1.15, 3: 3.0, 4: 1.15}
+    samples = [Sample(s.size_bytes, s.time_us * factors.get(i, 1.0), s.source)
+               for i, s in enumerate(synthetic("all_reduce", 16, 25.0, 300.0))]
+    fit = fit_group(samples, "all_reduce", 16)
+    assert [o.source for o in fit.outliers] == ["row 1", "row 3"]
+    assert fit.rows == len(SIZES) - 2
+
+
+def _two_runs(in_place_factor: float, runs: dict[str, float]) -> list[Sample]:
+    """Both placements of every size in each run; in-place rows in_place_factor slower, each
+    run scaled by its own factor."""
+    rows = []
+    for run, scale in runs.items():
+        for s in synthetic("all_reduce", 8, 10.0, 100.0):
+            rows.append(Sample(s.size_bytes, s.time_us * scale, f"{run} out", run,
+                               "out-of-place"))
+            rows.append(Sample(s.size_bytes, s.time_us * scale * in_place_factor, f"{run} in",
+                               run, "in-place"))
+    return rows
+
+
+def test_repeat_spread_is_run_to_run_across_distinct_runs() -> None:
+    """In-place 20 % slower than out-of-place in both runs; the runs differ by 2 %: the spread
+    is the runs' (half of log 1.02), not the placements' (half of log 1.2)."""
+    from collscope.model.fit import SPREAD_ACROSS_RUNS
+
+    fit = fit_group(_two_runs(1.2, {"a": 1.0, "b": 1.02}), "all_reduce", 8)
+    assert fit.repeat_spread == pytest.approx(math.log(1.02) / 2, rel=1e-9)
+    assert fit.spread_method == SPREAD_ACROSS_RUNS
+
+
+def test_repeat_spread_of_one_run_says_placements_were_pooled() -> None:
+    from collscope.model.costmodel import band_method, build
+    from collscope.model.data import GroupKey, Measurements
+    from collscope.model.fit import SPREAD_POOLED
+
+    rows = _two_runs(1.2, {"a": 1.0})
+    fit = fit_group(rows, "all_reduce", 8)
+    assert fit.repeat_spread == pytest.approx(math.log(1.2) / 2, rel=1e-9)
+    assert fit.spread_method == SPREAD_POOLED and "placements pooled" in SPREAD_POOLED
+    model = build(Measurements(groups={GroupKey("all_reduce", 1, 8): rows}))
+    assert band_method(model.groups).endswith(f"all_reduce 1x8: {SPREAD_POOLED}")
