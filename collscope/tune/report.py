@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-from collscope.tune.analysis import TIME_METHOD, Row, winner_ranges
+from collscope.tune.analysis import TIME_METHOD, Row, significance, winner_ranges
 from collscope.tune.config import TuneConfig
 from collscope.tune.handover import NO_WINNER, recommend
 from collscope.tune.space import Config, Space
@@ -38,7 +38,8 @@ def lines(rows: Sequence[Row], failed: dict[Config, str], space: Space, config: 
     out = [f"# collscope tune: {how}",
            f"# baseline (\"defaults\"): {'; '.join(space.baseline_notes)}",
            f"# time: {TIME_METHOD}; busbw from it (nccl-tests' definition)",
-           f"# [{config.confidence:.0%} CI] of the speed-up: {ci_method}; faster = interval above "
+           f"# [CI] of the speed-up: {ci_method}; "
+           f"{significance(rows, config.confidence)}; faster = interval above "
            f"{1 + config.min_gain:g}; * = winner at that size"]
     configs = list(dict.fromkeys(r.config for r in rows if r.config != baseline))
     by_point: dict[tuple[str, str, int], dict[Config, Row]] = defaultdict(dict)
