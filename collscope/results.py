@@ -328,6 +328,8 @@ class TraceRankRecord:
     calls: int
     late_by_call: list[float] = field(default_factory=list)  # ms this rank started after the
                                                               # earliest rank, per matched call
+    late_steps: int = 0               # steps whose most-delayed call waited on it (the
+                                      # straggler test's trials)
     kind: str = "trace_rank"
 
     def to_dict(self) -> dict[str, Any]:
