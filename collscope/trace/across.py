@@ -146,6 +146,9 @@ def _straggler(lateness: list[RankLateness], steps: int, calls: int,
         return None, ""
     from collscope.bench.stats import late_rank_p
 
+    if steps == 0:
+        return None, ("no straggler test: no matched call lies in a ProfilerStep (steps are "
+                      "the trials; the calls of one step are not independent)")
     if late_rank_p(steps, steps, n) >= STRAGGLER_ALPHA:
         return None, (f"no straggler test: {steps} step(s) with matched calls, too few for "
                       f"p < {STRAGGLER_ALPHA:g} even if one rank were late in all of them "

@@ -82,6 +82,14 @@ def test_too_few_steps_cannot_name_a_straggler():
     assert across.straggler_test.startswith("no straggler test: 2 step(s)")
 
 
+def test_without_profiler_steps_there_is_no_straggler_test():
+    traces = [rank(r, [call(1000.0 * i + (300 if r == 2 else 0), seq=i, step=None)
+                       for i in range(20)], steps=0) for r in range(4)]
+    across = match(traces)
+    assert across.ranks[2].late_calls == 20 and across.straggler is None
+    assert across.straggler_test.startswith("no straggler test: no matched call lies in a")
+
+
 def test_rank_figures_and_lateness_cover_the_same_window():
     # Calls outside the window (the last, cut-short ProfilerStep) count nowhere in the ranks.
     def calls(r: int) -> list[CommCall]:
