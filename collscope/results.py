@@ -243,7 +243,10 @@ class TuneRecord:
     ratio: float | None = None
     ratio_ci_low: float | None = None
     ratio_ci_high: float | None = None
-    confidence: float | None = None
+    confidence: float | None = None          # the level of ratio_ci_low..ratio_ci_high
+    family_confidence: float | None = None   # all ``comparisons`` intervals hold together
+    comparisons: int | None = None           # m, the sweep's (configuration, size) comparisons
+    correction: str = ""                     # how confidence follows from family_confidence
     ci_method: str = ""
     time_method: str = ""
     reason: str = ""
@@ -325,6 +328,8 @@ class TraceRankRecord:
     calls: int
     late_by_call: list[float] = field(default_factory=list)  # ms this rank started after the
                                                               # earliest rank, per matched call
+    late_steps: int = 0               # steps whose most-delayed call waited on it (the
+                                      # straggler test's trials)
     kind: str = "trace_rank"
 
     def to_dict(self) -> dict[str, Any]:

@@ -25,7 +25,8 @@ spans, said so); exposed comm = time a communication kernel runs while no comput
 overlap = comm time overlapped by compute / comm time (HolisticTraceAnalysis'
 get_comm_comp_overlap); busbw with nccl-tests' factors and the p50 kernel time; late rank =
 the rank ready last for a matched call (its kernel start; gloo: its c10d op) (straggler:
-one-sided binomial test, Bonferroni-corrected);
+per step the rank its most-delayed call waited on; one-sided binomial test over the steps,
+Bonferroni-corrected);
 efficiency = busbw / the --baseline busbw at the same size and rank count.
 exit codes: 0 ok (also when there is no communication), 2 bad input.
 """

@@ -81,7 +81,9 @@ def add_parser(commands: Any) -> None:
     p.add_argument("--trials-dir", metavar="DIR",
                    help="keep every trial's JSON Lines and log here (default: a temporary "
                         "folder, removed; under Slurm or --launch it must be shared by rank 0)")
-    p.add_argument("--json", metavar="FILE", help="write tune_trial and tune records")
+    p.add_argument("--json", metavar="FILE",
+                   help="write tune_trial and tune records ('-': to stdout instead of the "
+                        "table)")
     p.add_argument("--env-out", metavar="FILE", help="write the winners as bash export lines")
     p.add_argument("--tuner-csv", metavar="FILE",
                    help="write an NCCL example-tuner-plugin CSV (NCCL_TUNER_CONFIG_FILE)")
@@ -222,7 +224,7 @@ def _sweep(space: Space, config: TuneConfig, launcher: Launcher, bench: BenchArg
 def _conclude(trials: list[Trial], space: Space, config: TuneConfig, args: argparse.Namespace,
               how: str, stopped: str, writer: TrialWriter | None = None) -> int:
     from collscope.tune import handover
-    from collscope.tune.analysis import CI_METHOD, analyse
+    from collscope.tune.analysis import CI_METHOD, analyse, significance
     from collscope.tune.records import TrialWriter, sweep_context
 
     rows = analyse(trials, space.baseline, config.confidence, config.min_gain)
@@ -240,23 +242,27 @@ def _conclude(trials: list[Trial], space: Space, config: TuneConfig, args: argpa
         writer.out.close()
     from collscope.tune.report import render
 
-    render(rows, failed, space, config, how, stopped, CI_METHOD)
-    header = [f"collscope tune {__version__}: {how}", "baseline: " + "; ".join(
-        space.baseline_notes), f"significance: {config.confidence:.0%} {CI_METHOD}; faster = "
-        f"interval above {1 + config.min_gain:g}"]
+    to_stdout = args.json == "-"          # then stdout carries the records and nothing else
+    if not to_stdout:
+        render(rows, failed, space, config, how, stopped, CI_METHOD)
+    header = [f"collscope tune {__version__}: {how}",
+              "baseline: " + "; ".join(space.baseline_notes),
+              f"significance: {CI_METHOD}; {significance(rows, config.confidence)}; "
+              f"faster = interval above {1 + config.min_gain:g}"]
     if args.env_out:
-        _write(args.env_out, "--env-out", handover.env_lines(rows, space.baseline, header))
+        _write(args.env_out, "--env-out", handover.env_lines(rows, space.baseline, header),
+               to_stdout)
     if args.tuner_csv:
         _write(args.tuner_csv, "--tuner-csv", handover.tuner_csv(
             rows, space.baseline, int(context.get("nodes") or -1),
-            int(context.get("world_size") or -1)))
+            int(context.get("world_size") or -1)), to_stdout)
     ok = any(t.status == "ok" for t in trials)
     return 1 if (stopped.startswith("the baseline") or not ok) else 0
 
 
-def _write(path: str, flag: str, lines: list[str]) -> None:
+def _write(path: str, flag: str, lines: list[str], json_on_stdout: bool) -> None:
     try:
         Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
     except OSError as error:
         raise UsageError(f"{flag}: cannot write {path} ({error.strerror})") from None
-    print(f"wrote {path}")
+    print(f"wrote {path}", file=sys.stderr if json_on_stdout else sys.stdout)

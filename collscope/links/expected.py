@@ -22,11 +22,6 @@ NOMINAL_GBS = {"xgmi": 64.0, "nvlink": 150.0, "pcie": 25.0, "pix": 25.0, "pxb": 
 TOPOLOGY_FILES = ("amd-smi-topology.txt", "rocm-smi--showtopo.txt", "nvidia-smi-topo-m.txt")
 
 
-def link_matrix(capture: dict[str, str]) -> list[list[str]] | None:
-    """GPU x GPU link types from a doctor capture (tool file name -> text); None if unknown."""
-    return node_topology(capture)[0]
-
-
 def node_topology(capture: dict[str, str]) -> tuple[list[list[str]] | None, dict[int, str]]:
     """(GPU x GPU link types or None, GPU index -> its nearest NIC) from a doctor capture; the
     nearest NIC comes from nvidia-smi topo -m's NIC columns, where present."""

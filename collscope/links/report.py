@@ -3,7 +3,6 @@ matrices, node table, failing links and verdict on stdout (rich)."""
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from collscope.units import format_size
@@ -35,25 +34,35 @@ TIMING = ("per pair and direction: median over -n iterations of perf_counter fro
 
 
 def render(outcome: Any, config: Any) -> None:
-    from rich.console import Console
+    from collscope.console import table_console
+
+    with table_console(120, 160) as (console, style):
+        _render(console, style, outcome, config)
+
+
+def _render(console: Any, style: Any, outcome: Any, config: Any) -> None:
     from rich.table import Table
 
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
     rounds = ", ".join(f"{p.scope}-node {len(p.rounds)} rounds" for p in outcome.phases)
     console.print(f"collscope links: {format_size(config.size_bytes)} per direction, "
                   f"{config.iters} iterations per pair; {rounds}; {outcome.seconds:.1f} s")
     console.print(f"timing: {TIMING}")
     inter = [link for link in outcome.links if link.scope == "inter"]
     if inter:
-        console.print(_matrix("GB/s across nodes (row: sender, column: receiver)", inter,
-                              lambda link, end: getattr(link, f"{end}_host")))
+        # --per-gpu: every local rank pair of two hosts has its own link, so a cell per host
+        # pair would keep one of them; label by host and local rank instead.
+        label = _local_rank_label(outcome.nodes) if config.per_gpu else \
+            (lambda link, end: getattr(link, f"{end}_host"))
+        what = "sender host/local rank" if config.per_gpu else "sender"
+        console.print(_matrix(f"GB/s across nodes (row: {what}, column: receiver)", inter,
+                              label, style))
     for node in outcome.nodes:
         own = [link for link in outcome.links
                if link.scope == "intra" and link.src_node == node.node]
         if own:
             console.print(_matrix(f"GB/s inside {node.host} (row: sender rank, column: "
-                                  "receiver rank)", own, _rank_label))
-    nodes = Table(title="nodes")
+                                  "receiver rank)", own, _rank_label, style))
+    nodes = Table(title="nodes", box=style, title_justify="left")
     for column in ("host", "ranks", "NIC", "median GB/s", "best GB/s", "links", "verdict"):
         nodes.add_column(column)
     for node in outcome.nodes:
@@ -64,7 +73,7 @@ def render(outcome: Any, config: Any) -> None:
     console.print(nodes)
     bad = [link for link in outcome.links if link.verdict in ("slow", "below-link-type")]
     if bad:
-        table = Table(title="failing links")
+        table = Table(title="failing links", box=style, title_justify="left")
         for column in ("scope", "src host", "src rank", "src device", "src NIC", "dst host",
                        "dst rank", "dst device", "dst NIC", "link type", "GB/s", "expected",
                        "verdict"):
@@ -95,13 +104,23 @@ def _rank_label(link: Any, end: str) -> str:
     return f"{getattr(link, f'{end}_rank')} {getattr(link, f'{end}_device') or ''}".strip()
 
 
-def _matrix(title: str, links: list[Any], label: Any) -> Any:
+def _local_rank_label(nodes: list[Any]) -> Any:
+    """``host/L``: the end's host and its local rank (place among its node's ranks)."""
+    local = {rank: index for node in nodes for index, rank in enumerate(sorted(node.ranks))}
+
+    def label(link: Any, end: str) -> str:
+        rank = getattr(link, f"{end}_rank")
+        return f"{getattr(link, f'{end}_host')}/{local.get(rank, f'rank {rank}')}"
+    return label
+
+
+def _matrix(title: str, links: list[Any], label: Any, style: Any) -> Any:
     from rich.table import Table
 
     names = sorted({label(link, "src") for link in links} | {label(link, "dst") for link in links},
                    key=lambda name: (len(name), name))
     by_pair = {(label(link, "src"), label(link, "dst")): link for link in links}
-    matrix = Table(title=title)
+    matrix = Table(title=title, box=style, title_justify="left")
     matrix.add_column("src \\ dst")
     for name in names:
         matrix.add_column(name, justify="right")

@@ -6,6 +6,13 @@ The late rank of a call is the one that was ready for it last (its kernel starte
 gloo, it issued the c10d op last): the others sat in the collective waiting for it. Times are
 compared on the traces' own clocks, so they are only meaningful when the ranks' clocks agree
 (one host, or hosts with synchronised clocks).
+
+The straggler test takes steps as its trials, not calls: one slow step (a data-loader hiccup,
+a checkpoint) makes a rank late for every collective of that step, so its calls are not
+independent, and counting them as trials would call one bad step a straggler. Per step, the
+late rank is the one that held up its most-delayed call (the largest ``delay_us``); a rank is a
+straggler when it is that in more steps than 1/N of them (one-sided binomial test, Bonferroni
+over the N ranks). Calls stay the descriptive count.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ from dataclasses import dataclass
 
 from collscope.trace.calls import CommCall
 from collscope.trace.rank import RankTrace
-from collscope.trace.table import window_calls
+from collscope.trace.table import rank_window_calls
 
 # A rank is a straggler when the binomial test rejects "last as often as any other rank"
 # at this level.
@@ -39,6 +46,7 @@ class MatchedCall:
 class RankLateness:
     rank: int
     late_calls: int
+    late_steps: int                   # steps whose most-delayed call waited on this rank
     wait_caused_ms: float             # the others' waits for it, summed over ranks
     delay_per_step_ms: float          # per step, the most it delayed one call (calls of a
                                       # step overlap, so their delays do not add up)
@@ -47,7 +55,9 @@ class RankLateness:
 @dataclass
 class Straggler:
     rank: int
-    late_calls: int
+    late_steps: int                   # the trials of the test
+    steps: int
+    late_calls: int                   # descriptive: its late calls of all matched calls
     calls: int
     ranks: int
     p_value: float
@@ -61,6 +71,7 @@ class Across:
     straggler: Straggler | None
     unmatched_calls: int
     method: str
+    straggler_test: str = ""          # what the straggler test found, when it names no rank
 
 
 def _keys(calls: list[CommCall]) -> list[tuple[object, ...]]:
@@ -76,14 +87,12 @@ def _keys(calls: list[CommCall]) -> list[tuple[object, ...]]:
     return keys
 
 
-def match(ranks: list[RankTrace], whole: bool = True) -> Across:
-    """Calls present on every rank, matched; per-rank lateness; the straggler verdict.
-    ``whole``: every call of the traces (more calls, a stronger test), else only the calls of
-    the selected steps."""
+def match(ranks: list[RankTrace]) -> Across:
+    """Calls present on every rank, matched; per-rank lateness; the straggler verdict. The calls
+    are those of the ranks' window (:func:`rank_window_calls`), as the rank figures."""
     per_rank: dict[int, dict[tuple[object, ...], CommCall]] = {}
     for trace in ranks:
-        ordered = sorted(trace.calls if whole else window_calls(trace),
-                         key=lambda c: c.ready_us)
+        ordered = sorted(rank_window_calls(trace), key=lambda c: c.ready_us)
         per_rank[trace.rank] = dict(zip(_keys(ordered), ordered))
     rank_ids = sorted(per_rank)
     common = set.intersection(*(set(calls) for calls in per_rank.values())) if rank_ids else set()
@@ -101,6 +110,7 @@ def match(ranks: list[RankTrace], whole: bool = True) -> Across:
                                    first.step))
     matched.sort(key=lambda m: min(m.starts_us.values()))
     steps = {m.step for m in matched}
+    step_late = step_late_ranks(matched)
     lateness = []
     for r in rank_ids:
         worst: dict[int | None, float] = defaultdict(float)
@@ -109,27 +119,48 @@ def match(ranks: list[RankTrace], whole: bool = True) -> Across:
                 worst[m.step] = max(worst[m.step], m.delay_us)
         lateness.append(RankLateness(
             r, sum(1 for m in matched if m.late_rank == r),
+            sum(1 for late in step_late.values() if late == r),
             sum(m.wait_us for m in matched if m.late_rank == r) / 1e3,
             sum(worst.values()) / 1e3 / max(1, len(steps))))
-    return Across(matched, lateness, _straggler(lateness, len(matched)),
-                  total - len(matched) * len(rank_ids),
-                  ("all calls of the traces" if whole else "calls of the selected steps")
-                  + " matched by (process group, Seq) where recorded, else by order within "
-                  "(collective, group, size); late rank = the one ready last on the traces' "
-                  "clocks (kernel start; gloo: the issuing c10d op)")
+    straggler, finding = _straggler(lateness, len(step_late), len(matched))
+    return Across(matched, lateness, straggler, total - len(matched) * len(rank_ids),
+                  "calls of the window matched by (process group, Seq) where recorded, else by "
+                  "order within (collective, group, size); late rank = the one ready last on "
+                  "the traces' clocks (kernel start; gloo: the issuing c10d op)", finding)
 
 
-def _straggler(lateness: list[RankLateness], calls: int) -> Straggler | None:
+def step_late_ranks(matched: list[MatchedCall]) -> dict[int, int]:
+    """Per ProfilerStep, the late rank of its most-delayed call (calls outside steps: none)."""
+    worst: dict[int, MatchedCall] = {}
+    for m in matched:
+        if m.step is not None and (m.step not in worst or m.delay_us > worst[m.step].delay_us):
+            worst[m.step] = m
+    return {step: m.late_rank for step, m in worst.items()}
+
+
+def _straggler(lateness: list[RankLateness], steps: int, calls: int,
+               ) -> tuple[Straggler | None, str]:
+    """(the straggler or None, what the test found when it names none)."""
     n = len(lateness)
-    if n < 2 or calls < 2:
-        return None
+    if n < 2:
+        return None, ""
     from collscope.bench.stats import late_rank_p
 
-    worst = max(lateness, key=lambda r: r.late_calls)
+    if steps == 0:
+        return None, ("no straggler test: no matched call lies in a ProfilerStep (steps are "
+                      "the trials; the calls of one step are not independent)")
+    if late_rank_p(steps, steps, n) >= STRAGGLER_ALPHA:
+        return None, (f"no straggler test: {steps} step(s) with matched calls, too few for "
+                      f"p < {STRAGGLER_ALPHA:g} even if one rank were late in all of them "
+                      "(steps are the trials; trace more ProfilerSteps)")
+    worst = max(lateness, key=lambda r: (r.late_steps, r.late_calls))
     # The most-late rank is picked after looking: Bonferroni over the n ranks.
-    p_value = late_rank_p(worst.late_calls, calls, n)
+    p_value = late_rank_p(worst.late_steps, steps, n)
+    test = (f"one-sided binomial test of {worst.late_steps} late steps of {steps} against "
+            f"1/{n}, Bonferroni-corrected for {n} ranks (per step the rank its most-delayed "
+            "call waited on)")
     if p_value < STRAGGLER_ALPHA:
-        return Straggler(worst.rank, worst.late_calls, calls, n, p_value,
-                         f"one-sided binomial test of {worst.late_calls} late calls of {calls} "
-                         f"against 1/{n}, Bonferroni-corrected for {n} ranks")
-    return None
+        return Straggler(worst.rank, worst.late_steps, steps, worst.late_calls, calls, n,
+                         p_value, test), ""
+    return None, (f"no straggler: rank {worst.rank} late in {worst.late_steps} of {steps} "
+                  f"steps, p = {p_value:.2g} >= {STRAGGLER_ALPHA:g} ({test})")

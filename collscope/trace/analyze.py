@@ -22,7 +22,7 @@ from collscope.trace.config import StepSelection, TraceConfig, parse_steps  # no
 from collscope.trace.events import TraceInputError, load_trace
 from collscope.trace.findings import findings
 from collscope.trace.rank import RankTrace, analyse_doc
-from collscope.trace.table import collective_rows, pooled_rows
+from collscope.trace.table import collective_rows, pooled_rows, rank_window_calls
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 _RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
@@ -85,6 +85,10 @@ def read_ranks(files: list[Path], selection: StepSelection,
         return list(pool.map(read_rank, [str(f) for f in files], [selection] * len(files)))
 
 
+# What RankTrace.job holds, in order (rank._job_key).
+JOB_FIELDS = ("world size", "backend", "process groups")
+
+
 def check_one_job(traces: list[RankTrace]) -> None:
     """Traces of several ranks must come from one job: same world and groups, distinct ranks,
     overlapping in time."""
@@ -92,10 +96,11 @@ def check_one_job(traces: list[RankTrace]) -> None:
     seen: dict[int, str] = {}
     for trace in traces:
         if trace.job != first.job:
+            name, theirs, ours = next((name, a, b) for name, a, b in
+                                      zip(JOB_FIELDS, trace.job, first.job) if a != b)
             raise TraceInputError(
-                f"{trace.path}: a different job than {first.path} (world size, backend or "
-                f"process groups differ: {trace.job[:2]} vs {first.job[:2]}); give the traces "
-                "of one job")
+                f"{trace.path}: a different job than {first.path} ({name} {theirs!r} vs "
+                f"{ours!r}); give the traces of one job")
         if trace.rank in seen:
             raise TraceInputError(f"{trace.path}: rank {trace.rank} again (also "
                                   f"{seen[trace.rank]}); give one trace per rank of one job")
@@ -132,7 +137,8 @@ class TraceResult:
                 comm_kernel_ms=t.comm_ms, compute_kernel_ms=t.compute_ms,
                 exposed_comm_ms=t.exposed_comm_ms, overlap_percent=t.overlap_percent,
                 late_calls=late.late_calls if late else 0,
-                wait_caused_ms=late.wait_caused_ms if late else 0.0, calls=len(t.calls),
+                wait_caused_ms=late.wait_caused_ms if late else 0.0,
+                calls=len(rank_window_calls(t)), late_steps=late.late_steps if late else 0,
                 late_by_call=by_call))
         return records
 
@@ -159,8 +165,7 @@ def analyse(config: TraceConfig) -> TraceResult:
     if baseline is not None:
         for row in rows:
             baseline.apply(row)
-    across = (match(traces, whole=config.steps is None)
-              if len(traces) > 1 and any(t.calls for t in traces) else None)
+    across = (match(traces) if len(traces) > 1 and any(t.calls for t in traces) else None)
     result = TraceResult(traces, rows, across, [], baseline)
     # Collective rules judge the pooled table: one finding per collective, not one per rank.
     result.findings = findings(traces, pooled_rows(result), across)

@@ -37,6 +37,7 @@ class CommCall:
     stream: int | None = None
     step: int | None = None           # ProfilerStep number it was issued in
     issued_us: float | None = None    # CPU-only traces: when the c10d op handed it over
+    in_window: bool = True            # inside the window the rank figures cover
 
     @property
     def ready_us(self) -> float:

@@ -76,8 +76,8 @@ def findings(traces: list[RankTrace], rows: list[TraceCollectiveRecord],
         found.append(FindingRecord(
             id="straggler", level="warn", rank=s.rank,
             at_stake_ms=lateness.delay_per_step_ms,
-            title=f"rank {s.rank} is the late rank in {s.late_calls} of {s.calls} collectives "
-                  f"(fair share 1/{s.ranks})",
+            title=f"rank {s.rank} is the late rank in {s.late_steps} of {s.steps} steps "
+                  f"({s.late_calls} of {s.calls} collectives; fair share 1/{s.ranks})",
             detail=f"per step it is ready for a collective up to "
                    f"{lateness.delay_per_step_ms:.3g} ms after the next latest rank; the others "
                    f"wait {lateness.wait_caused_ms / steps:.3g} ms per step for it, summed over "

@@ -152,6 +152,7 @@ def _gpu_part(events: list[Event], all_steps: list[StepSpan], steps: list[StepSp
     window_end = all_steps[-1].start if not selected and len(all_steps) >= 2 else None
     step_of = _StepIndex(steps).of
     calls: list[CommCall] = []
+    launched_at: list[float | None] = []       # per call, its launch (the window's clock)
     stream_kinds: dict[Any, set[str]] = defaultdict(set)
     items: list[tuple[float | None, str, iv.Interval]] = []   # (launch ts, kind, interval)
     for event in events:
@@ -167,11 +168,15 @@ def _gpu_part(events: list[Event], all_steps: list[StepSpan], steps: list[StepSp
             call = metadata_call(event, around, world_size, pg_sizes)
             call.step = step_of(launched)
             calls.append(call)
+            launched_at.append(launched)
 
     def inside(launched: float | None) -> bool:
         if selected:
             return step_of(launched) is not None
         return window_end is None or (launched is not None and launched < window_end)
+
+    for call, launched in zip(calls, launched_at):
+        call.in_window = inside(launched)
 
     part = _Part(calls, [], [], [], [])
     for launched, kind, interval in items:
@@ -217,6 +222,8 @@ def _cpu_part(events: list[Event], all_steps: list[StepSpan], steps: list[StepSp
               (-math.inf, all_steps[-1].start) if len(all_steps) >= 2 else None)
     if window is not None:
         part.comm, part.compute = iv.clip(comm, *window), iv.clip(compute, *window)
+        for call in calls:
+            call.in_window = window[0] <= call.start_us < window[1]
     for s in steps:
         step_comm, step_compute = iv.clip(comm, s.start, s.end), iv.clip(compute, s.start, s.end)
         part.steps.append(_breakdown(s.number, s.start, s.end, step_comm, step_compute,

@@ -131,21 +131,22 @@ def _steps_table(console: Any, result: Any, style: Any) -> None:
 def _ranks_table(console: Any, result: Any, style: Any) -> None:
     from rich.table import Table
 
-    table = Table(title="Ranks (over the window; late = ready for the call last)", box=style,
-                  title_justify="left")
+    window = result.traces[0].window
+    table = Table(title=f"Ranks (every column over the window: {window}; late = ready for the "
+                        "call last; late steps = steps whose most-delayed call waited on it)",
+                  box=style, title_justify="left")
     for name in ("rank", "comm ms", "compute ms", "exposed ms", "overlap %", "calls",
-                 "late calls", "wait caused ms"):
+                 "late calls", "late steps", "wait caused ms"):
         table.add_column(name, justify="right")
     for r in result.rank_records():
         table.add_row(str(r.rank), f"{r.comm_kernel_ms:.4g}", f"{r.compute_kernel_ms:.4g}",
                       f"{r.exposed_comm_ms:.4g}", _fmt(r.overlap_percent, ".2f"), str(r.calls),
-                      str(r.late_calls), f"{r.wait_caused_ms:.4g}")
+                      str(r.late_calls), str(r.late_steps), f"{r.wait_caused_ms:.4g}")
     console.print(table)
     if result.across:
         console.print(f"# across ranks: {len(result.across.matched)} calls matched "
                       f"({result.across.method})"
                       + (f"; {result.across.unmatched_calls} calls not on every rank"
                          if result.across.unmatched_calls else ""))
-        if result.across.straggler is None:
-            console.print("# no straggler: no rank is late significantly more often than 1/N "
-                          "(one-sided binomial test, Bonferroni, p < 0.01)")
+        if result.across.straggler is None and result.across.straggler_test:
+            console.print(f"# {result.across.straggler_test}")

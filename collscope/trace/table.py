@@ -30,6 +30,12 @@ def window_calls(trace: RankTrace) -> list[CommCall]:
     return [c for c in trace.calls if c.step in numbers]
 
 
+def rank_window_calls(trace: RankTrace) -> list[CommCall]:
+    """The calls of the rank figures' window (``RankTrace.window``): the selected steps, else
+    everything issued before the last ProfilerStep, else the whole trace."""
+    return [c for c in trace.calls if c.in_window]
+
+
 def collective_rows(trace: RankTrace) -> list[TraceCollectiveRecord]:
     """One record per (collective, dtype, size, group) of the analysed window, the largest
     kernel time first."""

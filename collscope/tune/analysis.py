@@ -8,8 +8,13 @@ speed-up's confidence interval is a Student t-interval on the mean of the log sp
 and 2x slower are equally far from 1. A configuration is *faster* at a size when the whole
 interval lies above 1 + ``min_gain`` (default 2%: a gain too small to be worth a change of
 settings, and a margin against the few percent of intervals that miss by chance), *slower* when
-it lies wholly below 1, otherwise *within noise*. The interval is per size and per
-configuration, not corrected for how many were tried.
+it lies wholly below 1, otherwise *within noise*.
+
+A sweep makes m = configurations x sizes comparisons with the baseline and names a winner
+wherever one of them is "faster", so uncorrected 95% intervals would crown a configuration that
+only got lucky (a null sweep of 10 configurations x 11 sizes names one about half the time).
+Every interval is therefore computed at confidence 1 - (1 - c)/m (Bonferroni): with probability
+at least c none of the m intervals misses, whatever the dependence between them.
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ from collscope.tune.space import Config
 
 CI_METHOD = ("t-interval on the mean log speed-up over paired rounds (scipy.stats.t); "
              "speed-up = baseline time / configuration time in the same round")
+
+CORRECTION = "Bonferroni over the m = configurations x sizes comparisons of the sweep"
 
 TIME_METHOD = "median over trials of bench's mean time per op (in place)"
 
@@ -73,6 +80,7 @@ class Interval:
     low: float | None     # None with fewer than 2 rounds
     high: float | None
     rounds: int
+    confidence: float = 0.95    # this interval's own level (Bonferroni-corrected in a sweep)
 
 
 @dataclass
@@ -108,7 +116,24 @@ def speedup_interval(pairs: Sequence[tuple[float, float]], confidence: float = 0
     if n < 2:
         return Interval(math.exp(mean), None, None, n)
     half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * statistics.stdev(logs) / math.sqrt(n)
-    return Interval(math.exp(mean), math.exp(mean - half), math.exp(mean + half), n)
+    return Interval(math.exp(mean), math.exp(mean - half), math.exp(mean + half), n, confidence)
+
+
+def corrected_confidence(confidence: float, comparisons: int) -> float:
+    """Each interval's level so that all ``comparisons`` hold together with ``confidence``."""
+    return 1 - (1 - confidence) / max(1, comparisons)
+
+
+def comparisons(rows: Sequence[Row]) -> int:
+    """m: the (configuration, size) comparisons with the baseline that ``rows`` judged."""
+    return sum(1 for row in rows if row.interval is not None)
+
+
+def significance(rows: Sequence[Row], confidence: float) -> str:
+    """How sure the verdicts of ``rows`` are, for the printed report and the hand-over."""
+    m = comparisons(rows)
+    return (f"{confidence:.0%} family-wise, each interval at "
+            f"{corrected_confidence(confidence, m) * 100:.6g}% ({CORRECTION}: m = {m})")
 
 
 def verdict_of(interval: Interval, min_gain: float = 0.0) -> str:
@@ -123,7 +148,8 @@ def verdict_of(interval: Interval, min_gain: float = 0.0) -> str:
 
 def analyse(trials: Sequence[Trial], baseline: Config, confidence: float = 0.95,
             min_gain: float = 0.0) -> list[Row]:
-    """Rows for every configuration that ran without failing, per size, winners marked."""
+    """Rows for every configuration that ran without failing, per size, winners marked; the
+    intervals at ``confidence`` family-wise over all of them (:data:`CORRECTION`)."""
     times: dict[Config, dict[Point, dict[tuple[int, int], float]]] = defaultdict(
         lambda: defaultdict(dict))
     world: dict[Point, int] = {}
@@ -135,25 +161,29 @@ def analyse(trials: Sequence[Trial], baseline: Config, confidence: float = 0.95,
                 times[trial.config][m.point][trial.pair_key] = m.time_us
                 world[m.point] = m.world_size
     failed = {t.config for t in trials if t.status == "failed"}
-    rows: list[Row] = []
     base_times = times.get(baseline, {})
+    judged: list[tuple[Config, Point, dict[tuple[int, int], float],
+                      list[tuple[float, float]]]] = []
     for config, by_point in times.items():
         if config in failed:
             continue
         for point, by_round in sorted(by_point.items()):
-            collective, dtype, size = point
-            median = statistics.median(by_round.values())
-            algbw, busbw = bandwidths(size, median, collective, world[point])
-            interval, verdict = None, "baseline"
-            if config != baseline:
-                pairs = [(base_times[point][key], t) for key, t in by_round.items()
-                         if key in base_times.get(point, {})]
-                if not pairs:
-                    continue
-                interval = speedup_interval(pairs, confidence)
-                verdict = verdict_of(interval, min_gain)
-            rows.append(Row(config, collective, dtype, size, world[point], len(by_round),
-                            median, algbw, busbw, interval, verdict))
+            pairs = [(base_times[point][key], t) for key, t in by_round.items()
+                     if key in base_times.get(point, {})]
+            if config == baseline or pairs:
+                judged.append((config, point, by_round, pairs))
+    level = corrected_confidence(confidence, sum(1 for c, *_ in judged if c != baseline))
+    rows: list[Row] = []
+    for config, point, by_round, pairs in judged:
+        collective, dtype, size = point
+        median = statistics.median(by_round.values())
+        algbw, busbw = bandwidths(size, median, collective, world[point])
+        interval, verdict = None, "baseline"
+        if config != baseline:
+            interval = speedup_interval(pairs, level)
+            verdict = verdict_of(interval, min_gain)
+        rows.append(Row(config, collective, dtype, size, world[point], len(by_round),
+                        median, algbw, busbw, interval, verdict))
     mark_winners(rows)
     return rows
 

@@ -18,9 +18,12 @@ from typing import Any
 from collscope.results import TuneRecord
 from collscope.tune.analysis import (
     CI_METHOD,
+    CORRECTION,
     TIME_METHOD,
     Row,
     SizeRange,
+    comparisons,
+    corrected_confidence,
     score,
     winner_ranges,
     winners,
@@ -182,8 +185,11 @@ def read_tuner_csv(text: str) -> list[dict[str, Any]]:
 
 def tune_records(rows: Sequence[Row], baseline: Config, failed: dict[Config, str],
                  confidence: float) -> list[dict[str, Any]]:
-    """One ``tune`` record per configuration and size, plus one per failed configuration."""
+    """One ``tune`` record per configuration and size, plus one per failed configuration.
+    ``confidence`` is the family-wise level; each record's interval is at the corrected one."""
     records = []
+    m = comparisons(rows)
+    level = corrected_confidence(confidence, m)
     for row in rows:
         interval = row.interval
         records.append(TuneRecord(
@@ -195,8 +201,10 @@ def tune_records(rows: Sequence[Row], baseline: Config, failed: dict[Config, str
             algbw_gbs=row.algbw_gbs, busbw_gbs=row.busbw_gbs,
             ratio=interval.ratio if interval else 1.0,
             ratio_ci_low=interval.low if interval else None,
-            ratio_ci_high=interval.high if interval else None, confidence=confidence,
-            ci_method=CI_METHOD, time_method=TIME_METHOD).to_dict())
+            ratio_ci_high=interval.high if interval else None,
+            confidence=interval.confidence if interval else level, family_confidence=confidence,
+            comparisons=m, correction=CORRECTION, ci_method=CI_METHOD,
+            time_method=TIME_METHOD).to_dict())
     for config, reason in failed.items():
         records.append(TuneRecord(config=config.as_dict(), label=config.label(baseline),
                                   baseline=config == baseline, verdict="failed",

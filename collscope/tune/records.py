@@ -18,12 +18,12 @@ def sweep_context(space: Space, config: TuneConfig, how: str) -> dict[str, Any]:
     rest of the record)."""
     from dataclasses import asdict
 
-    from collscope.tune.analysis import CI_METHOD, TIME_METHOD
+    from collscope.tune.analysis import CI_METHOD, CORRECTION, TIME_METHOD
 
     return {"space": {name: list(values) for name, values in space.variables},
             "baseline": space.baseline.as_dict(), "baseline_notes": list(space.baseline_notes),
             "config": asdict(config), "trials": how, "ci_method": CI_METHOD,
-            "time_method": TIME_METHOD}
+            "correction": CORRECTION, "time_method": TIME_METHOD}
 
 
 class TrialWriter:

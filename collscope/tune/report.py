@@ -1,25 +1,17 @@
 """What `collscope tune` prints: per size the defaults and every configuration's speed-up with
-its interval and verdict, the failed configurations, and the decision. Pure formatting."""
+its interval and verdict, the failed configurations, and the decision. Pure formatting, printed
+by :func:`render` on collscope.console's table console."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
 
-from collscope.tune.analysis import TIME_METHOD, Row, winner_ranges
+from collscope.tune.analysis import TIME_METHOD, Row, significance, winner_ranges
 from collscope.tune.config import TuneConfig
 from collscope.tune.handover import NO_WINNER, recommend
 from collscope.tune.space import Config, Space
 from collscope.units import format_size
-
-
-def _table(headers: Sequence[str], body: Sequence[Sequence[str]]) -> list[str]:
-    widths = [max(len(h), *(len(r[i]) for r in body)) if body else len(h)
-              for i, h in enumerate(headers)]
-    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths))
-    return [line, "  ".join("-" * w for w in widths),
-            *("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in
-                        enumerate(zip(r, widths))) for r in body)]
 
 
 def _cell(row: Row) -> str:
@@ -32,32 +24,52 @@ def _cell(row: Row) -> str:
     return f"{interval.ratio:.3f}x{ci} {row.verdict}{star}"
 
 
-def lines(rows: Sequence[Row], failed: dict[Config, str], space: Space, config: TuneConfig,
-          how: str, stopped: str, ci_method: str) -> list[str]:
+def header_lines(rows: Sequence[Row], space: Space, config: TuneConfig, how: str,
+                 ci_method: str) -> list[str]:
     baseline = space.baseline
     out = [f"# collscope tune: {how}",
            f"# baseline (\"defaults\"): {'; '.join(space.baseline_notes)}",
            f"# time: {TIME_METHOD}; busbw from it (nccl-tests' definition)",
-           f"# [{config.confidence:.0%} CI] of the speed-up: {ci_method}; faster = interval above "
-           f"{1 + config.min_gain:g}; * = winner at that size"]
-    configs = list(dict.fromkeys(r.config for r in rows if r.config != baseline))
+           f"# [CI] of the speed-up: {ci_method}",
+           f"# intervals: {significance(rows, config.confidence)}",
+           f"# faster = interval above {1 + config.min_gain:g}; * = winner at that size"]
+    for config_, name in _names(rows, baseline).items():
+        out.append(f"#   {name}: {config_.label(baseline)}")
+    return out
+
+
+def _names(rows: Sequence[Row], baseline: Config) -> dict[Config, str]:
+    configs = dict.fromkeys(r.config for r in rows if r.config != baseline)
+    return {c: f"c{i + 1}" for i, c in enumerate(configs)}
+
+
+def tables(rows: Sequence[Row], baseline: Config,
+           ) -> list[tuple[str, list[str], list[list[str]]]]:
+    """(title, column names, cells) per collective: the defaults' busbw, every configuration's
+    speed-up with its interval and verdict, per size."""
+    names = _names(rows, baseline)
     by_point: dict[tuple[str, str, int], dict[Config, Row]] = defaultdict(dict)
     for row in rows:
         by_point[row.point][row.config] = row
-    names = {c: f"c{i + 1}" for i, c in enumerate(configs)}
-    for config_, name in names.items():
-        out.append(f"#   {name}: {config_.label(baseline)}")
+    out = []
     for collective in dict.fromkeys(p[0] for p in by_point):
-        out.append("")
         body = []
         for point, cells in sorted(by_point.items()):
             if point[0] != collective:
                 continue
             base = cells.get(baseline)
             body.append([format_size(point[2]), _cell(base) if base else "n/a",
-                         *(_cell(cells[c]) if c in cells else "n/a" for c in configs)])
-        out.append(f"{collective} ({rows[0].dtype}, {rows[0].world_size} ranks):")
-        out += _table(["size", "defaults busbw", *(names[c] for c in configs)], body)
+                         *(_cell(cells[c]) if c in cells else "n/a" for c in names)])
+        out.append((f"{collective} ({rows[0].dtype}, {rows[0].world_size} ranks):",
+                    ["size", "defaults busbw", *names.values()], body))
+    return out
+
+
+def summary_lines(rows: Sequence[Row], failed: dict[Config, str], space: Space,
+                  config: TuneConfig, stopped: str) -> list[str]:
+    """The winners by size range, the failed configurations, and the decision."""
+    baseline = space.baseline
+    out = []
     ranges = winner_ranges(rows)
     if ranges:
         out += ["", "winners by size range:"]
@@ -94,4 +106,22 @@ def lines(rows: Sequence[Row], failed: dict[Config, str], space: Space, config: 
 
 def render(rows: Sequence[Row], failed: dict[Config, str], space: Space, config: TuneConfig,
            how: str, stopped: str, ci_method: str) -> None:
-    print("\n".join(lines(rows, failed, space, config, how, stopped, ci_method)), flush=True)
+    """On the table console every command shares (rich on a terminal, Markdown off it); no
+    markup: the cells' intervals are written in brackets."""
+    from rich.table import Table
+
+    from collscope.console import table_console
+
+    with table_console(120, 160, markup=False) as (console, style):
+        for line in header_lines(rows, space, config, how, ci_method):
+            console.print(line, soft_wrap=True)
+        for title, columns, body in tables(rows, space.baseline):
+            table = Table(title=title, box=style, title_justify="left")
+            for index, name in enumerate(columns):
+                table.add_column(name, justify="right" if index else "left")
+            for cells in body:
+                table.add_row(*cells)
+            console.print()
+            console.print(table)
+        for line in summary_lines(rows, failed, space, config, stopped):
+            console.print(line, soft_wrap=True)

@@ -15,6 +15,7 @@ timeout; what it wrote is classified by :func:`classify` (pure).
 
 from __future__ import annotations
 
+import math
 import os
 import shlex
 import signal
@@ -128,9 +129,12 @@ def classify(timed_out: bool, exit_code: int | None, records: Sequence[dict[str,
     last = said_lines[-1] if said_lines else ""
     said = f" ({last})" if last else ""
     results = [r for r in records if r.get("kind") == "result"]
-    wrong = sum(int(r.get("wrong") or 0) for r in results)
     if timed_out:
         return "failed", f"hung: no exit within --timeout {timeout_s:g} s, killed{said}"
+    malformed = next((problem for r in results if (problem := result_problem(r))), None)
+    if malformed:
+        return "failed", f"malformed result record: {malformed}"
+    wrong = sum(int(r.get("wrong") or 0) for r in results)
     if wrong > 0:
         return "failed", f"#wrong {wrong} > 0: results failed verification"
     if exit_code != 0:
@@ -138,6 +142,29 @@ def classify(timed_out: bool, exit_code: int | None, records: Sequence[dict[str,
     if not results:
         return "failed", f"no results written{said}"
     return "ok", ""
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def result_problem(record: dict[str, Any]) -> str | None:
+    """Why a bench result record cannot be judged, or None. Absent numbers (null) are
+    allowed: such a size is not measured; numbers of the wrong type are not."""
+    size, time_us = record.get("size_bytes"), record.get("time_us")
+    if not isinstance(record.get("collective"), str):
+        return f"collective {record.get('collective')!r} is not a collective name"
+    if size is not None and not (_whole(size) and size >= 0):
+        return f"size_bytes {size!r} is not a whole number of bytes"
+    if time_us is not None and not (isinstance(time_us, (int, float))
+                                    and not isinstance(time_us, bool)
+                                    and math.isfinite(time_us)):
+        return f"time_us {time_us!r} is not a number of microseconds"
+    for name in ("wrong", "world_size"):
+        value = record.get(name)
+        if value is not None and not (_whole(value) and value >= 0):
+            return f"{name} {value!r} is not a count (a whole number, or null)"
+    return None
 
 
 def measurements(records: Sequence[dict[str, Any]]) -> list[Measurement]:
@@ -148,20 +175,24 @@ def measurements(records: Sequence[dict[str, Any]]) -> list[Measurement]:
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
+    return [record for _, record in numbered_records(path)]
+
+
+def numbered_records(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """(line number, record) of a JSON Lines file; a line cut short by a kill (or anything
+    else that is not a JSON object) is left out, an unreadable file has none."""
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return []
-    try:
-        return read_jsonl(text)
-    except ValueError:       # a line cut short by a kill: keep what parses
-        good = []
-        for line in text.splitlines():
-            try:
-                good.extend(read_jsonl(line))
-            except ValueError:
-                continue
-        return good
+    good = []
+    for number, line in enumerate(text.splitlines(), 1):
+        try:
+            parsed = read_jsonl(line)
+        except ValueError:
+            continue
+        good += [(number, record) for record in parsed if isinstance(record, dict)]
+    return good
 
 
 def run_trial(trial: Trial, launcher: Launcher, bench: BenchArgs, environ: Mapping[str, str],
@@ -234,19 +265,28 @@ def merge_trials(paths: Sequence[str], configs: Sequence[Config]) -> list[Trial]
     files' start times (the k-th run of a configuration is its round k)."""
     found: list[tuple[float, str, Config, list[dict[str, Any]]]] = []
     for path in paths:
-        records = read_records(Path(path))
+        numbered = numbered_records(Path(path))
+        records = [record for _, record in numbered]
         run = next((r for r in records if r.get("kind") == "run"), None)
         if run is None or run.get("command") != "bench":
             raise UsageError(f"--merge: {path} is not a collscope bench JSON Lines file (no "
                              "bench run record)")
         env = run.get("env") or {}
+        if not isinstance(env, dict):
+            raise UsageError(f"--merge: {path}: run record's env {env!r} is not an object of "
+                             "environment variables")
         config = next((c for c in configs if c.matches(env)), None)
         if config is None:
             shown = {name: env.get(name) for name, _ in configs[0].values}
             raise UsageError(f"--merge: {path} ran with {shown}, which is no configuration of "
                              "this --space/--preset; give the space the commands were printed "
                              "with")
-        found.append((float(run.get("started_at") or 0.0), str(path), config, records))
+        for number, record in numbered:
+            problem = result_problem(record) if record.get("kind") == "result" else None
+            if problem:
+                raise UsageError(f"--merge: {path}: line {number}: {problem}; give the files "
+                                 "collscope bench --json wrote")
+        found.append((_started_at(run, path), str(path), config, records))
     trials = []
     seen: dict[Config, int] = {}
     for index, (_, path, config, records) in enumerate(sorted(found, key=lambda f: f[:2])):
@@ -258,3 +298,11 @@ def merge_trials(paths: Sequence[str], configs: Sequence[Config]) -> list[Trial]
         trial.measurements = measurements(records) if trial.status == "ok" else []
         trials.append(trial)
     return trials
+
+
+def _started_at(run: dict[str, Any], path: str) -> float:
+    started = run.get("started_at") or 0.0
+    if not isinstance(started, (int, float)) or isinstance(started, bool):
+        raise UsageError(f"--merge: {path}: run record's started_at {started!r} is not a time "
+                         "in seconds")
+    return float(started)

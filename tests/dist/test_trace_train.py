@@ -1,6 +1,6 @@
 """`collscope trace` on `collscope train --trace` of 4 gloo ranks: the DDP gradient all-reduces
 with the bucket sizes train reports, efficiency per bucket against a `collscope bench` run, and
-a planted straggler (rank 2 sleeps before each backward) named as the late rank."""
+a planted straggler (rank 2 sleeps before each backward) found late in every step."""
 
 from __future__ import annotations
 
@@ -45,7 +45,10 @@ def test_trace_of_a_train_run_with_a_straggler(tmp_path):
     ranks = {r["rank"]: r for r in records if r["kind"] == "trace_rank"}
     assert sorted(ranks) == [0, 1, 2, 3]
     assert max(ranks, key=lambda r: ranks[r]["late_calls"]) == 2
-    straggler = [f for f in records if f["kind"] == "finding" and f["id"] == "straggler"]
-    assert len(straggler) == 1 and straggler[0]["rank"] == 2
-    assert "binomial" in straggler[0]["test"]
-    assert "rank 2 is the late rank" in proc.stdout
+    # Rank 2 holds up every step of the window (train traces 3 steps; the window is the 2
+    # before the last). Steps are the straggler test's trials (its calls are not independent),
+    # and 2 steps cannot reach p < 0.01 among 4 ranks (4 x (1/4)^2 = 0.25), so the output says
+    # the test needs more steps instead of naming a straggler from 2 steps' worth of calls.
+    assert ranks[2]["late_steps"] == 2 and all(ranks[r]["late_steps"] == 0 for r in (0, 1, 3))
+    assert not [f for f in records if f["kind"] == "finding" and f["id"] == "straggler"]
+    assert "no straggler test: 2 step(s) with matched calls, too few" in proc.stdout

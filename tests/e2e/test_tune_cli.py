@@ -149,3 +149,36 @@ def test_compare_gates_one_tune_sweep_against_another(tmp_path):
     rows = json.loads(proc.stdout)["rows"]
     assert {row["algo"] for row in rows} == {"tune: defaults", "tune: NCCL_ALGO=Tree"}
     assert all(row["verdict"] == "regressed" for row in rows)
+
+
+def test_json_to_stdout_carries_the_records_and_nothing_else(tmp_path):
+    files = []
+    for round_, j in enumerate((1.0, 1.04, 0.97)):
+        for position, (env, time_us) in enumerate((({}, 100.0), ({"NCCL_ALGO": "Tree"}, 50.0))):
+            path = tmp_path / f"r{round_}-{position}.jsonl"
+            write_bench(path, env, round_ * 10 + position, {65536: time_us * j})
+            files.append(str(path))
+    env_out = tmp_path / "best.env"
+    proc = run_cli("tune", *GLOO, "--space", "NCCL_ALGO=Tree", "--merge", *files,
+                   "--json", "-", "--env-out", str(env_out))
+    assert proc.returncode == 0, proc.stderr
+    records = [json.loads(line) for line in proc.stdout.splitlines()]    # every line a record
+    assert [r["kind"] for r in records] == ["run", *["tune_trial"] * 6, "tune", "tune"]
+    tree = records[-1]
+    assert tree["verdict"] == "faster" and tree["winner"]
+    assert tree["comparisons"] == 1 and tree["family_confidence"] == 0.95
+    assert tree["confidence"] == 0.95 and tree["correction"].startswith("Bonferroni")
+    assert f"wrote {env_out}" in proc.stderr
+    assert "m = 1" in env_out.read_text()
+
+
+def test_merge_refuses_a_malformed_result_with_one_line(tmp_path):
+    path = tmp_path / "r0.jsonl"
+    write_bench(path, {}, 1.0, {65536: 100.0})
+    path.write_text(path.read_text().replace('"size_bytes": 65536', '"size_bytes": "x"'))
+    proc = run_cli("tune", *GLOO, "--space", "NCCL_ALGO=Tree", "--merge", str(path))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.strip() == (f"collscope tune: --merge: {path}: line 2: size_bytes 'x' is "
+                                   "not a whole number of bytes; give the files collscope bench "
+                                   "--json wrote")
+    assert "Traceback" not in proc.stderr

@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from collscope.links.expected import NOMINAL_GBS, link_matrix, pair_link
+from collscope.links.expected import NOMINAL_GBS, node_topology, pair_link
 from collscope.links.verdicts import NodeInfo, failed, judge
 from collscope.results import LinkRecord
 
@@ -80,7 +80,7 @@ def test_link_types_come_from_the_doctor_topology():
 
     # rocm-smi --showtopo of an 8-GPU MI308X node: XGMI between every pair.
     path = shared_fixture("tool-outputs", "rocm-smi_showtopo_mi308x_8gpu.txt")
-    matrix = link_matrix({"rocm-smi--showtopo.txt": path.read_text()})
+    matrix = node_topology({"rocm-smi--showtopo.txt": path.read_text()})[0]
     assert matrix is not None and len(matrix) == 8
     assert pair_link(matrix, 0, 1) == ("xgmi", 64.0)
     assert pair_link(matrix, 6, 7) == ("xgmi", 64.0)

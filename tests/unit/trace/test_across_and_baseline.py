@@ -8,8 +8,10 @@ import pytest
 
 from collscope.results import BenchResult
 from collscope.trace.across import match
+from collscope.trace.analyze import TraceResult, check_one_job
 from collscope.trace.baseline import Baseline
 from collscope.trace.calls import CommCall
+from collscope.trace.events import TraceInputError
 from collscope.trace.rank import RankTrace, StepBreakdown
 from collscope.trace.table import collective_rows
 
@@ -28,10 +30,10 @@ def rank(r: int, calls: list[CommCall], steps: int = 1) -> RankTrace:
                      overlap_percent=50, shared_stream_comm_ms=0, first_ts=0, last_ts=1e6)
 
 
-def test_rank_two_late_in_every_call_is_the_straggler():
-    # 12 calls; rank 2 starts each 300 us after the others, which start 0..3 us apart.
-    traces = [rank(r, [call(1000.0 * i + (300 if r == 2 else r), seq=i) for i in range(12)])
-              for r in range(4)]
+def test_rank_two_late_in_every_step_is_the_straggler():
+    # 12 steps of one call; rank 2 starts each 300 us after the others (0..3 us apart).
+    traces = [rank(r, [call(1000.0 * i + (300 if r == 2 else r), seq=i, step=i)
+                       for i in range(12)], steps=12) for r in range(4)]
     across = match(traces)
     assert len(across.matched) == 12 and across.unmatched_calls == 0
     assert {m.late_rank for m in across.matched} == {2}
@@ -39,14 +41,77 @@ def test_rank_two_late_in_every_call_is_the_straggler():
     assert across.matched[0].wait_us == pytest.approx(300 + 299 + 297)
     late = {r.rank: r.late_calls for r in across.ranks}
     assert late == {0: 0, 1: 0, 2: 12, 3: 0}
+    assert [r.late_steps for r in across.ranks] == [0, 0, 12, 0]
     assert across.straggler is not None and across.straggler.rank == 2
-    # P(X >= 12 | n=12, p=1/4) x 4 ranks (Bonferroni)
+    assert (across.straggler.late_steps, across.straggler.steps) == (12, 12)
+    # Steps are the trials: P(X >= 12 | n=12 steps, p=1/4) x 4 ranks (Bonferroni)
     assert across.straggler.p_value == pytest.approx(4 * 0.25 ** 12)
+    assert "12 late steps of 12" in across.straggler.test
+
+
+def test_one_slow_step_is_no_straggler():
+    # 8 steps. In step 3 rank 1 is late for all 20 calls (one slow step: every call of it
+    # waits); in the others the rank that holds up the step's worst call rotates (step % 4).
+    # Counted per call, rank 1 is late in 20 + 7 of 48 calls, p ~ 1e-6: a false straggler.
+    def starts(r: int, step: int) -> list[CommCall]:
+        if step == 3:
+            return [call(10000.0 * step + 100 * i + (80 if r == 1 else 0), step=step)
+                    for i in range(20)]
+        return [call(10000.0 * step + 1000 * i + (50 if r == step % 4 and i == 0 else
+                                                   10 if r == (step + i) % 4 else 0),
+                     step=step) for i in range(4)]
+    traces = [rank(r, [c for step in range(8) for c in starts(r, step)], steps=8)
+              for r in range(4)]
+    across = match(traces)
+    lateness = {r.rank: r for r in across.ranks}
+    assert len(across.matched) == 48
+    assert lateness[1].late_calls == 27                    # descriptive: 20 of them one step
+    assert [lateness[r].late_steps for r in range(4)] == [2, 3, 2, 1]     # 3 of 8: p = 1
+    assert across.straggler is None
+    assert across.straggler_test.startswith("no straggler: rank")
+    assert "of 8 steps" in across.straggler_test
+
+
+def test_too_few_steps_cannot_name_a_straggler():
+    # Rank 2 late in both steps: 4 x (1/4)^2 = 0.25, no test can reach 0.01 with 2 steps.
+    traces = [rank(r, [call(1000.0 * i + (300 if r == 2 else 0), seq=i, step=i // 10)
+                       for i in range(20)], steps=2) for r in range(4)]
+    across = match(traces)
+    assert across.ranks[2].late_calls == 20 and across.ranks[2].late_steps == 2
+    assert across.straggler is None
+    assert across.straggler_test.startswith("no straggler test: 2 step(s)")
+
+
+def test_without_profiler_steps_there_is_no_straggler_test():
+    traces = [rank(r, [call(1000.0 * i + (300 if r == 2 else 0), seq=i, step=None)
+                       for i in range(20)], steps=0) for r in range(4)]
+    across = match(traces)
+    assert across.ranks[2].late_calls == 20 and across.straggler is None
+    assert across.straggler_test.startswith("no straggler test: no matched call lies in a")
+
+
+def test_rank_figures_and_lateness_cover_the_same_window():
+    # Calls outside the window (the last, cut-short ProfilerStep) count nowhere in the ranks.
+    def calls(r: int) -> list[CommCall]:
+        inside = [call(1000.0 * i + (300 if r == 1 else 0), seq=i, step=i) for i in range(3)]
+        outside = [call(5000.0 + 1000 * i + (300 if r == 2 else 0), seq=10 + i, step=None)
+                   for i in range(5)]
+        for c in outside:
+            c.in_window = False
+        return inside + outside
+    traces = [rank(r, calls(r), steps=3) for r in range(4)]
+    result = TraceResult(traces, [], match(traces), [], None)
+    records = {r.rank: r for r in result.rank_records()}
+    assert {r: records[r].calls for r in records} == {0: 3, 1: 3, 2: 3, 3: 3}
+    assert records[1].late_calls == 3 and records[2].late_calls == 0
+    assert records[1].late_steps == 3
+    assert all(len(records[r].late_by_call) == 3 for r in records)
+    assert records[1].window == "w"
 
 
 def test_late_rank_rotating_is_no_straggler_and_order_matching_without_seq():
-    traces = [rank(r, [call(1000.0 * i + (50 if i % 4 == r else 0)) for i in range(12)])
-              for r in range(4)]
+    traces = [rank(r, [call(1000.0 * i + (50 if i % 4 == r else 0), step=i) for i in range(12)],
+                   steps=12) for r in range(4)]
     across = match(traces)
     assert len(across.matched) == 12
     assert [r.late_calls for r in across.ranks] == [3, 3, 3, 3]
@@ -116,3 +181,17 @@ def test_findings_are_ranked_by_time_at_stake():
     assert found[0].at_stake_ms == pytest.approx(4.0)
     assert found[1].at_stake_ms == pytest.approx(0.5)          # 10 x 50 us per step
     assert all(f.fix and f.test for f in found)
+
+
+@pytest.mark.parametrize("other_job, named", [
+    ((2, "nccl", (("0", (0, 2)),)), "process groups (('0', (0, 2)),) vs (('0', (0, 1)),)"),
+    ((4, "nccl", (("0", (0, 1)),)), "world size 4 vs 2"),
+    ((2, "gloo", (("0", (0, 1)),)), "backend 'gloo' vs 'nccl'"),
+])
+def test_mixed_jobs_are_refused_naming_the_field_that_differs(other_job, named):
+    first, second = rank(0, []), rank(1, [])
+    first.job, second.job = (2, "nccl", (("0", (0, 1)),)), other_job
+    with pytest.raises(TraceInputError) as refused:
+        check_one_job([first, second])
+    assert "r1: a different job than r0 (" in str(refused.value)
+    assert named in str(refused.value)

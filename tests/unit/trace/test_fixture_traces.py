@@ -170,3 +170,18 @@ def test_random_events_never_crash_the_analysis():
         assert trace.comm_ms >= 0 and trace.exposed_comm_ms >= -1e-9
 
     check()
+
+
+def test_the_ranks_calls_cover_the_window_of_its_figures():
+    """6 ProfilerSteps (#1009..#1014) of 10 collective kernels each: the default window (before
+    the last step, as HTA) holds 50 of the 60 calls, one selected step 10."""
+    from collscope.trace.analyze import TraceResult
+    from collscope.trace.table import rank_window_calls
+
+    trace = analyse("HolisticTraceAnalysis__trace_diff_control_rank3of8.json.gz")
+    assert len(trace.calls) == 60 and len(rank_window_calls(trace)) == 50
+    assert {c.step for c in trace.calls if not c.in_window} == {None}       # step #1014
+    (record,) = TraceResult([trace], [], None, [], None).rank_records()
+    assert record.calls == 50 and record.window == trace.window
+    one = analyse("HolisticTraceAnalysis__trace_diff_control_rank3of8.json.gz", (1011, 1012))
+    assert len(rank_window_calls(one)) == 10 and {c.step for c in rank_window_calls(one)} == {1011}

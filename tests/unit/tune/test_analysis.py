@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 
 import pytest
 
@@ -11,7 +12,9 @@ from collscope.tune.analysis import (
     Measurement,
     Trial,
     analyse,
+    comparisons,
     score,
+    significance,
     speedup_interval,
     verdict_of,
     winner_ranges,
@@ -115,3 +118,37 @@ def test_winner_ranges_group_consecutive_sizes_with_the_same_winner():
     ranges = winner_ranges(analyse(trials_from({BASE: base, RING: ring, TREE: tree}), BASE))
     assert [(r.config, r.sizes) for r in ranges] == [(TREE, (1024, 4096)),
                                                      (RING, (16384, 65536))]
+
+
+def null_sweep(seed: int, configs: int = 10, sizes: int = 11, rounds: int = 3,
+               noise: float = 0.05) -> list[Trial]:
+    """Every configuration is the baseline in disguise: times differ by lognormal noise only."""
+    rng = random.Random(seed)
+    grid = [BASE, *(Config((("NCCL_ALGO", f"v{i}"),)) for i in range(configs))]
+    return trials_from({config: [{1024 << (2 * s): 100.0 * math.exp(rng.gauss(0.0, noise))
+                                  for s in range(sizes)} for _ in range(rounds)]
+                        for config in grid})
+
+
+def test_a_null_sweep_names_no_winner_at_the_family_wise_level():
+    # 10 configurations x 11 sizes x 3 rounds of pure noise: uncorrected 95% intervals named a
+    # false winner in ~45% of sweeps; Bonferroni over the m = 110 comparisons keeps the chance
+    # that any interval misses (one side of it: a false "faster") under 5%.
+    runs = 200
+    false_winners = sum(any(r.winner and r.config != BASE for r in analyse(null_sweep(seed), BASE))
+                        for seed in range(runs))
+    assert false_winners <= 0.05 * runs, false_winners
+
+
+def test_intervals_are_bonferroni_corrected_over_configurations_and_sizes():
+    rows = analyse(null_sweep(7, configs=4, sizes=5), BASE, confidence=0.9)
+    assert comparisons(rows) == 20
+    levels = [r.interval.confidence for r in rows if r.interval is not None]
+    assert len(levels) == 20 and levels == pytest.approx([1 - 0.1 / 20] * 20)    # 0.995
+    first = next(r for r in rows if r.interval is not None)
+    trials = null_sweep(7, configs=4, sizes=5)
+    pairs = [(b.measurements[0].time_us, t.measurements[0].time_us)
+             for b, t in zip(trials[0::5], trials[1::5])]                # BASE vs v0 at 1 KiB
+    assert first.interval == speedup_interval(pairs, 0.995)
+    assert "90% family-wise, each interval at 99.5% (Bonferroni" in significance(rows, 0.9)
+    assert "m = 20)" in significance(rows, 0.9)

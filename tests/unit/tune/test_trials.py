@@ -127,3 +127,30 @@ def test_merge_refuses_files_it_cannot_place(tmp_path):
     log.write_text('{"kind": "result"}\n')
     with pytest.raises(UsageError, match="not a collscope bench JSON Lines file"):
         merge_trials([str(log)], space.grid())
+
+
+@pytest.mark.parametrize("field, value, problem", [
+    ("size_bytes", "x", "size_bytes 'x' is not a whole number of bytes"),
+    ("wrong", "N/A", "wrong 'N/A' is not a count"),
+    ("time_us", "fast", "time_us 'fast' is not a number"),
+    ("world_size", 2.5, "world_size 2.5 is not a count"),
+    ("collective", None, "collective None is not a collective name"),
+])
+def test_merge_refuses_malformed_result_records_naming_file_and_line(tmp_path, field, value,
+                                                                     problem):
+    space = build_space([("NCCL_ALGO", ["Ring"])], {}, Library())
+    path = tmp_path / "bad.jsonl"
+    bench_file(path, {}, 1.0, {1024: 10.0, 4096: 12.0})
+    lines = path.read_text().splitlines()
+    lines[2] = json.dumps({**json.loads(lines[2]), field: value})     # the 4 KiB result
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(UsageError) as refused:
+        merge_trials([str(path)], space.grid())
+    message = str(refused.value)
+    assert message.startswith(f"--merge: {path}: line 3: {problem}") and "\n" not in message
+
+
+def test_a_trial_with_a_malformed_result_fails_instead_of_crashing():
+    status, reason = classify(False, 0, [{**RESULT, "wrong": "N/A"}], "", 60.0)
+    assert (status, reason) == ("failed", "malformed result record: wrong 'N/A' is not a count "
+                                          "(a whole number, or null)")
