@@ -51,7 +51,7 @@ def add_parser(commands: Any) -> None:
                      help=f"vary a DDP setting (repeatable; the grid is the product): "
                           f"{', '.join(SWEEPABLE)}; booleans take 0,1")
     run = p.add_argument_group("measurement")
-    add_flags(run, TrainConfig, ["steps", "warmup", "lr", "seed", "trace_dir"])
+    add_flags(run, TrainConfig, ["steps", "warmup", "lr", "seed", "trace_dir", "trace_steps"])
     add_nproc_argument(run)
     add_flags(run, TrainConfig, ["backend", "timeout_s", "force"])
     run.add_argument("--json", metavar="FILE",

@@ -181,7 +181,9 @@ class TrainConfig:
                                  help="write per-rank torch.profiler Chrome traces "
                                       "(trace_rank<N>.json) of a few steps; one sub-folder per "
                                       "configuration in a sweep")
-    trace_steps: int = 3
+    trace_steps: int = flag(3, "--trace-steps", type=int,
+                            help="synchronised steps each --trace records (collscope trace's "
+                                 "straggler test needs about 6 or more)")
     backend: str = flag("auto", "--backend", show_default=False, help=BACKEND_HELP)
     timeout_s: float = flag(300.0, "--timeout", type=float,
                             help="seconds a step may wait on peers before every rank exits")
@@ -195,7 +197,8 @@ class TrainConfig:
         if self.preset not in (*PRESETS, "auto"):
             raise invalid(self, "preset", f"'{self.preset}' is not accepted; use "
                              f"{', '.join(PRESETS)} or auto")
-        for name in ("hidden", "layers", "heads", "seq_len", "batch_size", "ranks_per_node"):
+        for name in ("hidden", "layers", "heads", "seq_len", "batch_size", "ranks_per_node",
+                     "trace_steps"):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise invalid(self, name, f"{value} must be >= 1")

@@ -15,7 +15,8 @@ MODEL = ("--hidden", "64", "--layers", "2", "--heads", "2", "--seq-len", "16",
 
 def test_trace_of_a_train_run_with_a_straggler(tmp_path):
     traces, train_out = tmp_path / "traces", tmp_path / "train.jsonl"
-    proc = run_cli("train", "--nproc", "4", *MODEL, "--trace", str(traces), "--json",
+    proc = run_cli("train", "--nproc", "4", *MODEL, "--trace", str(traces), "--trace-steps",
+                   "7", "--json",
                    str(train_out), timeout=240,
                    env=cli_env(COLLSCOPE_FAULT_INJECT="straggle@2:300"))
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -45,10 +46,9 @@ def test_trace_of_a_train_run_with_a_straggler(tmp_path):
     ranks = {r["rank"]: r for r in records if r["kind"] == "trace_rank"}
     assert sorted(ranks) == [0, 1, 2, 3]
     assert max(ranks, key=lambda r: ranks[r]["late_calls"]) == 2
-    # Rank 2 holds up every step of the window (train traces 3 steps; the window is the 2
-    # before the last). Steps are the straggler test's trials (its calls are not independent),
-    # and 2 steps cannot reach p < 0.01 among 4 ranks (4 x (1/4)^2 = 0.25), so the output says
-    # the test needs more steps instead of naming a straggler from 2 steps' worth of calls.
-    assert ranks[2]["late_steps"] == 2 and all(ranks[r]["late_steps"] == 0 for r in (0, 1, 3))
-    assert not [f for f in records if f["kind"] == "finding" and f["id"] == "straggler"]
-    assert "no straggler test: 2 step(s) with matched calls, too few" in proc.stdout
+    # Rank 2 holds up every step of the window (7 traced steps; the window is the 6 before
+    # the last). Steps are the straggler test's trials (its calls are not independent): 6 of 6
+    # among 4 ranks gives p = 4 x (1/4)^6 < 0.01 (Bonferroni), so rank 2 is named.
+    assert ranks[2]["late_steps"] == 6 and all(ranks[r]["late_steps"] == 0 for r in (0, 1, 3))
+    (straggler,) = [f for f in records if f["kind"] == "finding" and f["id"] == "straggler"]
+    assert straggler["rank"] == 2
