@@ -57,7 +57,7 @@ def facts_from(capture: probes.RawCapture) -> Facts:
     placed = recognize.place(capture)
     capture = placed.capture
     facts.read_as, facts.unrecognised = placed.moved, placed.unrecognised
-    facts.shadowed = placed.shadowed
+    facts.shadowed, facts.tool_failures = placed.shadowed, placed.failures
     notes = facts.notes
     facts.env = parse_env(capture.get(probes.ENV_FILE, ""))
     facts.tools = _tool_runs(as_dict(read_json(capture, probes.COMMANDS_FILE, notes)))

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from collscope.doctor import probes
 from collscope.doctor.gpu_usage import UsageFacts
+from collscope.doctor.recognize import ToolFailure
 from collscope.doctor.selftest import SelfTestResult
 from collscope.parsers import (
     nccl_debug,
@@ -177,6 +178,7 @@ class Facts:
     read_as: dict[str, str] = field(default_factory=dict)      # file -> slot, from content
     unrecognised: list[str] = field(default_factory=list)      # files no tool output matched
     shadowed: dict[str, str] = field(default_factory=dict)     # file -> slot already filled
+    tool_failures: list[ToolFailure] = field(default_factory=list)  # GPU tools' error texts
 
     @property
     def driver_version(self) -> str | None:
