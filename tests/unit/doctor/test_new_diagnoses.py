@@ -16,7 +16,8 @@ from tests.unit.doctor.test_checks import _gpus, _topology, amd_node, cpu_node, 
 
 OWN = OWN_FIXTURES / "tool-outputs"
 NEW_RULES = ("nccl.socket-fallback", "nccl.partial-gdr", "gpu.idle-memory",
-             "selftest.bandwidth", "tools.unrecognised")
+             "selftest.bandwidth", "tools.unrecognised", "tools.recognised",
+             "tools.gpu-tool-failed")
 
 
 @pytest.mark.parametrize("rule_id", NEW_RULES)
@@ -56,7 +57,28 @@ def test_no_socket_finding_when_ib_is_used() -> None:
               "nccl.socket-fallback") == []
 
 
+def test_socket_fallback_on_one_host_is_not_hidden_by_another_hosts_ib() -> None:
+    # trn-a could not open libibverbs and logged "Using network Socket"; trn-b used IB.
+    facts = cpu_node(nccl_log=_log("nccl_debug_info_2node_socket_on_one_host_own.txt"))
+    (finding,) = of(facts, "nccl.socket-fallback")
+    assert finding.level == "fail"
+    assert finding.title == ("NCCL fell back to TCP sockets (Using network Socket) on 1 of 2 "
+                             "nodes: trn-a")
+    assert "Failed to open libibverbs.so[.1]" in finding.detail
+    assert "other nodes (trn-b) use IB" in finding.detail
+
+
 # --------------------------------------------------------------------------- GPUDirect RDMA
+
+def test_gdr_disabled_hca_is_named_without_channel_lines() -> None:
+    # Only "GPU Direct RDMA Enabled/Disabled for HCA" lines, no "via NET/..." channel lines.
+    facts = amd_node(nccl_log=_log("rccl_debug_info_1node_gdr_disabled_hca_own.txt"))
+    (finding,) = of(facts, "nccl.partial-gdr")
+    assert finding.title == ("GPUDirect RDMA on only some NICs: not on mlx5_1 (GPU Direct RDMA "
+                             "disabled)")
+    assert "Channels via" not in finding.detail
+    assert "enabled for mlx5_0 and disabled for mlx5_1" in finding.detail
+
 
 def test_gdr_on_only_some_nics_names_the_others() -> None:
     facts = amd_node(nccl_log=_log("rccl_debug_info_2node_partial_gdr_sample.txt"))
