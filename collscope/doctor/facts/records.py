@@ -163,6 +163,9 @@ class Facts:
     interfaces: list[NetInterface] = field(default_factory=list)
     rdma: list[RdmaDevice] = field(default_factory=list)
     rdma_source: str | None = None
+    # False when the capture holds none of the RDMA sources (sysfs, ibv_devinfo, ibstat):
+    # a bundle assembled by hand, where an empty RDMA list says nothing about the node.
+    rdma_captured: bool = True
     pci: list[PciDevice] = field(default_factory=list)
     acs: AcsInfo = field(default_factory=AcsInfo)
     ucx_version: ucx_info.UcxVersion | None = None
