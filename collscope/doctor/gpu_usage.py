@@ -66,6 +66,10 @@ def nvidia_query(text: str) -> Parsed[list[GpuInfo]]:
     parsed = nvidia_smi.parse_query_gpu_csv(text)
     if parsed.value or not text.strip():
         return parsed
+    for fields in probes.NVIDIA_QUERY_FIELD_SETS:
+        parsed = nvidia_smi.parse_query_gpu_csv(text, list(fields))
+        if parsed.value and not parsed.warnings:
+            return parsed
     return nvidia_smi.parse_query_gpu_csv(text, list(probes.NVIDIA_QUERY_FIELDS))
 
 

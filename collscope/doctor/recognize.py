@@ -213,7 +213,8 @@ def _own_output(name: str, text: str, found: list[str]) -> bool:
         return isinstance(doc, dict) and any(re.fullmatch(r"card\d+", str(k)) for k in doc)
     if name == "nvidia-smi-query-gpu.csv":
         first = text.strip().splitlines()[0]
-        return first.count(",") == len(probes.NVIDIA_QUERY_FIELDS) - 1
+        return any(first.count(",") == len(fields) - 1
+                   for fields in probes.NVIDIA_QUERY_FIELD_SETS)
     return False
 
 

@@ -86,6 +86,8 @@ class PciDevice:
     numa_node: int | None = None
     link_speed: str | None = None    # sysfs current_link_speed, "16.0 GT/s PCIe"
     link_width: int | None = None    # current_link_width
+    max_link_speed: str | None = None  # max_link_speed: what the link can train to
+    max_link_width: int | None = None  # max_link_width
 
     @property
     def is_gpu(self) -> bool:

@@ -168,6 +168,30 @@ def test_selftest_busbw_against_xgmi_and_pcie() -> None:
     assert "PCIe gen4 x16" in finding.detail
 
 
+def test_selftest_pcie_peak_uses_the_max_link_not_the_idle_one() -> None:
+    # An idle GPU's link drops to gen1 (sysfs current_link_speed 2.5 GT/s); max is gen4 x16.
+    pcie_gpus = [GpuInfo(index=i, name="AMD Instinct MI210", pci_bus_id=f"0000:0{i + 3}:00.0")
+                 for i in range(2)]
+    pci = [PciDevice(address=f"0000:0{i + 3}:00.0", link_speed="2.5 GT/s PCIe", link_width=16,
+                     max_link_speed="16.0 GT/s PCIe", max_link_width=16) for i in range(2)]
+    facts = amd_node(gpus=pcie_gpus, pci=pci, topology=_topology(2, "pcie", 40),
+                     selftest=_selftest(25.0, backend="rccl"))
+    (finding,) = of(facts, "selftest.bandwidth")
+    # 25 / 31.5 GB/s (gen4 x16) = 79%, not 25 / 3.94 (gen1 x16)
+    assert finding.level == "ok" and "79%" in finding.title
+    assert ("PCIe gen4 x16: 16 x 1.969 GB/s (the link's max; current gen1 x16, lower while the "
+            "GPU idles)") in finding.detail
+    # nvidia-smi's pcie.link.*.max from --query-gpu, over a current gen1 x16
+    text = ("0, NVIDIA H200, 143771, 1, 0, 570.1, 00000000:18:00.0, GPU-1, 1, 16, 5, 16\n"
+            "1, NVIDIA H200, 143771, 1, 0, 570.1, 00000000:2A:00.0, GPU-2, 1, 16, 5, 16\n")
+    gpus = facts_from({"nvidia-smi-query-gpu.csv": text}).gpus
+    assert gpus[0].extra["pcie.link.gen.max"] == "5"
+    nv = amd_node(vendor="nvidia", gpus=gpus, topology=_topology(2, "pcie", 40),
+                  selftest=_selftest(50.0))
+    (finding,) = of(nv, "selftest.bandwidth")
+    assert "79%" in finding.title and "PCIe gen5 x16" in finding.detail   # 50 / 63.0 GB/s
+
+
 def test_selftest_bandwidth_judged_only_where_it_means_something() -> None:
     assert of(_h200(10.0, size=1 << 20), "selftest.bandwidth") == []      # latency-bound
     assert of(_h200(0.5, backend="gloo"), "selftest.bandwidth") == []     # CPU
