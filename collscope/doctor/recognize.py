@@ -120,7 +120,9 @@ SIGNATURES: tuple[tuple[str, Callable[[str], bool] | None, Callable[[Any], bool]
                             r"(?i:ucx|configured with|Git branch)"), None),
     (IBSTAT, ibstat.looks_like_ibstat, None),
     ("ibv_devinfo-v.txt", _has(r"^hca_id:\s*\S"), None),
-    ("lspci-vvv.txt", _has(r"^[0-9a-f]{2,4}:[0-9a-f]{2}[:.][0-9a-f]", r"Capabilities: \["),
+    # without root lspci prints "Capabilities: <access denied>" in place of the list
+    ("lspci-vvv.txt", _has(r"^[0-9a-f]{2,4}:[0-9a-f]{2}[:.][0-9a-f]",
+                           r"Capabilities: (?:\[|<access denied>)"),
      None),
     (probes.NCCL_LOG_FILE, _has(r"\b(?:NCCL|RCCL) (?:INFO|WARN)\b"), None),
 )
@@ -211,6 +213,8 @@ def _own_output(name: str, text: str, found: list[str]) -> bool:
     if name.startswith("rocm-smi"):
         doc = _json(text)
         return isinstance(doc, dict) and any(re.fullmatch(r"card\d+", str(k)) for k in doc)
+    if name == "ibv_devinfo-v.txt":               # what it prints on a node without RDMA
+        return bool(re.match(r"\s*No IB devices found", text))
     if name == "nvidia-smi-query-gpu.csv":
         first = text.strip().splitlines()[0]
         return any(first.count(",") == len(fields) - 1

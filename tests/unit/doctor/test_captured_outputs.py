@@ -239,3 +239,26 @@ def test_file_under_a_bundle_name_that_matches_nothing_is_named() -> None:
     assert place({"rocm-smi.txt": '{"card0": {"GPU use (%)": "0"}}'}).unrecognised == []
     assert place({"nvidia-smi-query-gpu.csv": "0, H200, 143771, 0, 0, 570.1, "
                   "00000000:18:00.0, GPU-1, 5, 16\n"}).unrecognised == []
+
+
+@pytest.mark.parametrize(("name", "text"), [
+    ("lspci-vvv.txt", "00:00.0 Host bridge: Intel Corporation Device 09a2 (rev 04)\n"
+     "\tSubsystem: Intel Corporation Device 0000\n\tCapabilities: <access denied>\n"),
+    ("ibv_devinfo-v.txt", "No IB devices found\n"),
+])
+def test_what_doctor_itself_saves_without_root_or_rdma_is_not_unrecognised(name: str,
+                                                                            text: str) -> None:
+    placed = place({name: text})
+    assert placed.unrecognised == [] and placed.capture == {name: text}
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ('{"card0": {}}', True), ('WARNING: AMD GPU device(s) is/are in a low-power state\n[1]', True),
+    ("x\n" * 6 + "{}", False), ("GPU: 0\n    ASIC:\n", False), ("", False)])
+def test_one_json_sniff_for_every_reader(text: str, expected: bool) -> None:
+    from collscope.doctor import gpu_usage, recognize
+    from collscope.doctor.facts import gpus
+    assert recognize.is_json(text) is expected
+    # the GPU list and the usage readers use that helper and the one --query-gpu CSV reader
+    assert gpus.recognize.is_json is recognize.is_json and gpus.nvidia_query is \
+        gpu_usage.nvidia_query
