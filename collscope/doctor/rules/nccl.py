@@ -121,7 +121,7 @@ def check_partial_gdr(facts: Facts) -> Iterable[Verdict]:
         if match:
             net = match.group("net")
             (with_gdr if match.group("gdr") else without).add(int(match.group("nic")))
-    names = {n.index: n.name for n in log.nics}
+    names = {n.index: n.name for n in log.nics if n.net == net}   # not NET/Socket's eth0
     disabled = sorted(h for h, on in log.gdr_hca.items() if not on)
     enabled = [h for h, on in log.gdr_hca.items() if on]
     slow = sorted(without - with_gdr)

@@ -230,3 +230,14 @@ def test_no_rdma_device_when_sysfs_was_captured() -> None:
 def test_commands_json_with_a_non_list_argv_is_read() -> None:
     facts = facts_from({"commands.json": '{"x.txt": {"argv": true, "status": "ok"}}'})
     assert facts.tools["x.txt"].argv == [] and facts.tools["x.txt"].status == "ok"
+
+
+def test_partial_gdr_names_the_ib_nic_not_the_socket_nic_of_the_same_index() -> None:
+    log = parse_nccl_debug(
+        "h:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB ; OOB eth0:10.0.0.1<0>\n"
+        "h:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0> [1]eth1:10.0.1.1<0>\n"
+        "h:1:1 [0] NCCL INFO Using network IB\n"
+        "h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA\n"
+        "h:1:1 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[0] [send] via NET/IB/1\n").value
+    (finding,) = of(amd_node(nccl_log=log), "nccl.partial-gdr")
+    assert finding.title == "GPUDirect RDMA on only some NICs: not on NET/IB/1 (mlx5_1)"
