@@ -29,7 +29,8 @@ topology.links topology.fabric topology.numa host.numa-balancing host.iommu host
 host.memlock network.interfaces network.rdma-ports network.roce-gids ucx.build nccl.log
 nccl.socket-fallback nccl.partial-gdr env.socket-ifname env.gloo-ifname env.ib-hca
 env.debug-knobs env.nccl-debug env.obsolete env.typo selftest.allreduce selftest.bandwidth
-tools.availability tools.unrecognised cluster.differences
+tools.availability tools.recognised tools.unrecognised tools.gpu-tool-failed
+cluster.differences
 exit codes: 0 nothing failed (warnings allowed), 1 a check failed, 2 bad input.
 """
 

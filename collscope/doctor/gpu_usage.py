@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from collscope.doctor import probes
 from collscope.doctor import recognize as rec
 from collscope.parsers import amd_smi, nvidia_smi, rocm_smi, smi_tables
-from collscope.parsers.common import Parsed, to_float
+from collscope.parsers.common import GpuInfo, Parsed, to_float
 from collscope.parsers.smi_tables import GpuProcess, GpuUsage
 
 
@@ -49,8 +49,7 @@ def _metric(text: str) -> UsageFacts:
 
 
 def _rocm_smi(text: str) -> UsageFacts:
-    json_mode = any(line.lstrip().startswith("{") for line in text.splitlines()[:6])
-    parsed = rocm_smi.parse_json_status(text) if json_mode else rocm_smi.parse_concise(text)
+    parsed = (rocm_smi.parse_json_status if rec.is_json(text) else rocm_smi.parse_concise)(text)
     usage = UsageFacts()
     for status in parsed.value:
         usage.gpus.append(GpuUsage(index=status.index, name=status.name,
@@ -61,10 +60,21 @@ def _rocm_smi(text: str) -> UsageFacts:
     return usage
 
 
-def _nvidia_csv(text: str) -> UsageFacts:
+def nvidia_query(text: str) -> Parsed[list[GpuInfo]]:
+    """--query-gpu CSV with its header (bundles, older doctor) or without (csv,noheader, the
+    fields doctor asks for)."""
     parsed = nvidia_smi.parse_query_gpu_csv(text)
-    if not parsed.value:
-        parsed = nvidia_smi.parse_query_gpu_csv(text, list(probes.NVIDIA_QUERY_FIELDS))
+    if parsed.value or not text.strip():
+        return parsed
+    for fields in probes.NVIDIA_QUERY_FIELD_SETS:
+        parsed = nvidia_smi.parse_query_gpu_csv(text, list(fields))
+        if parsed.value and not parsed.warnings:
+            return parsed
+    return nvidia_smi.parse_query_gpu_csv(text, list(probes.NVIDIA_QUERY_FIELDS))
+
+
+def _nvidia_csv(text: str) -> UsageFacts:
+    parsed = nvidia_query(text)
     usage = UsageFacts()
     for gpu in parsed.value:
         util = gpu.extra.get("utilization.gpu", "").removesuffix("%").strip()

@@ -63,9 +63,15 @@ class ToolSpec:
 
 
 # What doctor asks nvidia-smi for (csv,noheader,nounits: the units are the ones given here).
+# The link's max gen/width as well as the current: an idle GPU drops its link to a lower
+# generation to save power (nvidia-smi --help-query-gpu: "The current link generation and
+# width. These may be reduced when the GPU is not in use"), so only max says what it can carry.
 NVIDIA_QUERY_FIELDS = ("index", "name", "memory.total [MiB]", "memory.used [MiB]",
                        "utilization.gpu [%]", "driver_version", "pci.bus_id", "uuid",
-                       "pcie.link.gen.current", "pcie.link.width.current")
+                       "pcie.link.gen.current", "pcie.link.width.current",
+                       "pcie.link.gen.max", "pcie.link.width.max")
+# Field lists of earlier doctor versions' noheader CSV (bundles collected with them).
+NVIDIA_QUERY_FIELD_SETS = (NVIDIA_QUERY_FIELDS, NVIDIA_QUERY_FIELDS[:10])
 
 # Vendor tools run in their machine-readable modes (JSON, CSV); the parsers also read the text
 # forms, which is what bundles assembled by hand and pasted outputs hold. File names are the
@@ -106,7 +112,7 @@ NET_FILES = ("operstate", "speed", "mtu", "carrier", "device/numa_node")
 RDMA_DEVICE_FILES = ("fw_ver", "node_type", "device/numa_node")
 RDMA_PORT_FILES = ("state", "phys_state", "rate", "link_layer")
 PCI_FILES = ("class", "vendor", "device", "numa_node", "current_link_speed",
-             "current_link_width")
+             "current_link_width", "max_link_speed", "max_link_width")
 # PCI classes whose NUMA node matters: display/3D (GPUs), network, processing accelerators.
 PCI_CLASS_PREFIXES = ("0x03", "0x02", "0x12")
 MAX_GIDS_PER_PORT = 64

@@ -4,8 +4,11 @@ ticket, and files named as their authors pleased are read for what they are.
 ``identify(text)`` returns the bundle file name (``probes`` names, the bundle's public format)
 of the first kind whose signature the text carries; ``place(capture)`` moves every file that
 is not under a bundle name into the slot its content belongs to, when that slot is empty, and
-lists the files recognised as nothing. Files under bundle names stay where they are (their
-parsers know the variants of their tool, and a file may hold several outputs). Signatures are
+lists the files recognised as nothing. Files under bundle names are checked too: one that
+holds another tool's output is moved to that tool's slot, one that holds a GPU tool's own
+failure message ("NVIDIA-SMI has failed ...", "rocm-smi: command not found") is reported as
+that failure instead of being read as an empty GPU list, and one that matches nothing is
+named. Signatures are
 lines each tool has printed unchanged across its releases (rocm-smi's banners since ROCm 5.0,
 amd-smi's table titles since 6.0, nvidia-smi's box header since driver 418); JSON is
 recognised by its keys.
@@ -13,7 +16,6 @@ recognised by its keys.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,6 +23,7 @@ from typing import Any
 
 from collscope.doctor import probes
 from collscope.parsers import ibstat, smi_tables
+from collscope.parsers.amd_smi.shapes import load_json
 
 # Bundle files that are not tool outputs (never moved, never "unrecognised").
 CONTEXT_FILES = (probes.ENV_FILE, probes.COMMANDS_FILE, probes.HOST_FILE, probes.TORCH_FILE,
@@ -33,15 +36,26 @@ NVIDIA_SMI_TABLE = "nvidia-smi.txt"
 IBSTAT = "ibstat.txt"
 
 
-def _json(text: str) -> Any:
-    """The JSON document of a tool's --json output (after any warning lines it printed first)."""
+def json_start(text: str) -> int | None:
+    """Where a tool's --json document starts: the first line opening with { or [, within the
+    first six lines (rocm-smi and amd-smi print warning lines first); None for text output."""
     match = re.search(r"^[ \t]*[\[{]", text, re.M)
     if match is None or text[: match.start()].count("\n") > 5:
         return None
-    try:
-        return json.loads(text[match.start():])
-    except ValueError:
+    return match.start()
+
+
+def is_json(text: str) -> bool:
+    """A tool's --json output, perhaps after a warning line or two."""
+    return json_start(text) is not None
+
+
+def _json(text: str) -> Any:
+    """The JSON document of a tool's --json output (after any warning lines it printed first)."""
+    start = json_start(text)
+    if start is None:
         return None
+    return load_json(text[start:], [])
 
 
 def _keys(doc: Any) -> set[str]:
@@ -106,7 +120,9 @@ SIGNATURES: tuple[tuple[str, Callable[[str], bool] | None, Callable[[Any], bool]
                             r"(?i:ucx|configured with|Git branch)"), None),
     (IBSTAT, ibstat.looks_like_ibstat, None),
     ("ibv_devinfo-v.txt", _has(r"^hca_id:\s*\S"), None),
-    ("lspci-vvv.txt", _has(r"^[0-9a-f]{2,4}:[0-9a-f]{2}[:.][0-9a-f]", r"Capabilities: \["),
+    # without root lspci prints "Capabilities: <access denied>" in place of the list
+    ("lspci-vvv.txt", _has(r"^[0-9a-f]{2,4}:[0-9a-f]{2}[:.][0-9a-f]",
+                           r"Capabilities: (?:\[|<access denied>)"),
      None),
     (probes.NCCL_LOG_FILE, _has(r"\b(?:NCCL|RCCL) (?:INFO|WARN)\b"), None),
 )
@@ -133,24 +149,114 @@ def identify(text: str) -> str | None:
     return found[0] if found else None
 
 
+# A GPU tool's own failure message, saved in place of its output: (pattern, what it means, fix).
+# nvidia-smi's texts are NVML's (nvidia-smi(1), NVML error strings); rocm-smi prints "Driver
+# not initialized (amdgpu not found in modules)" and amd-smi "AMDSMI_STATUS_DRIVER_NOT_LOADED"
+# / "amdgpu driver ... not loaded" when amdgpu is missing; shells print "command not found".
+_AMD_DRIVER_FIX = ("load the amdgpu driver (`sudo modprobe amdgpu`; check `dmesg | grep "
+                   "amdgpu`), in containers pass --device=/dev/kfd --device=/dev/dri")
+_NVIDIA_DRIVER_FIX = ("install or reload the NVIDIA driver (`nvidia-smi` must list the GPUs; "
+                      "check `dmesg | grep -i nvrm`); in containers use the NVIDIA container "
+                      "toolkit (--gpus all)")
+GPU_TOOL_FAILURES: tuple[tuple[re.Pattern[str], str, str], ...] = (
+    (re.compile(r"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA "
+                r"driver", re.I), "nvidia-smi could not reach the NVIDIA driver",
+     _NVIDIA_DRIVER_FIX),
+    (re.compile(r"Failed to initialize NVML: (?P<why>[^\n]+)", re.I),
+     "nvidia-smi could not initialise NVML", "reboot (or reload the nvidia modules) so the "
+     "driver matches its user-space library; " + _NVIDIA_DRIVER_FIX),
+    (re.compile(r"^No devices were found\s*$", re.M), "nvidia-smi found no GPU",
+     _NVIDIA_DRIVER_FIX),
+    (re.compile(r"\b(?P<tool>amd-smi|rocm-smi|rocminfo|nvidia-smi)\b[^\n]*(?:command not found|"
+                r"No such file or directory)|(?:command not found|not found)[^\n]*\b"
+                r"(?P<tool2>amd-smi|rocm-smi|rocminfo|nvidia-smi)\b", re.I),
+     "the GPU tool is not installed", "install ROCm's amd-smi / rocm-smi (or add /opt/rocm/bin "
+     "to PATH), or the NVIDIA driver utilities (nvidia-smi)"),
+    (re.compile(r"Driver not initialized|amdgpu not found in modules|"
+                r"AMDSMI_STATUS_DRIVER_NOT_LOADED|amdgpu driver[^\n]*not (?:loaded|found)|"
+                r"Unable to (?:open|find) /dev/kfd|HSA_STATUS_ERROR_OUT_OF_RESOURCES", re.I),
+     "the AMD GPU tool could not reach the amdgpu driver", _AMD_DRIVER_FIX),
+)
+
+
+@dataclass(frozen=True)
+class ToolFailure:
+    """A GPU tool's failure message found in a bundle file."""
+
+    file: str
+    meaning: str
+    line: str          # the message as the tool printed it
+    fix: str
+
+
+def tool_failure(name: str, text: str) -> ToolFailure | None:
+    """The GPU tool failure ``text`` is, when it is one (short texts only: a real output that
+    mentions such a line in passing is still read)."""
+    if len(text) > 4096:
+        return None
+    for pattern, meaning, fix in GPU_TOOL_FAILURES:
+        match = pattern.search(text)
+        if match:
+            start = text.rfind("\n", 0, match.start()) + 1
+            end = text.find("\n", match.end())
+            line = text[start:end if end >= 0 else len(text)].strip()
+            return ToolFailure(name, meaning, line[:200], fix)
+    return None
+
+
+def _own_output(name: str, text: str, found: list[str]) -> bool:
+    """True when ``text`` is an output of the tool ``name`` is the slot of: its signature, or
+    the machine-readable form doctor itself saves there (rocm-smi --json keyed by card,
+    --query-gpu CSV without a header)."""
+    if name in found:
+        return True
+    if name.startswith("rocm-smi"):
+        doc = _json(text)
+        return isinstance(doc, dict) and any(re.fullmatch(r"card\d+", str(k)) for k in doc)
+    if name == "ibv_devinfo-v.txt":               # what it prints on a node without RDMA
+        return bool(re.match(r"\s*No IB devices found", text))
+    if name == "nvidia-smi-query-gpu.csv":
+        first = text.strip().splitlines()[0]
+        return any(first.count(",") == len(fields) - 1
+                   for fields in probes.NVIDIA_QUERY_FIELD_SETS)
+    return False
+
+
 @dataclass
 class Placement:
     capture: probes.RawCapture
     moved: dict[str, str] = field(default_factory=dict)        # file -> slot(s) it was read as
     shadowed: dict[str, str] = field(default_factory=dict)     # file -> slot another file filled
     unrecognised: list[str] = field(default_factory=list)
+    failures: list[ToolFailure] = field(default_factory=list)  # GPU tools' error messages
 
 
 def place(capture: probes.RawCapture) -> Placement:
     """The capture with each tool output under the slot its content belongs to."""
-    slots = set(TOOL_SLOTS) | {t.file for t in probes.TOOLS} | set(CONTEXT_FILES)
+    tool_slots = set(TOOL_SLOTS) | {t.file for t in probes.TOOLS}
+    slots = tool_slots | set(CONTEXT_FILES)
     placed: probes.RawCapture = {name: text for name, text in capture.items()
                                  if name in slots or name.startswith(probes.SYSFS_DIR + "/")}
     result = Placement(capture=placed)
+    misplaced = []
     for name, text in capture.items():
-        if name in slots or name.startswith(probes.SYSFS_DIR + "/") or not text.strip():
+        if not text.strip() or name in CONTEXT_FILES or name.startswith(probes.SYSFS_DIR + "/"):
+            continue
+        failure = tool_failure(name, text)
+        if failure is not None:
+            placed.pop(name, None)         # an error message, not an (empty) GPU list
+            result.failures.append(failure)
             continue
         found = identify_all(text)
+        if name in tool_slots:
+            if _own_output(name, text, found):
+                continue
+            if not found:                  # kept for its parser, and named as unread
+                result.unrecognised.append(name)
+                continue
+            del placed[name]               # another tool's output under this name: moved
+        misplaced.append((name, text, found))
+    for name, text, found in misplaced:
         if not found:
             placed[name] = text
             result.unrecognised.append(name)
@@ -160,7 +266,8 @@ def place(capture: probes.RawCapture) -> Placement:
             placed[slot] = text
         if free:
             result.moved[name] = ", ".join(free)
-        else:
-            placed[name] = text            # every slot it fits is taken: kept, and said so
+        else:                              # every slot it fits is taken: said so (and kept,
+            if name not in tool_slots:     # unless its name would have it read as another tool)
+                placed[name] = text
             result.shadowed[name] = found[0]
     return result

@@ -57,7 +57,7 @@ def facts_from(capture: probes.RawCapture) -> Facts:
     placed = recognize.place(capture)
     capture = placed.capture
     facts.read_as, facts.unrecognised = placed.moved, placed.unrecognised
-    facts.shadowed = placed.shadowed
+    facts.shadowed, facts.tool_failures = placed.shadowed, placed.failures
     notes = facts.notes
     facts.env = parse_env(capture.get(probes.ENV_FILE, ""))
     facts.tools = _tool_runs(as_dict(read_json(capture, probes.COMMANDS_FILE, notes)))
@@ -71,6 +71,11 @@ def facts_from(capture: probes.RawCapture) -> Facts:
         if not facts.rdma and name in capture:
             facts.rdma = rdma_from_tool(capture[name], notes, name)
             facts.rdma_source = name if facts.rdma else None
+    # A capture of /sys/class (doctor lists net and infiniband together) or of an RDMA tool.
+    facts.rdma_captured = bool(facts.rdma) or any(
+        name.startswith(f"{probes.SYSFS_DIR}/sys/class/")
+        or name in ("ibv_devinfo-v.txt", recognize.IBSTAT) for name in capture) \
+        or "ibv_devinfo-v.txt" in facts.tools
     if "lspci-vvv.txt" in capture:
         facts.acs = parse_lspci_acs(capture["lspci-vvv.txt"])
     gpus_and_topology(capture, facts)
@@ -84,9 +89,9 @@ def _tool_runs(commands: dict[str, Any]) -> dict[str, probes.ToolRun]:
     runs = {}
     for name, run in commands.items():
         if isinstance(run, dict):
-            seconds = run.get("seconds")
+            seconds, argv = run.get("seconds"), run.get("argv")
             runs[name] = probes.ToolRun(
-                file=str(name), argv=[str(a) for a in run.get("argv") or []],
+                file=str(name), argv=[str(a) for a in argv] if isinstance(argv, list) else [],
                 status=str(run.get("status") or "unknown"),
                 returncode=as_int(run.get("returncode")),
                 seconds=float(seconds) if isinstance(seconds, (int, float)) else 0.0,

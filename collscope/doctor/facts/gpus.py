@@ -7,6 +7,7 @@ from typing import Any
 from collscope.doctor import probes, recognize
 from collscope.doctor.facts.common import add_notes, as_dict, as_int, as_str, read_json
 from collscope.doctor.facts.records import AMD_DEVICE_IDS, AMD_VENDOR_ID, NVIDIA_VENDOR_ID, Facts
+from collscope.doctor.gpu_usage import nvidia_query
 from collscope.parsers import (
     amd_smi,
     nvidia_smi,
@@ -50,19 +51,6 @@ def _merge_gpus(primary: list[GpuInfo], others: list[list[GpuInfo]]) -> list[Gpu
 GpuSources = dict[str, list[tuple[str, list[GpuInfo]]]]
 
 
-def _is_json(text: str) -> bool:
-    """A tool's --json output, perhaps after a warning line or two (rocm-smi prints some)."""
-    return any(line.lstrip().startswith(("{", "[")) for line in text.splitlines()[:6])
-
-
-def _nvidia_query(text: str) -> Parsed[list[GpuInfo]]:
-    """--query-gpu CSV with its header (bundles, older doctor) or without (csv,noheader)."""
-    parsed = nvidia_smi.parse_query_gpu_csv(text)
-    if parsed.value or not text.strip():
-        return parsed
-    return nvidia_smi.parse_query_gpu_csv(text, list(probes.NVIDIA_QUERY_FIELDS))
-
-
 def _table_gpus(parse: Any) -> Any:
     """A GPU list from nvidia-smi's or amd-smi's default table."""
     def gpus(text: str) -> Parsed[list[GpuInfo]]:
@@ -89,7 +77,7 @@ def _gpu_sources(capture: probes.RawCapture, notes: dict[str, list[str]]) -> Gpu
         ("rocm-smi--showproductname.txt", rocm_smi.parse_productname, amd),
         ("rocm-smi--showmeminfo-vram.txt", rocm_smi.parse_showmeminfo, amd),
         ("rocminfo.txt", rocminfo.parse_gpus, amd),
-        ("nvidia-smi-query-gpu.csv", _nvidia_query, nvidia),
+        ("nvidia-smi-query-gpu.csv", nvidia_query, nvidia),
         (recognize.AMD_SMI_TABLE, _table_gpus(smi_tables.parse_amd_smi_table), amd),
         (recognize.NVIDIA_SMI_TABLE, _table_gpus(smi_tables.parse_nvidia_smi), nvidia),
     )
@@ -97,14 +85,15 @@ def _gpu_sources(capture: probes.RawCapture, notes: dict[str, list[str]]) -> Gpu
         if name in capture:
             text = capture[name]
             # rocm-smi --json (what doctor runs) or the text a bundle may hold.
-            use = rocm_smi.parse_json if name.startswith("rocm-smi") and _is_json(text) \
+            use = rocm_smi.parse_json if name.startswith("rocm-smi") and recognize.is_json(text) \
                 else parse
             parsed = use(text)
             add_notes(notes, name, parsed.warnings)
             target.append((name, list(parsed.value)))
     if "rocm-smi.txt" in capture:
         text = capture["rocm-smi.txt"]
-        concise = (rocm_smi.parse_json_status if _is_json(text) else rocm_smi.parse_concise)(text)
+        read = rocm_smi.parse_json_status if recognize.is_json(text) else rocm_smi.parse_concise
+        concise = read(text)
         add_notes(notes, "rocm-smi.txt", concise.warnings)
         amd.append(("rocm-smi.txt", [
             GpuInfo(index=s.index, name=AMD_DEVICE_IDS.get((s.device_id or "").lower()),
@@ -134,7 +123,7 @@ def _topology(capture: probes.RawCapture, facts: Facts) -> None:
                                                   if x in rank else len(rank))
         else:
             parse = amd_smi.parse_topology if name.startswith("amd-smi") \
-                else rocm_smi.parse_json_topology if _is_json(capture[name]) \
+                else rocm_smi.parse_json_topology if recognize.is_json(capture[name]) \
                 else rocm_smi.parse_showtopo
             parsed = parse(capture[name])
             add_notes(notes, name, parsed.warnings)

@@ -175,7 +175,10 @@ def pci_devices(capture: probes.RawCapture) -> list[PciDevice]:
                                  numa_node=numa_of(sys_text(capture, f"{base}/numa_node")),
                                  link_speed=sys_text(capture, f"{base}/current_link_speed"),
                                  link_width=to_int(sys_text(capture, f"{base}/current_link_width")
-                                                   or "")))
+                                                   or ""),
+                                 max_link_speed=sys_text(capture, f"{base}/max_link_speed"),
+                                 max_link_width=to_int(sys_text(capture, f"{base}/max_link_width")
+                                                       or "")))
     return devices
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from collscope.doctor import probes
 from collscope.doctor.gpu_usage import UsageFacts
+from collscope.doctor.recognize import ToolFailure
 from collscope.doctor.selftest import SelfTestResult
 from collscope.parsers import (
     nccl_debug,
@@ -85,6 +86,8 @@ class PciDevice:
     numa_node: int | None = None
     link_speed: str | None = None    # sysfs current_link_speed, "16.0 GT/s PCIe"
     link_width: int | None = None    # current_link_width
+    max_link_speed: str | None = None  # max_link_speed: what the link can train to
+    max_link_width: int | None = None  # max_link_width
 
     @property
     def is_gpu(self) -> bool:
@@ -162,6 +165,9 @@ class Facts:
     interfaces: list[NetInterface] = field(default_factory=list)
     rdma: list[RdmaDevice] = field(default_factory=list)
     rdma_source: str | None = None
+    # False when the capture holds none of the RDMA sources (sysfs, ibv_devinfo, ibstat):
+    # a bundle assembled by hand, where an empty RDMA list says nothing about the node.
+    rdma_captured: bool = True
     pci: list[PciDevice] = field(default_factory=list)
     acs: AcsInfo = field(default_factory=AcsInfo)
     ucx_version: ucx_info.UcxVersion | None = None
@@ -177,6 +183,7 @@ class Facts:
     read_as: dict[str, str] = field(default_factory=dict)      # file -> slot, from content
     unrecognised: list[str] = field(default_factory=list)      # files no tool output matched
     shadowed: dict[str, str] = field(default_factory=dict)     # file -> slot already filled
+    tool_failures: list[ToolFailure] = field(default_factory=list)  # GPU tools' error texts
 
     @property
     def driver_version(self) -> str | None:

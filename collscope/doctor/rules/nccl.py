@@ -7,6 +7,7 @@ from collections.abc import Iterable
 
 from collscope.doctor.facts import Facts
 from collscope.doctor.rules.registry import Verdict, rule
+from collscope.parsers import nccl_debug
 
 
 @rule("nccl.log", "nccl", """
@@ -47,20 +48,27 @@ SOCKET_FIX = ("install the RDMA user-space libraries on the node and in the cont
               "Kubernetes an RDMA device plugin resource; then NCCL_IB_HCA to the active ports")
 
 
+def _hosts_using(log: nccl_debug.NcclDebugSummary, network: str) -> list[str]:
+    """The hosts some rank of which logged "Using network <network>", in log order."""
+    return list(dict.fromkeys(r.host for r in log.ranks if r.network == network))
+
+
 @rule("nccl.socket-fallback", "nccl", """
 RCCL/NCCL carry inter-node traffic over RDMA (NET/IB: InfiniBand or RoCE) when the verbs
 library (libibverbs, from rdma-core) loads and an RDMA device is visible; otherwise they fall
 back to TCP sockets ("Using network Socket"), 10-50x slower, without failing. The log shows
 why: "Failed to open libibverbs.so" (the library is missing, often inside a container image),
 "NET/IB : No device found" (no /dev/infiniband in the container, the RDMA driver not loaded,
-NCCL_IB_HCA matching nothing, or NCCL_IB_DISABLE=1). On one node the network only carries
-what P2P/SHM cannot, so it is a warning; in a multi-node job every inter-node byte goes over
-TCP, so it fails.
+NCCL_IB_HCA matching nothing, or NCCL_IB_DISABLE=1). The network is judged per host: one
+node on Socket while the others use IB holds the whole job back, so the hosts that fell back
+are named. On one node the network only carries what P2P/SHM cannot, so it is a warning; in a
+multi-node job every byte to or from those hosts goes over TCP, so it fails.
 """)
 def check_socket_fallback(facts: Facts) -> Iterable[Verdict]:
     log = facts.nccl_log
-    if log is None or "Socket" not in log.network_counts or "IB" in log.network_counts:
+    if log is None or "Socket" not in log.network_counts:
         return
+    socket_hosts = _hosts_using(log, "Socket")
     lib = log.library or "NCCL"
     causes = list(log.ib_failures)
     causes += [w for w in log.log_warnings + log.plugin_messages if _VERBS_MISSING.search(w)]
@@ -69,15 +77,24 @@ def check_socket_fallback(facts: Facts) -> Iterable[Verdict]:
     if facts.env.get("NCCL_IB_DISABLE") == "1":
         causes.append("NCCL_IB_DISABLE=1 in the environment")
     multi_node = len(log.hosts) > 1
-    where = (f"a {len(log.hosts)}-node job ({', '.join(log.hosts[:4])})" if multi_node
-             else "one node")
+    partial = multi_node and bool(socket_hosts) and len(socket_hosts) < len(log.hosts)
+    if partial:
+        others = [h for h in log.hosts if h not in socket_hosts]
+        where = (f"{len(socket_hosts)} of {len(log.hosts)} nodes: {', '.join(socket_hosts)}")
+        effect = (f" The other nodes ({', '.join(others[:4])}) use "
+                  f"{'/'.join(n for n in log.network_counts if n != 'Socket') or 'RDMA'}, but "
+                  "every transfer to or from the hosts named goes over TCP and holds back "
+                  "the whole job.")
+    elif multi_node:
+        where = f"a {len(log.hosts)}-node job ({', '.join(log.hosts[:4])})"
+        effect = " Every inter-node transfer of this job goes over TCP."
+    else:
+        where = "one node"
+        effect = " Multi-node jobs from this node would run over TCP."
     why = "; ".join(dict.fromkeys(c[:160] for c in causes)) or "no reason logged"
     yield Verdict("fail" if multi_node else "warn",
                   f"{lib} fell back to TCP sockets (Using network Socket) on {where}",
-                  f"Why, from the log: {why}." + (
-                      " Every inter-node transfer of this job goes over TCP." if multi_node
-                      else " Multi-node jobs from this node would run over TCP."),
-                  SOCKET_FIX)
+                  f"Why, from the log: {why}." + effect, SOCKET_FIX)
 
 
 _NET_VIA = re.compile(r"^NET/(?P<net>[^/]+)/(?P<nic>\d+)(?P<gdr>/GDRDMA)?", re.I)
@@ -104,18 +121,25 @@ def check_partial_gdr(facts: Facts) -> Iterable[Verdict]:
         if match:
             net = match.group("net")
             (with_gdr if match.group("gdr") else without).add(int(match.group("nic")))
-    names = {n.index: n.name for n in log.nics}
+    names = {n.index: n.name for n in log.nics if n.net == net}   # not NET/Socket's eth0
     disabled = sorted(h for h, on in log.gdr_hca.items() if not on)
     enabled = [h for h, on in log.gdr_hca.items() if on]
     slow = sorted(without - with_gdr)
     if not ((with_gdr and slow) or (enabled and disabled)):
         return
     listed = [f"NET/{net}/{i}" + (f" ({names[i]})" if i in names else "") for i in slow]
-    listed += [f"{h} (GPU Direct RDMA disabled)" for h in disabled if h not in names.values()]
+    named = {names[i] for i in slow if i in names}
+    listed += [f"{h} (GPU Direct RDMA disabled)" for h in disabled if h not in named]
+    if with_gdr:
+        fast = ", ".join(f"NET/{net}/{i}/GDRDMA" for i in sorted(with_gdr))
+        staged = ", ".join(f"NET/{net}/{i}" for i in slow) or "the others"
+        detail = f"Channels via {fast} use it; channels via {staged} stage through host memory."
+    else:
+        detail = (f"The library logged GPU Direct RDMA enabled for {', '.join(sorted(enabled))} "
+                  f"and disabled for {', '.join(disabled)}; transfers through the disabled HCAs "
+                  "stage through host memory.")
     yield Verdict("warn", f"GPUDirect RDMA on only some NICs: not on {', '.join(listed)}",
-                  f"Channels via NET/{net}/{'/'.join(str(i) for i in sorted(with_gdr))}/GDRDMA "
-                  f"use it, channels via {', '.join(f'NET/{net}/{i}' for i in slow) or 'them'} "
-                  "stage through host memory.",
+                  detail,
                   "enable peer memory for those NICs' GPUs (load nvidia-peermem, or on ROCm "
                   "the amdgpu peer-memory / dma-buf path: kernel 5.12+, rdma-core 34+, "
                   "NCCL_DMABUF_ENABLE=1), raise NCCL_NET_GDR_LEVEL (e.g. PHB or SYS) if the "

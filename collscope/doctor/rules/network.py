@@ -51,12 +51,27 @@ RDMA devices (InfiniBand or RoCE; /sys/class/infiniband, else ibv_devinfo -v) wi
 port's state, rate and link layer. NCCL/RCCL use NET/IB over ACTIVE ports; a DOWN port that a
 job selects (NCCL_IB_HCA) makes it fail or fall back to TCP sockets, and ports of different
 rates in one job make the slowest one set the pace. No RDMA device means inter-node
-collectives go over TCP sockets (NET/Socket), typically 10x slower.
+collectives go over TCP sockets (NET/Socket), typically 10x slower. A bundle without any of
+those sources says nothing about RDMA ("not captured"); the NICs an NCCL/RCCL log names under
+NET/IB are cited then.
 """)
 def check_rdma_ports(facts: Facts) -> Iterable[Verdict]:
     if not facts.rdma:
-        yield Verdict("info", "No RDMA device (InfiniBand/RoCE)",
-                      "Inter-node NCCL/RCCL traffic would use TCP sockets.", "")
+        log_nics = sorted({f"{n.name}:{n.port}" if n.port is not None else n.name
+                           for n in (facts.nccl_log.nics if facts.nccl_log else [])
+                           if n.net == "IB"})
+        from_log = (f" The {facts.nccl_log.library or 'NCCL'} log names IB NIC(s): "
+                    f"{listing(log_nics)}." if log_nics and facts.nccl_log else "")
+        if not facts.rdma_captured:
+            yield Verdict("info", "RDMA devices not captured",
+                          "The bundle holds neither /sys/class/infiniband nor ibv_devinfo -v / "
+                          "ibstat output, so the RDMA ports were not checked." + from_log,
+                          "add `ibv_devinfo -v` (ibv_devinfo-v.txt) or `ibstat` (ibstat.txt) "
+                          "output to the bundle, or collect it with `collscope doctor "
+                          "--collect`")
+        else:
+            yield Verdict("info", "No RDMA device (InfiniBand/RoCE)",
+                          "Inter-node NCCL/RCCL traffic would use TCP sockets." + from_log, "")
         return
     ports = [(d, p) for d in facts.rdma for p in d.ports]
     active = [(d, p) for d, p in ports if p.active]

@@ -98,12 +98,27 @@ def expected_peak(facts: Facts) -> link_bandwidth.LinkPeak | None:
 
 
 def _pcie_of(facts: Facts, gpu: GpuInfo) -> link_bandwidth.LinkPeak | None:
-    generation = to_int(gpu.extra.get("pcie.link.gen.current", ""))
-    width = to_int(gpu.extra.get("pcie.link.width.current", ""))
-    if generation is None or width is None:
-        bus = (gpu.pci_bus_id or "").lower()[-12:]
-        device = next((d for d in facts.pci if bus and d.address.lower().endswith(bus)), None)
-        if device is not None:
-            generation = link_bandwidth.pcie_generation(device.link_speed)
-            width = device.link_width
-    return link_bandwidth.pcie_peak(generation, width)
+    """The PCIe peak at the link's max generation and width (the current ones drop while the
+    GPU idles), naming the current ones too when they differ."""
+    extra = gpu.extra
+    current = (to_int(extra.get("pcie.link.gen.current", "")),
+               to_int(extra.get("pcie.link.width.current", "")))
+    most = (to_int(extra.get("pcie.link.gen.max", "")),
+            to_int(extra.get("pcie.link.width.max", "")))
+    bus = (gpu.pci_bus_id or "").lower()[-12:]
+    device = next((d for d in facts.pci if bus and d.address.lower().endswith(bus)), None)
+    if device is not None:
+        if None in current:
+            current = (link_bandwidth.pcie_generation(device.link_speed), device.link_width)
+        if None in most:
+            most = (link_bandwidth.pcie_generation(device.max_link_speed), device.max_link_width)
+    if None in most:
+        return link_bandwidth.pcie_peak(*current)
+    peak = link_bandwidth.pcie_peak(*most)
+    if peak is None:
+        return link_bandwidth.pcie_peak(*current)
+    now = ""
+    if None not in current:
+        now = f"; current gen{current[0]} x{current[1]}" + (
+            ", lower while the GPU idles" if current != most else "")
+    return link_bandwidth.LinkPeak(peak.gbs, f"{peak.how} (the link's max{now})")

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 from collscope.doctor.facts import Facts
 from collscope.doctor.probes import TOOLS
+from collscope.doctor.recognize import TOOL_SLOTS
 from collscope.doctor.rules.registry import Verdict, rule
 
 
@@ -52,17 +53,29 @@ def _group(file: str) -> str | None:
     return next((t.group for t in TOOLS if t.file == file), None)
 
 
-@rule("tools.unrecognised", "tools", """
+@rule("tools.recognised", "tools", """
 doctor reads a bundle's files by their content as well as by their names, so outputs saved
 under any name (gpu-status.txt, node1.log) are read as what they are: nvidia-smi and bare
 amd-smi tables, amd-smi monitor / static / metric / topology (text or --json), every rocm-smi
 table and --json, rocminfo, nvidia-smi topo -m and --query-gpu CSV, ucx_info, ibv_devinfo,
-ibstat, lspci -vvv and NCCL/RCCL debug logs. A file that matches none of them is named here:
-it was not read, so whatever it shows is missing from the report.
+ibstat, lspci -vvv and NCCL/RCCL debug logs. Each file read as another name than its own is
+listed here, including one saved under the bundle name of a different tool (amd-smi static
+output saved as rocm-smi.txt), which is moved to the slot of the tool that wrote it.
+""")
+def check_recognised(facts: Facts) -> Iterable[Verdict]:
+    for name, slot in sorted(facts.read_as.items()):
+        detail = (f"Its content is {slot}'s, not that of the tool {name} names; read as {slot}."
+                  if name in TOOL_SLOTS else "Recognised by its content.")
+        yield Verdict("info", f"{name} read as {slot}", detail, "")
+
+
+@rule("tools.unrecognised", "tools", """
+A bundle file whose content matches no tool output doctor reads (see tools.recognised for the
+list) is named here, whatever its name: it was not read (or, under a bundle name, its parser
+found nothing it knows), so whatever it shows is missing from the report. A second output of
+a tool whose slot another file already fills is named too.
 """)
 def check_unrecognised(facts: Facts) -> Iterable[Verdict]:
-    for name, slot in sorted(facts.read_as.items()):
-        yield Verdict("info", f"{name} read as {slot}", "Recognised by its content.", "")
     for name, slot in sorted(facts.shadowed.items()):
         yield Verdict("warn", f"{name}: a second {slot} output, not read",
                       f"Another file already holds the {slot} output of this node.",
@@ -73,3 +86,18 @@ def check_unrecognised(facts: Facts) -> Iterable[Verdict]:
                       "save the output of one tool per file (the names doctor --collect uses "
                       "are in the README); if it is a tool collscope should read, please "
                       "report it with the file")
+
+
+@rule("tools.gpu-tool-failed", "tools", """
+A bundle file that holds a GPU tool's own failure message instead of its output: nvidia-smi's
+"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver", "Failed to
+initialize NVML: Driver/library version mismatch" or "No devices were found"; rocm-smi's
+"Driver not initialized (amdgpu not found in modules)", amd-smi's driver-not-loaded errors,
+or a shell's "command not found". The node's GPUs are then not missing but unreachable: the
+driver is not loaded, does not match its user-space library, or the tool is not installed.
+""")
+def check_gpu_tool_failed(facts: Facts) -> Iterable[Verdict]:
+    for failure in facts.tool_failures:
+        yield Verdict("fail", f"{failure.file}: {failure.meaning}",
+                      f"The file holds the tool's error, not its output: \"{failure.line}\".",
+                      failure.fix)

@@ -87,15 +87,19 @@ def test_bundle_of_odd_names_is_read_and_the_unknown_file_named() -> None:
     (unknown,) = [f for f in found if f.level == "warn"]
     assert unknown.title.startswith("notes.txt: not recognised")
     assert "one tool per file" in unknown.fix
-    assert {f.title for f in found if f.level == "info"} == {
+    assert [f for f in found if f.level == "info"] == []      # recognitions have their own id
+    recognised = [f for f in run_checks(facts) if f.id == "tools.recognised"]
+    assert {f.level for f in recognised} == {"info"}
+    assert {f.title for f in recognised} == {
         "ib.txt read as ibstat.txt", "node1-status.txt read as nvidia-smi.txt"}
 
 
-def test_files_under_bundle_names_stay_where_they_are() -> None:
+def test_files_under_bundle_names_are_checked_by_content_too() -> None:
     text = own("amd-smi_default_table_own_2gpu.txt")
-    placed = place({"rocm-smi.txt": text})
-    assert placed.capture == {"rocm-smi.txt": text}
-    assert placed.moved == {} and placed.unrecognised == []
+    placed = place({"rocm-smi.txt": text})      # amd-smi's table under rocm-smi's name: moved
+    assert placed.capture == {"amd-smi.txt": text}
+    assert placed.moved == {"rocm-smi.txt": "amd-smi.txt"} and placed.unrecognised == []
+    assert place({"amd-smi.txt": text}).moved == {}            # its own slot: stays
     twice = place({"amd-smi.txt": text, "node2.txt": text})
     assert twice.shadowed == {"node2.txt": "amd-smi.txt"} and twice.moved == {}
     (finding,) = [f for f in run_checks(facts_from({"amd-smi.txt": text, "node2.txt": text}))
@@ -196,3 +200,65 @@ def test_rocm_smi_concise_layouts_give_usage(text, mem, util) -> None:
     usage = facts_from({"gpus.txt": text()}).usage
     assert usage.source == "rocm-smi.txt"
     assert usage.mem_percent == mem and [g.util_percent for g in usage.gpus] == util
+
+
+def test_amd_smi_static_saved_as_rocm_smi_is_moved_and_read() -> None:
+    text = own("amd-smi_static_own_1gpu.txt")
+    facts = facts_from({"rocm-smi.txt": text})
+    assert facts.read_as == {"rocm-smi.txt": "amd-smi-static.txt"}
+    assert [g.index for g in facts.gpus] == [0] and facts.vendor == "amd"
+    (finding,) = [f for f in run_checks(facts) if f.id == "tools.recognised"]
+    assert finding.title == "rocm-smi.txt read as amd-smi-static.txt"
+    assert "not that of the tool rocm-smi.txt names" in finding.detail
+
+
+@pytest.mark.parametrize(("name", "text", "meaning"), [
+    ("nvidia-smi.txt", "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA "
+     "driver. Make sure that the latest NVIDIA driver is installed and running.\n",
+     "nvidia-smi could not reach the NVIDIA driver"),
+    ("nvidia-smi-query-gpu.csv", "Failed to initialize NVML: Driver/library version mismatch\n",
+     "nvidia-smi could not initialise NVML"),
+    ("rocm-smi.txt", "ERROR:root:Driver not initialized (amdgpu not found in modules)\n",
+     "the AMD GPU tool could not reach the amdgpu driver"),
+    ("amd-smi-static.txt", "bash: amd-smi: command not found\n",
+     "the GPU tool is not installed"),
+])
+def test_gpu_tool_failure_text_is_a_finding_not_an_empty_gpu_list(name: str, text: str,
+                                                                   meaning: str) -> None:
+    facts = facts_from({name: text})
+    assert facts.unrecognised == [] and facts.read_as == {}
+    (finding,) = [f for f in run_checks(facts) if f.id == "tools.gpu-tool-failed"]
+    assert finding.level == "fail" and finding.title == f"{name}: {meaning}"
+    assert text.strip() in finding.detail and finding.fix
+
+
+def test_file_under_a_bundle_name_that_matches_nothing_is_named() -> None:
+    facts = facts_from({"rocm-smi.txt": "rebooted node1 at 9am\n"})
+    assert facts.unrecognised == ["rocm-smi.txt"]
+    # doctor's own machine-readable outputs under their names are not flagged
+    assert place({"rocm-smi.txt": '{"card0": {"GPU use (%)": "0"}}'}).unrecognised == []
+    assert place({"nvidia-smi-query-gpu.csv": "0, H200, 143771, 0, 0, 570.1, "
+                  "00000000:18:00.0, GPU-1, 5, 16\n"}).unrecognised == []
+
+
+@pytest.mark.parametrize(("name", "text"), [
+    ("lspci-vvv.txt", "00:00.0 Host bridge: Intel Corporation Device 09a2 (rev 04)\n"
+     "\tSubsystem: Intel Corporation Device 0000\n\tCapabilities: <access denied>\n"),
+    ("ibv_devinfo-v.txt", "No IB devices found\n"),
+])
+def test_what_doctor_itself_saves_without_root_or_rdma_is_not_unrecognised(name: str,
+                                                                            text: str) -> None:
+    placed = place({name: text})
+    assert placed.unrecognised == [] and placed.capture == {name: text}
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ('{"card0": {}}', True), ('WARNING: AMD GPU device(s) is/are in a low-power state\n[1]', True),
+    ("x\n" * 6 + "{}", False), ("GPU: 0\n    ASIC:\n", False), ("", False)])
+def test_one_json_sniff_for_every_reader(text: str, expected: bool) -> None:
+    from collscope.doctor import gpu_usage, recognize
+    from collscope.doctor.facts import gpus
+    assert recognize.is_json(text) is expected
+    # the GPU list and the usage readers use that helper and the one --query-gpu CSV reader
+    assert gpus.recognize.is_json is recognize.is_json and gpus.nvidia_query is \
+        gpu_usage.nvidia_query
