@@ -36,7 +36,7 @@ def tune_on_cluster(rates: tuple[str, str], tmp_path, *extra: str):
                            f"GLOO_SOCKET_IFNAME={cluster.interface(0, 1)},"
                            f"{cluster.interface(0, 0)}",
                            "--backend", "gloo", "-b", "256K", "-e", "1M", "-n", "5", "-w", "1",
-                           "--rounds", "3", "--timeout", "60", "--json", str(out), *extra,
+                           "--rounds", "4", "--timeout", "60", "--json", str(out), *extra,
                            timeout=240)
             elapsed = time.monotonic() - started
     except ClusterUnavailable as error:
@@ -63,7 +63,7 @@ def test_tune_picks_the_faster_interface_with_an_interval_above_one(tmp_path):
     assert "t-interval on the mean log speed-up" in proc.stdout
     assert f"export GLOO_SOCKET_IFNAME={fast}" in env_out.read_text()
     trials = [r for r in records if r["kind"] == "tune_trial"]
-    assert [t["status"] for t in trials] == ["ok"] * 6       # 2 configurations x 3 rounds
+    assert [t["status"] for t in trials] == ["ok"] * 8       # 2 configurations x 4 rounds
     assert elapsed < 120, elapsed
 
 
