@@ -58,5 +58,8 @@ max_diff = max((a - b).abs().max().item()
 moved = max((a - b).abs().max().item() for a, b in zip(model.parameters(), plain.parameters()))
 (REPORT_DIR / f"rank{rank}.json").write_text(json.dumps(
     {"rank": rank, "checked": len(checked), "ddp_max_diff": max_diff, "ddp_moved": moved}))
+# Every rank reaches teardown before any group goes away: a rank that destroys its groups
+# while a peer still runs a collective on them can abort in C++ (seen once under load).
+dist.barrier()
 dist.destroy_process_group()
 sys.exit(0 if max_diff < 1e-5 and moved > 1e-3 else 1)
