@@ -40,7 +40,7 @@ from typing import Any
 
 from collscope.bench.output import wrong_total
 from collscope.bench.per_rank import iteration_max
-from collscope.bench.stats import percentile_index
+from collscope.bench.stats import iter_stats, percentile_index
 from collscope.results import BenchResult
 
 FILE_VERSION = 3
@@ -65,11 +65,12 @@ def per_iter_block(times_us: Sequence[float],
     """util.cu's writePerIterReport block for one placement."""
     ordered = sorted(times_us)
     n = len(ordered)
-    avg = sum(ordered) / n
+    stats = iter_stats(ordered)
+    avg = stats.mean
     stdev = math.sqrt(sum((t - avg) ** 2 for t in ordered) / n)
     block: dict[str, Any] = {
-        "skipped_iterations": 0, "min_us": ordered[0], "max_us": ordered[-1], "avg_us": avg,
-        "p50_us": ordered[n // 2], "p95_us": ordered[percentile_index(n, 95)],
+        "skipped_iterations": 0, "min_us": stats.min, "max_us": stats.max, "avg_us": avg,
+        "p50_us": stats.p50, "p95_us": stats.p95,
         "p99_us": ordered[percentile_index(n, 99)], "stdev_us": stdev,
         "cv_pct": stdev / avg * 100.0 if avg > 0 else 0.0, "times_us": list(times_us)}
     if len(per_process_us) > 1:

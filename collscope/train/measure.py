@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
-import re
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -26,6 +25,7 @@ import torch.distributed as dist
 
 from collscope.runtime.dist import Session
 from collscope.runtime.guard import guard
+from collscope.runtime.spawn import process_memory
 from collscope.testing.faults import planted, sleep_ms
 from collscope.train import analysis, parallel
 from collscope.train.analysis import Bucket
@@ -104,15 +104,10 @@ def peak_memory(device: torch.device) -> tuple[int, str]:
     if device.type == "cuda":
         return (int(torch.cuda.max_memory_allocated(device)),
                 "torch.cuda.max_memory_allocated, max over ranks")
-    try:
-        status = Path("/proc/self/status").read_text()
-        match = re.search(r"VmHWM:\s+(\d+)\s*kB", status)
-        if match:
-            return (int(match.group(1)) * 1024,
-                    "process RSS high-water mark (VmHWM, reset per configuration), max over "
-                    "ranks")
-    except OSError:
-        pass
+    memory = process_memory(os.getpid())
+    if memory is not None:
+        return (memory[1], "process RSS high-water mark (VmHWM, reset per configuration), max "
+                           "over ranks")
     import resource
 
     return (int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024,
