@@ -379,6 +379,8 @@ class LinkRecord:
     round: int = 0
     src_node: int = 0
     dst_node: int = 0
+    tries_gbs: list[float] = field(default_factory=list)   # GB/s of each try; more than one
+                                  # when it failed and was re-measured (gbs: the best try)
     kind: str = "link"
 
     def to_dict(self) -> dict[str, Any]:

@@ -27,7 +27,8 @@ every local rank at once with --per-gpu. Inside each node every rank (GPU) pair 
 compared with the link type the topology doctor reads (xGMI, NVLink, PCIe). time = median
 receive completion over -n iterations; GB/s = size / time (1e9 B/s, nccl-tests' sendrecv busbw).
 A link is slow below --fraction (default 70%) of the median of the links between healthy
-nodes; a node slow on all its links is reported as the node.
+nodes; a node slow on all its links is reported as the node. Rounds holding a failing link run
+again (--confirm times, default 1): a link fails only if it fails every try.
 exit codes: 0 every link and node ok, 1 a link or node failed (or a rank failed / timed out),
 2 bad input.
 """
@@ -40,7 +41,7 @@ def add_parser(commands: Any) -> None:
                     "nodes. A cluster acceptance gate.", epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     add_flags(p, LinksConfig, ["size_bytes", "iters", "warmup_iters", "pairs", "per_gpu",
-                               "fraction", "expected_fraction", "seed"])
+                               "fraction", "expected_fraction", "confirm", "seed"])
     add_nproc_argument(p)
     add_flags(p, LinksConfig, ["backend", "timeout_s"])
     p.add_argument("--json", metavar="FILE",
@@ -66,9 +67,8 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
         to_stdout = args.json == "-"
         started = time.time()
 
-        def progress(scope: str, index: int, total: int, done: list[dict[str, Any]]) -> None:
-            sys.stderr.write(f"collscope links: {scope}-node round {index + 1}/{total}: "
-                             f"{len(done)} directions measured\n")
+        def progress(where: str, done: list[dict[str, Any]]) -> None:
+            sys.stderr.write(f"collscope links: {where}: {len(done)} directions measured\n")
 
         outcome = links_run.run(config, session, on_round=progress)
         code = 0

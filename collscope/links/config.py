@@ -31,6 +31,9 @@ class LinksConfig:
     expected_fraction: float = flag(0.5, "--expected-fraction", type=float,
                                     help="GPU pairs below this fraction of their link type's "
                                          "nominal bandwidth fail")
+    confirm: int = flag(1, "--confirm", type=int,
+                        help="run each round holding a failing link again up to this many "
+                             "times; a link fails only if it fails every try (0: no retry)")
     seed: int = flag(0, "--seed", type=int, show_default=False,
                      help="seed of --pairs random:K")
     backend: str = flag("auto", "--backend", show_default=False, help=BACKEND_HELP)
@@ -46,6 +49,8 @@ class LinksConfig:
             raise invalid(self, "iters", f"{self.iters} must be >= 1")
         if self.warmup_iters < 0:
             raise invalid(self, "warmup_iters", f"{self.warmup_iters} must be >= 0")
+        if self.confirm < 0:
+            raise invalid(self, "confirm", f"{self.confirm} must be >= 0 tries")
         self.partners = parse_pairs(self.pairs)
         if not 0 < self.fraction < 1:
             raise invalid(self, "fraction", f"{self.fraction} must be between 0 and 1, e.g. 0.7")

@@ -19,6 +19,7 @@ def write_records(path: str, outcome: Any, session: Any, launcher: str, config: 
         extra = {"config": {k: v for k, v in vars(config).items()},
                  "thresholds": [asdict(t) for t in outcome.thresholds],
                  "rounds": {p.scope: len(p.rounds) for p in outcome.phases},
+                 "confirmations": [asdict(c) for c in outcome.confirmations],
                  "seconds": outcome.seconds}
         writer.write(RunRecord.for_session("links", session, launcher, TIMING, extra,
                                            started_at=started).to_dict())
@@ -75,19 +76,23 @@ def _render(console: Any, style: Any, outcome: Any, config: Any) -> None:
     if bad:
         table = Table(title="failing links", box=style, title_justify="left")
         for column in ("scope", "src host", "src rank", "src device", "src NIC", "dst host",
-                       "dst rank", "dst device", "dst NIC", "link type", "GB/s", "expected",
-                       "verdict"):
+                       "dst rank", "dst device", "dst NIC", "link type", "GB/s", "tries GB/s",
+                       "expected", "verdict"):
             table.add_column(column)
         for link in bad:
             table.add_row(link.scope, link.src_host, str(link.src_rank),
                           link.src_device or "-", link.src_nic or "-", link.dst_host,
                           str(link.dst_rank), link.dst_device or "-", link.dst_nic or "-",
                           link.link_type or "-", f"{link.gbs:.3g}",
+                          ", ".join(f"{gbs:.3g}" for gbs in link.tries_gbs) or "-",
                           "-" if link.expected_gbs is None else f"{link.expected_gbs:g}",
                           link.verdict)
         console.print(table)
     for limit in outcome.thresholds:
         console.print(f"threshold {limit.text()}")
+    for confirmation in outcome.confirmations:
+        console.print(confirmation.text() + " (a link fails only if it fails every try; "
+                      "GB/s shown: its best try)")
     slow = [node for node in outcome.nodes if node.verdict == "slow"]
     for node in slow:
         console.print(f"[bold red]SLOW NODE[/] {node.host} (ranks "

@@ -22,7 +22,7 @@ import torch
 import torch.distributed as dist
 
 from collscope.collectives.table import bandwidths
-from collscope.links import expected, plan
+from collscope.links import confirm, expected, plan
 from collscope.links.config import LinksConfig
 from collscope.links.schedule import Pair
 from collscope.links.verdicts import NodeInfo, Threshold, judge
@@ -50,6 +50,22 @@ class Phase:
     rounds: list[list[Pair]]
 
 
+@dataclass(frozen=True)
+class Confirmation:
+    """One confirmation try: rounds run again, failing directions before and after it."""
+
+    attempt: int
+    rounds: int
+    failing_before: int
+    failing_after: int
+
+    def text(self) -> str:
+        return (f"confirmation {self.attempt}: {self.failing_before} failing direction(s) "
+                f"re-measured in {self.rounds} round(s) run again; "
+                f"{self.failing_before - self.failing_after} cleared, "
+                f"{self.failing_after} failed again")
+
+
 @dataclass
 class Outcome:
     links: list[LinkRecord]
@@ -58,6 +74,7 @@ class Outcome:
     phases: list[Phase]
     seconds: float
     round_seconds: list[float] = field(default_factory=list)
+    confirmations: list[Confirmation] = field(default_factory=list)
 
 
 def phases_for(config: LinksConfig, by_node: list[list[int]]) -> list[Phase]:
@@ -72,9 +89,8 @@ def phases_for(config: LinksConfig, by_node: list[list[int]]) -> list[Phase]:
 
 
 def _exchange(session: Session, partner: int, send: torch.Tensor, recv: torch.Tensor,
-              config: LinksConfig) -> list[float]:
+              config: LinksConfig, delay: faults.Fault | None) -> list[float]:
     ops = [dist.P2POp(dist.isend, send, partner), dist.P2POp(dist.irecv, recv, partner)]
-    delay = faults.planted("delay", session.rank)    # test seam: a slow sender; None in real runs
     times = []
     for i in range(config.warmup_iters + config.iters):
         faults.sleep_ms(delay)
@@ -92,14 +108,63 @@ def _exchange(session: Session, partner: int, send: torch.Tensor, recv: torch.Te
     return times
 
 
+@dataclass
+class Rounds:
+    """Runs scheduled rounds on every rank; each round's measurements reach every rank."""
+
+    session: Session
+    config: LinksConfig
+    send: torch.Tensor
+    recv: torch.Tensor
+    on_round: Callable[[str, list[dict[str, Any]]], None] | None = None
+    done: int = 0                                      # rounds run so far (the hang seam)
+    seconds: list[float] = field(default_factory=list)
+
+    def run(self, rounds: list[tuple[Phase, int]], label: str = "") -> list[dict[str, Any]]:
+        session = self.session
+        # Test seams (None in real runs): a hung rank, a slow sender, a transient one.
+        hang = faults.planted("hang", session.rank)
+        delay = faults.planted("delay", session.rank) or (
+            None if label else faults.planted("blip", session.rank))
+        measured: list[dict[str, Any]] = []
+        for phase, index in rounds:
+            pairs = phase.rounds[index]
+            partner = plan.partner_of(pairs, session.rank)
+            where = f"{label}{phase.scope}-node round {index + 1}/{len(phase.rounds)}"
+            what = (f"links {where}" + (f" (rank {session.rank} <-> rank {partner})"
+                                        if partner is not None else " (idle this round)"))
+            round_started = time.monotonic()
+            mine = []
+            with guard(session, what):
+                if hang is not None and self.done >= hang.arg:
+                    faults.hang_forever()
+                if partner is not None:
+                    mine.append({"scope": phase.scope, "round": index, "src": partner,
+                                 "dst": session.rank, "times": _exchange(
+                                     session, partner, self.send, self.recv, self.config, delay)})
+            everyone: list[Any] = [None] * session.world_size
+            with guard(session, f"links {where}: all-gather of the round's timings "
+                                "(waits for every rank)"):
+                dist.all_gather_object(everyone, mine)
+            self.seconds.append(time.monotonic() - round_started)
+            self.done += 1
+            done = [m for part in everyone for m in part]
+            measured += done
+            if self.on_round and session.rank == 0:
+                self.on_round(where, done)
+        return measured
+
+
 def run(config: LinksConfig, session: Session,
-        on_round: Callable[[str, int, int, list[dict[str, Any]]], None] | None = None,
+        on_round: Callable[[str, list[dict[str, Any]]], None] | None = None,
         ) -> Outcome | None:
-    """Measure every scheduled pair; the judged outcome on rank 0, None on the others."""
+    """Measure every scheduled pair, then confirm the failing ones (see links.confirm); the
+    judged outcome on rank 0, None on the others."""
     started = time.monotonic()
-    by_node = plan.ranks_by_node(session.layout.devices)
+    devices = session.layout.devices
+    by_node = plan.ranks_by_node(devices)
     phases = phases_for(config, by_node)
-    me = session.layout.devices[session.rank]
+    me = devices[session.rank]
     matrix: list[list[str]] | None = None
     nearest: dict[int, str] = {}
     if session.device.type == "cuda" and me["local_rank"] == 0:
@@ -107,52 +172,41 @@ def run(config: LinksConfig, session: Session,
             matrix, nearest = expected.node_topology(
                 expected.capture_topology(min(config.timeout_s, 20.0)))
     count = max(1, config.size_bytes // 4)
-    send = torch.ones(count, dtype=torch.float32, device=session.device)
-    recv = torch.empty(count, dtype=torch.float32, device=session.device)
-    measured: list[dict[str, Any]] = []
-    round_seconds = []
-    hang = faults.planted("hang", session.rank)      # test seam; None in real runs
-    rounds_done = 0
-    for phase in phases:
-        for index, pairs in enumerate(phase.rounds):
-            partner = plan.partner_of(pairs, session.rank)
-            what = (f"links {phase.scope}-node round {index + 1}/{len(phase.rounds)}"
-                    + (f" (rank {session.rank} <-> rank {partner})" if partner is not None
-                       else " (idle this round)"))
-            round_started = time.monotonic()
-            mine = []
-            with guard(session, what):
-                if hang is not None and rounds_done >= hang.arg:
-                    faults.hang_forever()
-                if partner is not None:
-                    mine.append({"scope": phase.scope, "round": index, "src": partner,
-                                 "dst": session.rank,
-                                 "times": _exchange(session, partner, send, recv, config)})
-            everyone: list[Any] = [None] * session.world_size
-            with guard(session, f"links {phase.scope}-node round {index + 1}/"
-                                f"{len(phase.rounds)}: all-gather of the round's timings "
-                                "(waits for every rank)"):
-                dist.all_gather_object(everyone, mine)
-            round_seconds.append(time.monotonic() - round_started)
-            rounds_done += 1
-            done = [m for part in everyone for m in part]
-            measured += done
-            if on_round and session.rank == 0:
-                on_round(phase.scope, index, len(phase.rounds), done)
+    rounds = Rounds(session, config,
+                    torch.ones(count, dtype=torch.float32, device=session.device),
+                    torch.empty(count, dtype=torch.float32, device=session.device), on_round)
+    measured = rounds.run([(phase, i) for phase in phases for i in range(len(phase.rounds))])
     info: list[Any] = [None] * session.world_size
     with session.watchdog.step("links result exchange"):
         dist.all_gather_object(info, {"matrix": matrix, "nearest": nearest,
                                       "pinned": rank_nic()})
-    if session.rank != 0:
-        return None
-    resolve_nics(info, session.layout.devices)
-    links = link_records(measured, session.layout.devices, info, config)
-    nodes = [NodeInfo(node=n, host=session.layout.devices[ranks[0]]["host"], ranks=ranks,
+    resolve_nics(info, devices)
+    nodes = [NodeInfo(node=n, host=devices[ranks[0]]["host"], ranks=ranks,
                       nics=sorted({info[r]["nic"] for r in ranks if info[r]["nic"]}))
              for n, ranks in enumerate(by_node)]
+    links = link_records(measured, devices, info, config)
     node_records, thresholds = judge(links, nodes, config.fraction, config.expected_fraction)
+    confirmations = []
+    by_scope = {phase.scope: phase for phase in phases}
+    for attempt in range(config.confirm):
+        todo: list[Any] = [confirm.rounds_to_confirm(links) if session.rank == 0 else None]
+        with session.watchdog.step("links confirmation plan broadcast"):
+            dist.broadcast_object_list(todo, src=0)
+        if not todo[0]:
+            break
+        label = f"confirmation {attempt + 1}/{config.confirm}: "
+        again = rounds.run([(by_scope[scope], index) for scope, index in todo[0]], label)
+        failing = confirm.failing_directions(links)
+        confirm.merge_tries(measured, again, failing)
+        links = link_records(measured, devices, info, config)
+        node_records, _ = judge(links, nodes, config.fraction, config.expected_fraction,
+                                fixed=thresholds)
+        confirmations.append(Confirmation(attempt + 1, len(todo[0]), len(failing), len(
+            confirm.failing_directions(links))))
+    if session.rank != 0:
+        return None
     return Outcome(links, node_records, thresholds, phases, time.monotonic() - started,
-                   round_seconds)
+                   rounds.seconds, confirmations)
 
 
 def resolve_nics(info: list[dict[str, Any]], devices: list[dict[str, Any]]) -> None:
@@ -183,13 +237,15 @@ def link_records(measured: list[dict[str, Any]], devices: list[dict[str, Any]],
                                                     dst["device"])
         time_us = statistics.median(m["times"]) * 1e6
         gbs, _busbw = bandwidths(config.size_bytes, time_us, "sendrecv", 2)
+        tries = [bandwidths(config.size_bytes, statistics.median(t) * 1e6, "sendrecv", 2)[0]
+                 for t in m.get("tries", [m["times"]])]
         records.append(LinkRecord(
             src_host=src["host"], dst_host=dst["host"], src_rank=m["src"], dst_rank=m["dst"],
             src_device=_device(src), dst_device=_device(dst), src_nic=info[m["src"]]["nic"],
             dst_nic=info[m["dst"]]["nic"], scope=m["scope"], link_type=link_type,
             size_bytes=config.size_bytes, iters=len(m["times"]), time_us=time_us, gbs=gbs,
             expected_gbs=nominal, round=m["round"], src_node=src["node"],
-            dst_node=dst["node"]))
+            dst_node=dst["node"], tries_gbs=tries))
     return records
 
 

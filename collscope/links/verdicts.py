@@ -62,10 +62,25 @@ class NodeInfo:
     nics: list[str]
 
 
+def _across_nodes(inter: list[LinkRecord], best: dict[int, float], fraction: float,
+                  judged: bool) -> Threshold:
+    """The inter-node threshold over the links among healthy nodes (see the module text)."""
+    suspects: set[int] = set()
+    if judged:
+        first = fraction * statistics.median(best.values())
+        suspects = {node for node, gbs in best.items() if gbs < first}
+    healthy = [link.gbs for link in inter
+               if link.src_node not in suspects and link.dst_node not in suspects]
+    return threshold(healthy or [link.gbs for link in inter], fraction, "across nodes")
+
+
 def judge(links: list[LinkRecord], nodes: Sequence[NodeInfo], fraction: float = 0.7,
-          expected_fraction: float = 0.5,
+          expected_fraction: float = 0.5, fixed: Sequence[Threshold] = (),
           ) -> tuple[list[NodeRecord], list[Threshold]]:
-    """Set every link's verdict; the node records and the thresholds used."""
+    """Set every link's verdict; the node records and the thresholds used. ``fixed``
+    thresholds (by scope) are used as given instead of being taken from these links: a
+    confirmation judges re-measured links against the first measurement's threshold."""
+    given = {limit.scope: limit for limit in fixed}
     thresholds = []
     inter = [link for link in links if link.scope == "inter"]
     touching = {info.node: [link for link in inter if info.node in (link.src_node,
@@ -75,13 +90,7 @@ def judge(links: list[LinkRecord], nodes: Sequence[NodeInfo], fraction: float = 
     slow_nodes: set[int] = set()
     if inter:
         judged = len(best) >= 3
-        suspects: set[int] = set()
-        if judged:
-            first = fraction * statistics.median(best.values())
-            suspects = {node for node, gbs in best.items() if gbs < first}
-        healthy = [link.gbs for link in inter
-                   if link.src_node not in suspects and link.dst_node not in suspects]
-        limit = threshold(healthy or [link.gbs for link in inter], fraction, "across nodes")
+        limit = given.get("across nodes") or _across_nodes(inter, best, fraction, judged)
         thresholds.append(limit)
         if judged:
             slow_nodes = {node for node, gbs in best.items() if gbs < limit.limit_gbs}
@@ -95,7 +104,8 @@ def judge(links: list[LinkRecord], nodes: Sequence[NodeInfo], fraction: float = 
     intra = [link for link in links if link.scope == "intra"]
     for link_type in sorted({link.link_type or "unknown" for link in intra}):
         group = [link for link in intra if (link.link_type or "unknown") == link_type]
-        limit = threshold([link.gbs for link in group], fraction, f"inside nodes ({link_type})")
+        scope = f"inside nodes ({link_type})"
+        limit = given.get(scope) or threshold([link.gbs for link in group], fraction, scope)
         thresholds.append(limit)
         for link in group:
             if link.expected_gbs and link.gbs < expected_fraction * link.expected_gbs:

@@ -14,6 +14,8 @@ kill@R:N    bench: rank R kills itself with SIGKILL once N sizes have completed 
             OOM killer does to a rank)
 delay@R:MS  bench/links: rank R sleeps MS milliseconds before each launch
             (bench: a late rank; links: a slow sender, its partners wait for its data)
+blip@R:MS   links: like delay, in the first measurement only (a transient slowdown that
+            the confirmation's re-run clears)
 straggle@R:MS  train: rank R sleeps MS milliseconds before each step's backward
 ==========  =====================================================================
 

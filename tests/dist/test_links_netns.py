@@ -1,9 +1,12 @@
 """collscope links on an emulated 4-node cluster: one node capped at a quarter of the others'
-rate is named as the slow node (and no other), exit 1; equal rates pass, exit 0.
+rate is named as the slow node (and no other), exit 1; with no cap at all, exit 0.
 
-Every node's link is capped (tbf, burst 256 kB < the 2 MiB message), so the exchanges are
-bandwidth-bound: an uncapped veth measures the host's memory copies under CPU contention, not
-a link. Needs root and network namespaces; skips cleanly elsewhere.
+In the capped case every node's link is capped (tbf, burst 256 kB < the 2 MiB message), so the
+exchanges are bandwidth-bound and short. The uncapped case runs links with its defaults
+(64 MiB, 5 iterations): veth links between namespaces then measure memory copies on 2 shared
+cores, whose speed wanders (one pair in ten below 70% of the median in a single measurement
+at 2 MiB); the confirmation re-run is what keeps such noise from being called a slow link.
+Needs root and network namespaces; skips cleanly elsewhere.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ pytestmark = pytest.mark.dist
 FAST, SLOW = "400mbit", "100mbit"
 
 
-def _links(tmp_path, slow_node: int | None):
+def _links(tmp_path, slow_node: int | None, capped: bool = True,
+           args: tuple[str, ...] = ("-b", "2M", "-n", "3", "-w", "1")):
     netns = pytest.importorskip("benchmarks.netns_cluster")
     if os.geteuid() != 0:
         pytest.skip("network namespaces need root")
@@ -28,13 +32,13 @@ def _links(tmp_path, slow_node: int | None):
     started = time.monotonic()
     try:
         with netns.netns_cluster(nodes=4, prefix="cs13", subnet=130,
-                                 link_rate=lambda node, _net: SLOW if node == slow_node
-                                 else FAST) as cluster:
+                                 link_rate=lambda node, _net: None if not capped else
+                                 SLOW if node == slow_node else FAST) as cluster:
             env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/root"),
                    "PYTHONPATH": str(REPO)}
             agents = cluster.torchrun(1, free_port(), [
-                "collscope", "links", "-b", "2M", "-n", "3", "-w", "1", "--json", str(out),
-                "--timeout", "40"], timeout=55, env=env)
+                "collscope", "links", *args, "--json", str(out), "--timeout", "40"],
+                timeout=55, env=env)
     except netns.ClusterUnavailable as error:
         pytest.skip(str(error))
     return agents, read_records(out), time.monotonic() - started
@@ -53,10 +57,22 @@ def test_a_node_at_a_quarter_rate_is_the_one_slow_node(tmp_path):
         assert link["verdict"] == ("node" if touches else "ok"), link
     assert "SLOW NODE cs13-node2" in agents[0].stdout
     assert "cs13n2e0" in agents[0].stdout                 # its NIC is named
+    # Confirmed: node 2's rounds (all 3) ran again and its links failed again.
+    (confirmation,) = records[0]["extra"]["confirmations"]
+    assert confirmation == {"attempt": 1, "rounds": 3, "failing_before": 6,
+                            "failing_after": 6}
+    assert all(len(link["tries_gbs"]) == (2 if link["verdict"] == "node" else 1)
+               for link in links)
 
 
-def test_equal_rates_pass(tmp_path):
-    agents, records, _seconds = _links(tmp_path, slow_node=None)
+def test_with_no_cap_every_node_passes(tmp_path):
+    # Defaults, but two confirmation tries: on 2 shared cores the four directions of a round
+    # are bimodal (one runs ~1.8x the others), so the median can sit between the modes with
+    # the slow mode at ~0.72 of it; 14 of 14 runs with the default (1) passed, 2 of them on
+    # their confirmation. Two tries keep CI's margin without hiding a real cap (test above).
+    agents, records, seconds = _links(tmp_path, slow_node=None, capped=False,
+                                      args=("--confirm", "2"))
+    assert seconds < 60
     assert [a.returncode for a in agents] == [0, 0, 0, 0], agents[0].stderr[-2000:]
     assert all(r["verdict"] == "ok" for r in records if r["kind"] in ("link", "node"))
     assert "verdict: PASS" in agents[0].stdout

@@ -56,10 +56,38 @@ def test_a_slow_sender_fails_the_gate_with_its_links_named(tmp_path):
     slow = {(r["src_rank"], r["dst_rank"]) for r in links if r["verdict"] == "slow"}
     # The receivers waited 50 ms per exchange for rank 2's data (4 MiB moves in a few ms).
     assert {(2, 0), (2, 1), (2, 3)} <= slow
+    assert all(len(r["tries_gbs"]) == 2 for r in links if (r["src_rank"], r["dst_rank"]) in slow)
     from_2 = max(r["gbs"] for r in links if r["src_rank"] == 2)
     others = sorted(r["gbs"] for r in links if r["src_rank"] != 2)
     assert from_2 < others[len(others) // 2] / 5
     assert "failing links" in proc.stdout and "verdict: FAIL" in proc.stdout
+
+
+def test_a_transient_slowdown_is_cleared_by_the_confirmation_rerun(tmp_path):
+    from collscope.testing.faults import FAULT_ENV
+    from tests.helpers import cli_env, read_records
+
+    out = tmp_path / "links.jsonl"
+    proc = run_cli("links", "--nproc", "4", "-b", "4M", "-n", "3", "-w", "1", "--json",
+                   str(out), "--timeout", "60", env=cli_env(**{FAULT_ENV: "blip@2:50"}),
+                   timeout=120)
+    records = read_records(out)
+    links = [r for r in records if r["kind"] == "link"]
+    retried = [r for r in links if len(r["tries_gbs"]) == 2]
+    # Rank 2 sent slowly in the first measurement only: its links failed, ran again, passed.
+    assert {(2, 0), (2, 1), (2, 3)} <= {(r["src_rank"], r["dst_rank"]) for r in retried}
+    for link in retried:
+        assert link["gbs"] == pytest.approx(max(link["tries_gbs"]))
+    from_2 = [r for r in links if r["src_rank"] == 2]
+    assert all(r["tries_gbs"][1] > 5 * r["tries_gbs"][0] for r in from_2)
+    (first, *_) = records[0]["extra"]["confirmations"]
+    assert first["failing_before"] >= 3 and "confirmation 1:" in proc.stdout
+    # Judged on the best try against the first measurement's threshold. (Noisy CPU pairs on
+    # 2 cores may still fail twice, so the exit code is checked against the verdicts.)
+    (limit,) = records[0]["extra"]["thresholds"]
+    for link in links:
+        assert (link["verdict"] == "ok") == (link["gbs"] >= limit["limit_gbs"]), link
+    assert proc.returncode == (1 if any(r["verdict"] != "ok" for r in links) else 0)
 
 
 def test_a_hung_rank_ends_every_rank_within_the_timeout_naming_the_round():
