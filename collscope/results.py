@@ -375,7 +375,7 @@ class LinkRecord:
     gbs: float                    # size_bytes / time_us, GB/s = 1e9 B/s (sendrecv busbw)
     expected_gbs: float | None    # nominal per-direction bandwidth of link_type, if known
     verdict: str = "ok"           # ok | slow | node (a slow endpoint node explains it) |
-                                  # below-link-type
+                                  # gpu (a slow GPU explains it) | below-link-type
     round: int = 0
     src_node: int = 0
     dst_node: int = 0
@@ -399,6 +399,8 @@ class NodeRecord:
     best_gbs: float | None        # its fastest inter-node link
     links: int
     verdict: str = "ok"           # ok | slow (slow on all its links)
+    slow_ranks: list[int] = field(default_factory=list)   # its GPUs (ranks) slow on every
+                                  # pair inside the node (their links: verdict "gpu")
     kind: str = "node"
 
     def to_dict(self) -> dict[str, Any]:

@@ -95,14 +95,37 @@ def _render(console: Any, style: Any, outcome: Any, config: Any) -> None:
                       "GB/s shown: its best try)")
     slow = [node for node in outcome.nodes if node.verdict == "slow"]
     for node in slow:
+        mine = [link for link in inter if node.node in (link.src_node, link.dst_node)]
         console.print(f"[bold red]SLOW NODE[/] {node.host} (ranks "
                       f"{','.join(map(str, node.ranks))}, NIC {', '.join(node.nics) or '?'}): "
-                      f"every link below the threshold; best {node.best_gbs:.3g} GB/s")
+                      f"{_failing_side(mine, [link.src_node == node.node for link in mine])}")
+    gpus = [(node, rank) for node in outcome.nodes for rank in node.slow_ranks]
+    for node, rank in gpus:
+        mine = [link for link in outcome.links
+                if link.scope == "intra" and rank in (link.src_rank, link.dst_rank)]
+        device = next((link.src_device if link.src_rank == rank else link.dst_device
+                       for link in mine), None) or "?"
+        what = "GPU" if device.startswith("cuda") else "RANK"
+        console.print(f"[bold red]SLOW {what}[/] {node.host} rank {rank} ({device}): inside "
+                      f"the node, {_failing_side(mine, [link.src_rank == rank for link in mine])}")
     if len({n.node for n in outcome.nodes}) == 2 and inter:
         console.print("note: with 2 nodes there is one pair; a slow link cannot be blamed on "
                       "either node (judging nodes needs >= 3)")
-    console.print("verdict: " + ("FAIL" if slow or bad else "PASS") +
-                  f" ({len(slow)} slow node(s), {len(bad)} failing link(s) beyond them)")
+    console.print("verdict: " + ("FAIL" if slow or gpus or bad else "PASS") +
+                  f" ({len(slow)} slow node(s), {len(gpus)} slow GPU(s), {len(bad)} failing "
+                  "link(s) beyond them)")
+
+
+def _failing_side(links: list[Any], sent: list[bool]) -> str:
+    """Which of an endpoint's directions all fail (``sent``: per link, whether the endpoint
+    sent it), and its best link in those directions."""
+    sides = {"sends": [link for link, out in zip(links, sent, strict=True) if out],
+             "receives": [link for link, out in zip(links, sent, strict=True) if not out]}
+    failing = [side for side, own in sides.items()
+               if own and all(link.verdict != "ok" for link in own)]
+    best = max(link.gbs for side in failing for link in sides[side])
+    return (f"every link it {' and '.join(failing)} is below the threshold (best "
+            f"{best:.3g} GB/s)")
 
 
 def _rank_label(link: Any, end: str) -> str:

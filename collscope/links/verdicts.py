@@ -1,33 +1,40 @@
-"""Robust verdicts on a link matrix (pure): slow links, slow nodes, and the stated threshold.
+"""Robust verdicts on a link matrix (pure): slow links, slow nodes and GPUs, the threshold.
 
 Threshold: a link is slow below ``fraction x reference`` (default 70%), where the reference is
-the median over the links between healthy nodes. The robust spread (MAD scaled to a normal
-sigma, scipy.stats.median_abs_deviation) is reported with it and each link's robust z-score
-is kept, but does not decide: with a handful of iterations on shared hosts the spread of
-healthy links is wide and bimodal, so ``median - k x MAD`` lands inside a 4x-slow cluster,
-while a fixed fraction of the median separates a degraded link from noise. Across nodes it
-runs in two passes, so that one slow node (which touches a
-large share of all links: half of them with 4 nodes) cannot drag the reference down: nodes
-whose best link is below ``fraction x`` the median best link are set aside first, then the
-reference is taken over the links among the others. A node is slow when even its best link
-is below the threshold (slow on all its links); its links are then reported as explained by
-the node (verdict "node"), not as N-1 separate bad links. Judging nodes needs >= 3 nodes
-(with two there is one pair and no way to tell which end is slow).
+the median over the links between healthy endpoints. The robust spread (MAD scaled to a normal
+sigma, scipy.stats.median_abs_deviation) is reported with it but does not decide: with a
+handful of iterations on shared hosts the spread of healthy links is wide and bimodal, so
+``median - k x MAD`` lands inside a 4x-slow cluster, while a fixed fraction of the median
+separates a degraded link from noise. The reference is taken in two passes, so that one slow
+endpoint (which touches a large share of all links: half of them with 4 nodes) cannot drag it
+down: endpoints whose best link in their weaker direction (sending or receiving) is below
+``fraction x`` the median of those are set aside first, then the reference is the median over
+the links among the others.
 
-Inside a node links are judged the same way within each link type, and also against the
-nominal bandwidth of their type where it is known (verdict "below-link-type" under
-``expected_fraction`` of it).
+Across nodes the endpoints are nodes. A node is slow when every link it sends, or every link
+it receives, is below the threshold (a NIC can degrade in one
+direction) while a link between two other nodes passes. Its failing links are then reported as
+explained by the node (verdict "node"), not as N-1 separate bad links. Judging nodes needs
+>= 3 nodes (with two there is one pair and no way to tell which end is slow).
+
+Inside a node the endpoints are ranks (GPUs), judged within each link type, and also against
+the nominal bandwidth of their type where it is known (verdict "below-link-type" under
+``expected_fraction`` of it). A GPU judged slow the same way as a node (all it sends or all it
+receives fails while a pair of its node without it passes: a GPU on a PCIe fallback, a bad
+xGMI/NVLink port) is reported as the GPU: its failing links carry verdict "gpu" and its node
+record lists it in ``slow_ranks``.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from collscope.results import LinkRecord, NodeRecord
 
-FAIL_VERDICTS = ("slow", "node", "below-link-type")
+FAIL_VERDICTS = ("slow", "node", "gpu", "below-link-type")
 
 
 @dataclass(frozen=True)
@@ -62,16 +69,75 @@ class NodeInfo:
     nics: list[str]
 
 
-def _across_nodes(inter: list[LinkRecord], best: dict[int, float], fraction: float,
-                  judged: bool) -> Threshold:
-    """The inter-node threshold over the links among healthy nodes (see the module text)."""
+def _healthy_threshold(links: list[LinkRecord], ends: Callable[[LinkRecord], tuple[int, int]],
+                       fraction: float, scope: str) -> Threshold:
+    """The threshold over the links among healthy endpoints (nodes, or ranks inside nodes):
+    endpoints whose best link in their weaker direction is below ``fraction x`` the median of
+    those are set aside first, so one slow endpoint touching many links cannot drag the
+    reference down."""
+    sending = _best_by_end(links, lambda link: (ends(link)[0],))
+    receiving = _best_by_end(links, lambda link: (ends(link)[1],))
+    weaker = {end: min(sending.get(end, math.inf), receiving.get(end, math.inf))
+              for end in sending.keys() | receiving.keys()}
     suspects: set[int] = set()
-    if judged:
-        first = fraction * statistics.median(best.values())
-        suspects = {node for node, gbs in best.items() if gbs < first}
-    healthy = [link.gbs for link in inter
-               if link.src_node not in suspects and link.dst_node not in suspects]
-    return threshold(healthy or [link.gbs for link in inter], fraction, "across nodes")
+    if len(weaker) >= 3:
+        first = fraction * statistics.median(weaker.values())
+        suspects = {end for end, gbs in weaker.items() if gbs < first}
+    healthy = [link.gbs for link in links if not suspects & set(ends(link))]
+    return threshold(healthy or [link.gbs for link in links], fraction, scope)
+
+
+def _best_by_end(links: Sequence[LinkRecord], ends: Callable[[LinkRecord], tuple[int, ...]],
+                 ) -> dict[int, float]:
+    best: dict[int, float] = {}
+    for link in links:
+        for end in ends(link):
+            best[end] = max(best.get(end, 0.0), link.gbs)
+    return best
+
+
+def _node_ends(link: LinkRecord) -> tuple[int, int]:
+    return link.src_node, link.dst_node
+
+
+def _rank_ends(link: LinkRecord) -> tuple[int, int]:
+    return link.src_rank, link.dst_rank
+
+
+def slow_ends(links: Sequence[LinkRecord], ends: Callable[[LinkRecord], tuple[int, int]],
+              ) -> set[int]:
+    """Endpoints all of whose outgoing links, or all of whose incoming links, fail while some
+    link between two other endpoints passes: the endpoint explains those links (a NIC or GPU
+    slow in one direction counts). Linear in the number of links."""
+    out: dict[int, list[int]] = {}          # end -> [links, failing]
+    inc: dict[int, list[int]] = {}
+    ok_total = 0
+    ok_touching: dict[int, int] = {}
+    for link in links:
+        src, dst = ends(link)
+        bad = link.verdict != "ok"
+        for table, end in ((out, src), (inc, dst)):
+            counts = table.setdefault(end, [0, 0])
+            counts[0] += 1
+            counts[1] += bad
+        if not bad:
+            ok_total += 1
+            for end in {src, dst}:
+                ok_touching[end] = ok_touching.get(end, 0) + 1
+    slow = set()
+    for end in out.keys() | inc.keys():
+        one_way = any(table.get(end, [0, 0])[0] and table[end][0] == table[end][1]
+                      for table in (out, inc))
+        if one_way and ok_total - ok_touching.get(end, 0) > 0:
+            slow.add(end)
+    return slow
+
+
+def _explained(links: Sequence[LinkRecord], slow: set[int],
+               ends: Callable[[LinkRecord], tuple[int, int]], verdict: str) -> None:
+    for link in links:
+        if link.verdict != "ok" and slow & set(ends(link)):
+            link.verdict = verdict
 
 
 def judge(links: list[LinkRecord], nodes: Sequence[NodeInfo], fraction: float = 0.7,
@@ -83,29 +149,21 @@ def judge(links: list[LinkRecord], nodes: Sequence[NodeInfo], fraction: float = 
     given = {limit.scope: limit for limit in fixed}
     thresholds = []
     inter = [link for link in links if link.scope == "inter"]
-    touching = {info.node: [link for link in inter if info.node in (link.src_node,
-                                                                    link.dst_node)]
-                for info in nodes}
-    best = {node: max(link.gbs for link in own) for node, own in touching.items() if own}
+    best = _best_by_end(inter, _node_ends)
     slow_nodes: set[int] = set()
     if inter:
-        judged = len(best) >= 3
-        limit = given.get("across nodes") or _across_nodes(inter, best, fraction, judged)
+        scope = "across nodes"
+        limit = given.get(scope) or _healthy_threshold(inter, _node_ends, fraction, scope)
         thresholds.append(limit)
-        if judged:
-            slow_nodes = {node for node, gbs in best.items() if gbs < limit.limit_gbs}
         for link in inter:
-            if link.gbs >= limit.limit_gbs:
-                link.verdict = "ok"
-            elif slow_nodes & {link.src_node, link.dst_node}:
-                link.verdict = "node"
-            else:
-                link.verdict = "slow"
+            link.verdict = "ok" if link.gbs >= limit.limit_gbs else "slow"
+        slow_nodes = slow_ends(inter, _node_ends)
+        _explained(inter, slow_nodes, _node_ends, "node")
     intra = [link for link in links if link.scope == "intra"]
     for link_type in sorted({link.link_type or "unknown" for link in intra}):
         group = [link for link in intra if (link.link_type or "unknown") == link_type]
         scope = f"inside nodes ({link_type})"
-        limit = given.get(scope) or threshold([link.gbs for link in group], fraction, scope)
+        limit = given.get(scope) or _healthy_threshold(group, _rank_ends, fraction, scope)
         thresholds.append(limit)
         for link in group:
             if link.expected_gbs and link.gbs < expected_fraction * link.expected_gbs:
@@ -114,18 +172,24 @@ def judge(links: list[LinkRecord], nodes: Sequence[NodeInfo], fraction: float = 
                 link.verdict = "slow"
             else:
                 link.verdict = "ok"
+    gpus: set[int] = set()
+    for info in nodes:
+        own = [link for link in intra if link.src_node == info.node]
+        gpus |= slow_ends(own, _rank_ends)
+    _explained(intra, gpus, _rank_ends, "gpu")
     records = []
     for info in nodes:
-        own = touching.get(info.node, [])
+        own = [link for link in inter if info.node in _node_ends(link)]
         records.append(NodeRecord(
             host=info.host, node=info.node, ranks=info.ranks, nics=info.nics,
             median_gbs=statistics.median(link.gbs for link in own) if own else None,
             best_gbs=best.get(info.node), links=len(own),
-            verdict="slow" if info.node in slow_nodes else "ok"))
+            verdict="slow" if info.node in slow_nodes else "ok",
+            slow_ranks=sorted(gpus & set(info.ranks))))
     return records, thresholds
 
 
 def failed(links: Sequence[LinkRecord], nodes: Sequence[NodeRecord]) -> bool:
     """The acceptance gate: any failing link or node."""
     return any(link.verdict in FAIL_VERDICTS for link in links) or \
-        any(node.verdict == "slow" for node in nodes)
+        any(node.verdict == "slow" or node.slow_ranks for node in nodes)

@@ -21,6 +21,8 @@ def link_heat_maps(inputs: list[Input]) -> list[HeatMap]:
                              for end in ("src", "dst") for what in ("host", "rank"))]
             slow = [str(r.get("host")) for r in run.links if r.get("kind") == "node"
                     and r.get("verdict") == "slow"]
+            slow_gpus = {str(r.get("host")): r.get("slow_ranks") for r in run.links
+                         if r.get("kind") == "node" and r.get("slow_ranks")}
             extra = run.context.get("extra")
             thresholds = extra.get("thresholds") if isinstance(extra, dict) else None
             limits = "; ".join(f"{t.get('scope', '')} limit {t['limit_gbs']:.4g} GB/s"
@@ -38,7 +40,10 @@ def link_heat_maps(inputs: list[Input]) -> list[HeatMap]:
                 labels = sorted({name(r, "src") for r in group} | {name(r, "dst") for r in group},
                                 key=lambda x: (len(x), x))
                 cell = {(name(r, "src"), name(r, "dst")): float(r["gbs"]) for r in group}
-                note = f"slow node(s): {', '.join(slow)}. " if across and slow else ""
+                host = str(group[0].get("src_host"))
+                note = f"slow node(s): {', '.join(slow)}. " if across and slow else \
+                    f"slow GPU rank(s): {slow_gpus[host]}. " if not across and \
+                    host in slow_gpus else ""
                 charts.append(HeatMap(
                     id=f"links-{slug(run.label)}-{slug(key)}",
                     title=f"{run.label}: link bandwidth {key} (GB/s)",

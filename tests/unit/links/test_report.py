@@ -52,3 +52,24 @@ def test_one_rank_per_node_labels_cells_by_host(capsys):
     rows = _matrix_rows(capsys.readouterr().out)
     assert rows["src \\ dst"] == ["h0", "h1"]
     assert rows["h0"] == ["-", "11"] and rows["h1"] == ["12", "-"]
+
+
+def test_a_slow_gpu_and_a_confirmation_are_named(capsys):
+    import dataclasses
+    import itertools
+
+    from collscope.links.run import Confirmation
+    from collscope.links.verdicts import NodeInfo, judge
+
+    links = [dataclasses.replace(_link(a, b, 5.0 if 2 in (a, b) else 40.0), scope="intra",
+                                 src_host="h0", dst_host="h0", src_node=0, dst_node=0,
+                                 src_device=f"cuda:{a}", dst_device=f"cuda:{b}")
+             for a, b in itertools.permutations(range(4), 2)]
+    nodes, thresholds = judge(links, [NodeInfo(0, "h0", [0, 1, 2, 3], [])])
+    render(Outcome(links, nodes, thresholds, [Phase("intra", [])], 1.0,
+                   confirmations=[Confirmation(1, 3, 6, 6)]), LinksConfig())
+    out = capsys.readouterr().out
+    assert "SLOW GPU h0 rank 2 (cuda:2): inside the node, every link it sends and receives " \
+           "is below the threshold (best 5 GB/s)" in out
+    assert "confirmation 1: 6 failing direction(s) re-measured in 3 round(s)" in out
+    assert "verdict: FAIL (0 slow node(s), 1 slow GPU(s), 0 failing link(s) beyond them)" in out

@@ -85,3 +85,45 @@ def test_link_types_come_from_the_doctor_topology():
     assert pair_link(matrix, 0, 1) == ("xgmi", 64.0)
     assert pair_link(matrix, 6, 7) == ("xgmi", 64.0)
     assert pair_link(matrix, 0, 99) == (None, None) and pair_link(None, 0, 1) == (None, None)
+
+
+def _node_pairs(ranks: int, speed, link_type: str = "xgmi") -> list[LinkRecord]:
+    return [_link(a, b, speed(a, b), "intra", link_type, NOMINAL_GBS[link_type])
+            for a, b in itertools.permutations(range(ranks), 2)]
+
+
+@pytest.mark.parametrize("ranks,slow", [(3, 1), (4, 2), (8, 5)])
+def test_a_gpu_slow_on_every_pair_is_the_gpu_not_its_links(ranks, slow):
+    links = _node_pairs(ranks, lambda a, b: 12.0 if slow in (a, b) else 50.0 + (a + b) % 3)
+    nodes, (limit,) = judge(links, [NodeInfo(0, "n0", list(range(ranks)), [])])
+    assert nodes[0].slow_ranks == [slow] and nodes[0].verdict == "ok"
+    for link in links:
+        assert link.verdict == ("gpu" if slow in (link.src_rank, link.dst_rank) else "ok")
+    assert limit.reference_gbs >= 50.0                    # the slow GPU set aside first
+    assert failed(links, nodes)
+
+
+def test_one_bad_gpu_pair_is_a_link_and_two_gpus_on_two_ranks_blame_neither():
+    links = _node_pairs(4, lambda a, b: 10.0 if {a, b} == {1, 3} else 50.0)
+    nodes, _ = judge(links, [NodeInfo(0, "n0", [0, 1, 2, 3], [])])
+    assert nodes[0].slow_ranks == []
+    assert {(x.src_rank, x.dst_rank) for x in links if x.verdict != "ok"} == {(1, 3), (3, 1)}
+    pair = _node_pairs(2, lambda a, b: 10.0)              # 2 GPUs: no pair without either
+    nodes, _ = judge(pair, [NodeInfo(0, "n0", [0, 1], [])])
+    assert nodes[0].slow_ranks == [] and all(x.verdict == "below-link-type" for x in pair)
+
+
+def test_a_node_slow_in_one_direction_is_the_node():
+    # Node 1's NIC sends at a quarter rate; what it receives is fine.
+    links = _matrix(4, lambda a, b: 2.5 if a == 1 else 10.0)
+    nodes, (limit,) = judge(links, _nodes(4))
+    assert [node.host for node in nodes if node.verdict == "slow"] == ["n1"]
+    assert {(x.src_rank, x.verdict) for x in links if x.verdict != "ok"} == {(1, "node")}
+    assert limit.reference_gbs == 10.0                    # its sends set aside first
+
+
+def test_a_gpu_slow_in_one_direction_is_the_gpu():
+    links = _node_pairs(4, lambda a, b: 10.0 if b == 3 else 50.0)    # GPU 3 receives slowly
+    nodes, _ = judge(links, [NodeInfo(0, "n0", [0, 1, 2, 3], [])])
+    assert nodes[0].slow_ranks == [3]
+    assert {(x.dst_rank, x.verdict) for x in links if x.verdict != "ok"} == {(3, "gpu")}

@@ -26,7 +26,8 @@ def _text() -> str:
                 for a in range(3) for b in range(3) if a != b]
     records += [_link(0, 1, 4.0, "intra"), _link(1, 0, 4.5, "intra")]
     records += [NodeRecord(host=f"h{n}", node=n, ranks=[n], nics=[], median_gbs=1.0,
-                           best_gbs=1.0, links=4, verdict="slow" if n == 2 else "ok").to_dict()
+                           best_gbs=1.0, links=4, verdict="slow" if n == 2 else "ok",
+                           slow_ranks=[1] if n == 0 else []).to_dict()
                 for n in range(3)]
     return "\n".join(json.dumps(r) for r in records) + "\n"
 
@@ -40,7 +41,7 @@ def test_link_records_become_one_matrix_across_nodes_and_one_per_node():
     assert "slow node(s): h2" in across.note and "limit 7 GB/s" in across.note
     assert inside.title.endswith("inside h0 (GB/s)") and inside.values == [[None, 4.0],
                                                                            [4.5, None]]
-    assert inside.row_label == "src rank"
+    assert inside.row_label == "src rank" and "slow GPU rank(s): [1]" in inside.note
     page = render_report([source], generated_at=0)
     assert 'id="links"' in page and "src host h2, dst host h1: 2.5 GB/s" in page
     assert [c.id for c in all_charts([source])] == [across.id, inside.id]
