@@ -255,7 +255,7 @@ def _conclude(trials: list[Trial], space: Space, config: TuneConfig, args: argpa
     if args.tuner_csv:
         _write(args.tuner_csv, "--tuner-csv", handover.tuner_csv(
             rows, space.baseline, int(context.get("nodes") or -1),
-            int(context.get("world_size") or -1)), to_stdout)
+            int(context.get("world_size") or -1), _library(args.backend).name), to_stdout)
     ok = any(t.status == "ok" for t in trials)
     return 1 if (stopped.startswith("the baseline") or not ok) else 0
 

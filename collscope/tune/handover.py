@@ -3,8 +3,9 @@
 Pure (text out). ``env_lines``: bash ``export`` lines (environment variables are per process,
 so one set for the whole job: the set that wins at every size where anything wins, else the
 best single set by geometric-mean speed-up, with the sizes where it loses said in comments).
-``tuner_csv``: the CSV of NCCL's example tuner plugin (ext-tuner/example, read through
-``NCCL_TUNER_CONFIG_FILE``), so per-size winners apply inside the library. ``tune_records``: the
+``tuner_csv``: the CSV of the example tuner plugin of NCCL and of RCCL (both ext-tuner/example,
+same columns, read through ``NCCL_TUNER_CONFIG_FILE``), so per-size winners apply inside the
+library. ``tune_records``: the
 ``tune`` JSON records that report draws and compare gates.
 """
 
@@ -43,6 +44,11 @@ TUNER_ALGORITHMS = {"ring": "ring", "tree": "tree", "collnetdirect": "collnet_di
                     "pat": "pat"}
 TUNER_PROTOCOLS = {"ll": "ll", "ll128": "ll128", "simple": "simple"}
 ANY = -1
+# RCCL's tuner applies these algorithms only (rccl ext-tuner/README.md).
+RCCL_ALGORITHMS = ("ring", "tree")
+# Both plugins read a line with fgets into 256 bytes: a longer line is cut, and its rest is
+# read as one more line (a row, not a comment), so no line may be longer than this.
+MAX_LINE = 255
 # Variables the plugin applies itself; any other variable of a winner still needs exporting.
 TUNER_VARIABLES = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS")
 
@@ -125,9 +131,13 @@ def _range_bounds(ranges: Sequence[SizeRange], index: int) -> tuple[int, int]:
     return low, current.sizes[-1]
 
 
-def tuner_csv(rows: Sequence[Row], baseline: Config, nodes: int, ranks: int) -> list[str]:
-    """Lines of an NCCL_TUNER_CONFIG_FILE for the example plugin; comments say what is left out."""
-    lines = ["# collscope tune: per-size winners for NCCL's example tuner plugin",
+def tuner_csv(rows: Sequence[Row], baseline: Config, nodes: int, ranks: int,
+              library: str | None = None) -> list[str]:
+    """Lines of an NCCL_TUNER_CONFIG_FILE for the example plugin of NCCL or RCCL (``library``
+    "rccl": rows only for the algorithms RCCL applies); comments say what is left out. No line
+    is longer than the plugins read (long comments are wrapped)."""
+    lines = ["# collscope tune: per-size winners for the example tuner plugin of NCCL and RCCL"
+             + (f" (trials ran on {library.upper()})" if library else ""),
              f"# {','.join(TUNER_COLUMNS)}",
              "# sizes are bench message sizes (nccl-tests' size column); ranges cover measured "
              "sizes only;",
@@ -150,13 +160,27 @@ def tuner_csv(rows: Sequence[Row], baseline: Config, nodes: int, ranks: int) -> 
             lines.append(f"# {where}: winner {config.label(baseline)} does not pin one NCCL_ALGO "
                          "and one NCCL_PROTO (the plugin needs both); no row")
             continue
+        if library == "rccl" and algorithm not in RCCL_ALGORITHMS:
+            lines.append(f"# {where}: winner {config.label(baseline)}: RCCL's tuner applies "
+                         f"{' and '.join(RCCL_ALGORITHMS)} only; no row")
+            continue
         others = [f"{n}={v}" for n, v in config.values
                   if n not in TUNER_VARIABLES and v is not None and baseline.as_dict().get(n) != v]
         if others:
             lines.append(f"# {where}: also export {' '.join(others)} (not a tuner setting)")
         lines.append(",".join(str(x) for x in (collective, low, high, algorithm, protocol,
                                                channels, nodes, ranks, ANY, ANY)))
-    return lines
+    return [piece for line in lines for piece in _fit(line)]
+
+
+def _fit(line: str) -> list[str]:
+    """A comment longer than the plugins read, as several comment lines."""
+    if len(line.encode()) <= MAX_LINE or not line.startswith("#"):
+        return [line]
+    import textwrap
+
+    return ["# " + piece for piece in textwrap.wrap(line[1:].strip(), MAX_LINE - 2,
+                                                     break_on_hyphens=False)]
 
 
 def read_tuner_csv(text: str) -> list[dict[str, Any]]:
@@ -164,6 +188,9 @@ def read_tuner_csv(text: str) -> list[dict[str, Any]]:
     (numPipeOps and regBuff default to -1). Raises ValueError on a line the plugin would drop."""
     rows = []
     for number, line in enumerate(text.splitlines(), start=1):
+        if len(line.encode()) > MAX_LINE:
+            raise ValueError(f"line {number}: {len(line.encode())} bytes; the plugin reads "
+                             f"{MAX_LINE} per line and takes the rest for another line")
         if not line or line.startswith("#"):
             continue
         fields = [f.strip() for f in line.split(",")]

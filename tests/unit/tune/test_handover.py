@@ -74,6 +74,37 @@ def test_tuner_csv_leaves_out_winners_the_plugin_cannot_express():
     assert any("does not pin one NCCL_ALGO and one NCCL_PROTO" in line for line in lines)
 
 
+def test_on_rccl_only_ring_and_tree_rows_are_written():
+    nvls = Config((("NCCL_ALGO", "NVLS"), ("NCCL_PROTO", "Simple"),
+                   ("NCCL_IB_QPS_PER_CONNECTION", None)))
+    rows = analyse(trials_from({BASE: rounds({1024: 100.0, 1 << 20: 100.0}),
+                                TREE_LL: rounds({1024: 50.0, 1 << 20: 100.0}),
+                                nvls: rounds({1024: 100.0, 1 << 20: 40.0})}), BASE)
+    rccl = tuner_lines(rows, BASE, nodes=2, ranks=16, library="rccl")
+    assert [r["algorithm"] for r in read_tuner_csv("\n".join(rccl))] == ["tree"]
+    assert any("RCCL's tuner applies ring and tree only; no row" in line for line in rccl)
+    assert "(trials ran on RCCL)" in rccl[0]
+    nccl = tuner_lines(rows, BASE, nodes=2, ranks=16, library="nccl")
+    assert [r["algorithm"] for r in read_tuner_csv("\n".join(nccl))] == ["tree", "nvls"]
+
+
+def test_no_line_is_longer_than_the_plugins_read():
+    # A winner with many variables besides the algorithm makes a long "also export" comment;
+    # a 256th byte would be read by the plugins' fgets as the start of another line.
+    many = tuple((f"NCCL_SOME_LONG_VARIABLE_NAME_{i}", f"value-{i}-" + "x" * 20) for i in range(8))
+    base = Config((("NCCL_ALGO", None), ("NCCL_PROTO", None),
+                   *((name, None) for name, _ in many)))
+    wide = Config((("NCCL_ALGO", "Ring"), ("NCCL_PROTO", "Simple"), *many))
+    rows = analyse(trials_from({base: rounds({1024: 100.0}), wide: rounds({1024: 50.0})}), base)
+    lines = tuner_lines(rows, base, nodes=1, ranks=8)
+    assert max(len(line.encode()) for line in lines) <= 255
+    comments = " ".join(line[2:] for line in lines if line.startswith("# "))
+    assert all(f"{name}={value}" in comments for name, value in many)   # wrapped, not cut
+    assert len(read_tuner_csv("\n".join(lines))) == 1
+    with pytest.raises(ValueError, match="256 bytes; the plugin reads 255"):
+        read_tuner_csv("#" + "x" * 255)
+
+
 @pytest.mark.parametrize("line, problem", [
     ("allreduce,0,10,ring,simple,-1,1", "7 fields"),
     ("alltoall,0,10,ring,simple,-1,1,8", "collective 'alltoall'"),
