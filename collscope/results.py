@@ -388,6 +388,44 @@ class LinkRecord:
 
 
 @dataclass
+class LinkTryRecord:
+    """One measurement of one direction in `collscope links`, written as its round ends: the
+    raw data, kept if a later round fails (the judged ``link`` records need every round)."""
+
+    scope: str
+    round: int
+    attempt: int                  # 0: the first measurement; k: the k-th confirmation re-run
+    src_rank: int
+    dst_rank: int
+    src_host: str
+    dst_host: str
+    size_bytes: int
+    times_us: list[float]         # each timed iteration's receive completion time
+    time_us: float                # their median
+    gbs: float                    # size_bytes / time_us (1e9 B/s)
+    kind: str = "link_try"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class LinksSummaryRecord:
+    """The end of a `collscope links` run: thresholds, confirmations and the gate's verdict."""
+
+    verdict: str                  # pass | fail
+    slow_nodes: list[str]
+    thresholds: list[dict[str, Any]]
+    confirmations: list[dict[str, Any]]
+    rounds: dict[str, int]        # rounds per scope, confirmations included
+    seconds: float
+    kind: str = "links_summary"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
 class NodeRecord:
     """One host in `collscope links`: its inter-node links summarised, and its verdict."""
 

@@ -61,23 +61,26 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
     def body(session: Any, launcher_name: str) -> int:
         from collscope.links import run as links_run
-        from collscope.links.report import render, write_records
+        from collscope.links.report import LinksWriter, render
         from collscope.links.verdicts import failed
 
         to_stdout = args.json == "-"
-        started = time.time()
+        writer = LinksWriter(args.json, session, launcher_name, config, time.time()) \
+            if args.json and session.rank == 0 else None
 
-        def progress(where: str, done: list[dict[str, Any]]) -> None:
+        def progress(where: str, attempt: int, done: list[dict[str, Any]]) -> None:
             sys.stderr.write(f"collscope links: {where}: {len(done)} directions measured\n")
+            if writer:
+                writer.tries(attempt, done)
 
         outcome = links_run.run(config, session, on_round=progress)
         code = 0
         if outcome is not None:
-            if args.json:
-                write_records(args.json, outcome, session, launcher_name, config, started)
+            code = 1 if failed(outcome.links, outcome.nodes) else 0
+            if writer:
+                writer.finish(outcome, bool(code))
             if not to_stdout:
                 render(outcome, config)
-            code = 1 if failed(outcome.links, outcome.nodes) else 0
         return links_run.agree_exit(session, code)
 
     return launch_or_spawn(Job("links", config.backend, config.timeout_s, args.nproc,

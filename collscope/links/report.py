@@ -8,25 +8,56 @@ from typing import Any
 from collscope.units import format_size
 
 
-def write_records(path: str, outcome: Any, session: Any, launcher: str, config: Any,
-                  started: float) -> None:
-    from dataclasses import asdict
+class LinksWriter:
+    """Rank 0's --json file, written as the run goes: the run record first, one ``link_try``
+    record per direction as each round ends (flushed, so a rank that dies or hangs later
+    leaves every finished round on disk), then the judged ``link`` and ``node`` records and a
+    ``links_summary`` record when every round has ended."""
 
-    from collscope.results import JsonlWriter, RunRecord
+    def __init__(self, path: str, session: Any, launcher: str, config: Any, started: float):
+        from collscope.links.plan import ranks_by_node
+        from collscope.links.run import phases_for
+        from collscope.results import JsonlWriter, RunRecord
 
-    writer = JsonlWriter(path)
-    try:
-        extra = {"config": {k: v for k, v in vars(config).items()},
-                 "thresholds": [asdict(t) for t in outcome.thresholds],
-                 "rounds": {p.scope: len(p.rounds) for p in outcome.phases},
-                 "confirmations": [asdict(c) for c in outcome.confirmations],
-                 "seconds": outcome.seconds}
-        writer.write(RunRecord.for_session("links", session, launcher, TIMING, extra,
-                                           started_at=started).to_dict())
-        for record in [*outcome.links, *outcome.nodes]:
-            writer.write(record.to_dict())
-    finally:
-        writer.close()
+        self.devices = session.layout.devices
+        self.size_bytes = config.size_bytes
+        self.out = JsonlWriter(path)
+        phases = phases_for(config, ranks_by_node(self.devices))
+        extra = {"config": dict(vars(config)),
+                 "rounds": {p.scope: len(p.rounds) for p in phases}}
+        self.out.write(RunRecord.for_session("links", session, launcher, TIMING, extra,
+                                             started_at=started).to_dict())
+
+    def tries(self, attempt: int, measured: list[dict[str, Any]]) -> None:
+        from collscope.links.run import median_gbs
+        from collscope.results import LinkTryRecord
+
+        for m in measured:
+            time_us, gbs = median_gbs(self.size_bytes, m["times"])
+            self.out.write(LinkTryRecord(
+                scope=m["scope"], round=m["round"], attempt=attempt, src_rank=m["src"],
+                dst_rank=m["dst"], src_host=self.devices[m["src"]]["host"],
+                dst_host=self.devices[m["dst"]]["host"], size_bytes=self.size_bytes,
+                times_us=[t * 1e6 for t in m["times"]], time_us=time_us, gbs=gbs).to_dict())
+
+    def finish(self, outcome: Any, failed: bool) -> None:
+        from dataclasses import asdict
+
+        from collscope.results import LinksSummaryRecord
+
+        try:
+            for record in [*outcome.links, *outcome.nodes]:
+                self.out.write(record.to_dict())
+            rounds = {p.scope: len(p.rounds) for p in outcome.phases}
+            rounds["confirmation"] = sum(c.rounds for c in outcome.confirmations)
+            self.out.write(LinksSummaryRecord(
+                verdict="fail" if failed else "pass",
+                slow_nodes=[n.host for n in outcome.nodes if n.verdict == "slow"],
+                thresholds=[asdict(t) for t in outcome.thresholds],
+                confirmations=[asdict(c) for c in outcome.confirmations], rounds=rounds,
+                seconds=outcome.seconds).to_dict())
+        finally:
+            self.out.close()
 
 
 TIMING = ("per pair and direction: median over -n iterations of perf_counter from posting a "

@@ -116,11 +116,13 @@ class Rounds:
     config: LinksConfig
     send: torch.Tensor
     recv: torch.Tensor
-    on_round: Callable[[str, list[dict[str, Any]]], None] | None = None
+    on_round: Callable[[str, int, list[dict[str, Any]]], None] | None = None
     done: int = 0                                      # rounds run so far (the hang seam)
     seconds: list[float] = field(default_factory=list)
 
-    def run(self, rounds: list[tuple[Phase, int]], label: str = "") -> list[dict[str, Any]]:
+    def run(self, rounds: list[tuple[Phase, int]], attempt: int = 0) -> list[dict[str, Any]]:
+        """Run ``rounds``; ``attempt`` 0 is the first measurement, k the k-th confirmation."""
+        label = f"confirmation {attempt}/{self.config.confirm}: " if attempt else ""
         session = self.session
         # Test seams (None in real runs): a hung rank, a slow sender, a transient one.
         hang = faults.planted("hang", session.rank)
@@ -151,12 +153,12 @@ class Rounds:
             done = [m for part in everyone for m in part]
             measured += done
             if self.on_round and session.rank == 0:
-                self.on_round(where, done)
+                self.on_round(where, attempt, done)
         return measured
 
 
 def run(config: LinksConfig, session: Session,
-        on_round: Callable[[str, list[dict[str, Any]]], None] | None = None,
+        on_round: Callable[[str, int, list[dict[str, Any]]], None] | None = None,
         ) -> Outcome | None:
     """Measure every scheduled pair, then confirm the failing ones (see links.confirm); the
     judged outcome on rank 0, None on the others."""
@@ -194,8 +196,8 @@ def run(config: LinksConfig, session: Session,
             dist.broadcast_object_list(todo, src=0)
         if not todo[0]:
             break
-        label = f"confirmation {attempt + 1}/{config.confirm}: "
-        again = rounds.run([(by_scope[scope], index) for scope, index in todo[0]], label)
+        again = rounds.run([(by_scope[scope], index) for scope, index in todo[0]],
+                           attempt + 1)
         failing = confirm.failing_directions(links)
         confirm.merge_tries(measured, again, failing)
         links = link_records(measured, devices, info, config)
@@ -235,10 +237,8 @@ def link_records(measured: list[dict[str, Any]], devices: list[dict[str, Any]],
         if m["scope"] == "intra":
             link_type, nominal = expected.pair_link(matrices.get(src["node"]), src["device"],
                                                     dst["device"])
-        time_us = statistics.median(m["times"]) * 1e6
-        gbs, _busbw = bandwidths(config.size_bytes, time_us, "sendrecv", 2)
-        tries = [bandwidths(config.size_bytes, statistics.median(t) * 1e6, "sendrecv", 2)[0]
-                 for t in m.get("tries", [m["times"]])]
+        time_us, gbs = median_gbs(config.size_bytes, m["times"])
+        tries = [median_gbs(config.size_bytes, t)[1] for t in m.get("tries", [m["times"]])]
         records.append(LinkRecord(
             src_host=src["host"], dst_host=dst["host"], src_rank=m["src"], dst_rank=m["dst"],
             src_device=_device(src), dst_device=_device(dst), src_nic=info[m["src"]]["nic"],
@@ -247,6 +247,12 @@ def link_records(measured: list[dict[str, Any]], devices: list[dict[str, Any]],
             expected_gbs=nominal, round=m["round"], src_node=src["node"],
             dst_node=dst["node"], tries_gbs=tries))
     return records
+
+
+def median_gbs(size_bytes: int, times_s: list[float]) -> tuple[float, float]:
+    """(median time in us, GB/s) of one direction's timed iterations (sendrecv busbw)."""
+    time_us = statistics.median(times_s) * 1e6
+    return time_us, bandwidths(size_bytes, time_us, "sendrecv", 2)[0]
 
 
 def _device(entry: dict[str, Any]) -> str:

@@ -195,7 +195,7 @@ def group_records(records: list[tuple[int, dict[str, Any]]], name: str,
             current().train.append(record)
         elif kind in TRACE_KINDS:
             current().trace.append(record)
-        elif kind in ("link", "node"):
+        elif kind in ("link", "node", "links_summary"):
             current().links.append(record)
         elif kind == "sample":
             if isinstance(record.get("metrics"), dict) and _is_finite(record.get("ts")):
@@ -211,10 +211,11 @@ def group_records(records: list[tuple[int, dict[str, Any]]], name: str,
                                 "collective, a size, nodes and busbw; skipped")
         elif kind == "tune":
             current().tune.append(record)
-        elif kind != "tune_trial":    # a tune sweep's raw trials: its tune records sum them up
+        elif kind not in ("tune_trial", "link_try"):   # raw trials / tries: the tune and
+            #                                                link records sum them up
             warnings.append(f"{name}: line {number}: record kind {kind!r} is not one report "
                             "reads (run, result, train, sample, trace_*, finding, prediction, "
-                            "tune, link, node); skipped")
+                            "tune, link, node, links_summary); skipped")
     for index, run in enumerate(runs):
         extra = run.context.get("extra")
         run.label = _run_label(name, index, len(runs),

@@ -58,7 +58,9 @@ def test_a_node_at_a_quarter_rate_is_the_one_slow_node(tmp_path):
     assert "SLOW NODE cs13-node2" in agents[0].stdout
     assert "cs13n2e0" in agents[0].stdout                 # its NIC is named
     # Confirmed: node 2's rounds (all 3) ran again and its links failed again.
-    (confirmation,) = records[0]["extra"]["confirmations"]
+    (summary,) = [r for r in records if r["kind"] == "links_summary"]
+    assert summary["verdict"] == "fail" and summary["slow_nodes"] == ["cs13-node2"]
+    (confirmation,) = summary["confirmations"]
     assert confirmation == {"attempt": 1, "rounds": 3, "failing_before": 6,
                             "failing_after": 6}
     assert all(len(link["tries_gbs"]) == (2 if link["verdict"] == "node" else 1)

@@ -27,6 +27,17 @@ def test_local_ranks_measure_every_pair_and_json_to_stdout_is_only_json():
     records = [json.loads(line) for line in proc.stdout.splitlines()]
     assert records[0]["kind"] == "run" and records[0]["command"] == "links"
     assert records[0]["extra"]["rounds"] == {"intra": 3}
+    # Raw tries as each round ends, then the judged links, the nodes and the summary.
+    kinds = [r["kind"] for r in records]
+    first_link = kinds.index("link")
+    assert set(kinds[1:first_link]) <= {"link_try"} and kinds[-1] == "links_summary"
+    tries = [r for r in records if r["kind"] == "link_try" and r["attempt"] == 0]
+    assert len(tries) == 6 and all(len(t["times_us"]) == 2 for t in tries)
+    for t in tries:
+        assert t["time_us"] == pytest.approx(sorted(t["times_us"])[0] / 2
+                                             + sorted(t["times_us"])[1] / 2)
+    summary = records[-1]
+    assert summary["verdict"] == ("fail" if proc.returncode else "pass")
     links = [r for r in records if r["kind"] == "link"]
     assert sorted((r["src_rank"], r["dst_rank"]) for r in links) == [
         (0, 1), (0, 2), (1, 0), (1, 2), (2, 0), (2, 1)]
@@ -87,27 +98,35 @@ def test_a_transient_slowdown_is_cleared_by_the_confirmation_rerun(tmp_path):
         assert link["gbs"] == pytest.approx(max(link["tries_gbs"]))
     from_2 = [r for r in links if r["src_rank"] == 2]
     assert all(r["tries_gbs"][1] > 5 * r["tries_gbs"][0] for r in from_2)
-    (first, *_) = records[0]["extra"]["confirmations"]
+    summary = records[-1]
+    (first, *_) = summary["confirmations"]
     assert first["failing_before"] >= 3 and "confirmation 1:" in proc.stdout
     # Judged on the best try against the first measurement's threshold. (Noisy CPU pairs on
     # 2 cores may still fail twice, so the exit code is checked against the verdicts.)
-    (limit,) = records[0]["extra"]["thresholds"]
+    (limit,) = summary["thresholds"]
+    retries = [r for r in records if r["kind"] == "link_try" and r["attempt"] == 1]
+    assert {(r["src_rank"], r["dst_rank"]) for r in retries} >= {(2, 0), (2, 1), (2, 3)}
     for link in links:
         assert (link["verdict"] == "ok") == (link["gbs"] >= limit["limit_gbs"]), link
     assert proc.returncode == (1 if any(r["verdict"] != "ok" for r in links) else 0)
 
 
-def test_a_hung_rank_ends_every_rank_within_the_timeout_naming_the_round():
+def test_a_hung_rank_ends_every_rank_within_the_timeout_naming_the_round(tmp_path):
     import time
 
     from collscope.testing.faults import FAULT_ENV
-    from tests.helpers import cli_env
+    from tests.helpers import cli_env, read_records
 
     started = time.monotonic()
+    out = tmp_path / "links.jsonl"
     proc = run_cli("links", "--nproc", "3", "-b", "64K", "-n", "1", "-w", "0", "--timeout", "4",
-                   env=cli_env(**{FAULT_ENV: "hang@1:1"}), timeout=60)
+                   "--json", str(out), env=cli_env(**{FAULT_ENV: "hang@1:1"}), timeout=60)
     assert proc.returncode == 1
     assert time.monotonic() - started < 40
     assert "Traceback" not in proc.stderr
     assert "links intra-node round 2/3" in proc.stderr          # where each rank waited
     assert "rank 1: no progress for 4 s" in proc.stderr        # the hung rank itself
+    # The round that ended before the hang is on disk: round 1 of 3 ranks is the pair 1-2.
+    records = read_records(out)
+    assert [r["kind"] for r in records] == ["run", "link_try", "link_try"]
+    assert {(r["src_rank"], r["dst_rank"]) for r in records[1:]} == {(1, 2), (2, 1)}

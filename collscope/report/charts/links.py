@@ -23,8 +23,11 @@ def link_heat_maps(inputs: list[Input]) -> list[HeatMap]:
                     and r.get("verdict") == "slow"]
             slow_gpus = {str(r.get("host")): r.get("slow_ranks") for r in run.links
                          if r.get("kind") == "node" and r.get("slow_ranks")}
+            # The summary record holds the thresholds (files of collscope 0.1: the run record)
+            summary = next((r for r in run.links if r.get("kind") == "links_summary"), {})
             extra = run.context.get("extra")
-            thresholds = extra.get("thresholds") if isinstance(extra, dict) else None
+            thresholds = summary.get("thresholds") or (
+                extra.get("thresholds") if isinstance(extra, dict) else None)
             limits = "; ".join(f"{t.get('scope', '')} limit {t['limit_gbs']:.4g} GB/s"
                                for t in (thresholds if isinstance(thresholds, list) else [])
                                if isinstance(t, dict) and as_number(t.get("limit_gbs")) is not None)

@@ -45,3 +45,16 @@ def test_link_records_become_one_matrix_across_nodes_and_one_per_node():
     page = render_report([source], generated_at=0)
     assert 'id="links"' in page and "src host h2, dst host h1: 2.5 GB/s" in page
     assert [c.id for c in all_charts([source])] == [across.id, inside.id]
+
+
+def test_the_summary_record_gives_the_thresholds_and_raw_tries_are_not_warned_about():
+    text = _text().replace('"extra": {"thresholds": [{"scope": "across nodes", '
+                           '"limit_gbs": 7.0}]}', '"extra": {}')
+    text += json.dumps({"kind": "link_try", "scope": "inter", "round": 0, "attempt": 0}) + "\n"
+    text += json.dumps({"kind": "links_summary", "verdict": "fail", "thresholds": [
+        {"scope": "across nodes", "limit_gbs": 6.5}]}) + "\n"
+    source = parse_input(text, "links.jsonl")
+    assert not source.warnings
+    across, _inside = link_heat_maps([source])
+    assert "limit 6.5 GB/s" in across.note and "limit 7 GB/s" not in across.note
+    assert '"extra": {}' in text
