@@ -1,6 +1,7 @@
 """What the CLI modules share: the arguments no config field holds (--nproc for bench, train,
 overlap, links; the COLLECTIVE list for bench, tune; the check that output files can be
-written before any rank starts, for bench and train; every other flag comes from its command's
+written before any rank starts or any work begins, for bench, train, overlap, links, trace and
+tune; every other flag comes from its command's
 config dataclass through collscope.config_flags). Output helpers live in collscope.console.
 No torch at import."""
 

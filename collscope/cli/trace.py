@@ -7,6 +7,7 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
+from collscope.cli._common import check_writable
 from collscope.config_flags import add_flags, config_from
 from collscope.trace.config import TraceConfig
 
@@ -54,6 +55,7 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from collscope.trace.report import render, write_json_records
 
     config = config_from(TraceConfig, args, paths=args.traces)
+    check_writable("--json", args.json)      # before the analysis, not a traceback after it
     result = analyse(config)
     if args.json:
         write_json_records(args.json, result, argv)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from collscope import __version__
-from collscope.cli._common import add_collectives_argument
+from collscope.cli._common import add_collectives_argument, check_writable
 from collscope.config_flags import add_flags, config_from
 from collscope.errors import UsageError
 from collscope.tune.config import TuneConfig
@@ -138,6 +138,10 @@ def _library(backend: str) -> Library:
 
 def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from collscope.tune.trials import choose_launcher
+
+    for flag, path in (("--json", args.json), ("--env-out", args.env_out),
+                       ("--tuner-csv", args.tuner_csv)):
+        check_writable(flag, path)          # before the sweep, not after it
 
     try:
         import scipy  # type: ignore[import-untyped]  # noqa: F401  (checked before any trial)

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from collscope import __version__
-from tests.helpers import REPO, cli_env, run_cli, usage_error
+from tests.helpers import REPO, cli_env, run_cli, usage_error, usage_error_in_process
 
 
 def test_help_does_not_import_torch_and_is_fast():
@@ -107,3 +107,26 @@ def test_output_paths_are_checked_before_ranks_start(tmp_path):
     check_writable("--json", "-")
     check_writable("--nccl-json", str(tmp_path / "new.json"))
     check_writable("--json", None)
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["links", "--nproc", "2", "--json", "/nonexistent-dir/x.jsonl"], "--json"),
+    (["overlap", "--nproc", "2", "--json", "/nonexistent-dir/x.jsonl"], "--json"),
+    (["tune", "--space", "NCCL_ALGO=Ring", "--env-out", "/nonexistent-dir/best.env"],
+     "--env-out"),
+    (["tune", "--space", "NCCL_ALGO=Ring", "--tuner-csv", "/"], "--tuner-csv"),
+])
+def test_every_measuring_command_refuses_an_unwritable_output_before_it_starts(
+        capsys, argv, flag):
+    # Each ended in a traceback after the whole measurement before.
+    assert usage_error_in_process(capsys, argv).startswith(f"collscope {argv[0]}: {flag}: "
+                                                           "cannot write")
+
+
+def test_trace_refuses_an_unwritable_json_before_analysing(capsys):
+    from tests.conftest import shared_fixture
+
+    trace = shared_fixture("traces",
+                           "HolisticTraceAnalysis__ns_resolution_rank0of1.pt.trace.json.gz")
+    line = usage_error_in_process(capsys, ["trace", str(trace), "--json", "/nonexistent-dir/x"])
+    assert line.startswith("collscope trace: --json: cannot write"), line
