@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from collscope.links.verdicts import FAIL_VERDICTS
@@ -49,3 +50,19 @@ def merge_tries(measured: list[Measurement], again: Sequence[Measurement],
             first["times"] = m["times"]
         updated += 1
     return updated
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """One confirmation try: rounds run again, failing directions before and after it."""
+
+    attempt: int
+    rounds: int
+    failing_before: int
+    failing_after: int
+
+    def text(self) -> str:
+        return (f"confirmation {self.attempt}: {self.failing_before} failing direction(s) "
+                f"re-measured in {self.rounds} round(s) run again; "
+                f"{self.failing_before - self.failing_after} cleared, "
+                f"{self.failing_after} failed again")

@@ -50,22 +50,6 @@ class Phase:
     rounds: list[list[Pair]]
 
 
-@dataclass(frozen=True)
-class Confirmation:
-    """One confirmation try: rounds run again, failing directions before and after it."""
-
-    attempt: int
-    rounds: int
-    failing_before: int
-    failing_after: int
-
-    def text(self) -> str:
-        return (f"confirmation {self.attempt}: {self.failing_before} failing direction(s) "
-                f"re-measured in {self.rounds} round(s) run again; "
-                f"{self.failing_before - self.failing_after} cleared, "
-                f"{self.failing_after} failed again")
-
-
 @dataclass
 class Outcome:
     links: list[LinkRecord]
@@ -74,7 +58,7 @@ class Outcome:
     phases: list[Phase]
     seconds: float
     round_seconds: list[float] = field(default_factory=list)
-    confirmations: list[Confirmation] = field(default_factory=list)
+    confirmations: list[confirm.Confirmation] = field(default_factory=list)
 
 
 def phases_for(config: LinksConfig, by_node: list[list[int]]) -> list[Phase]:
@@ -203,7 +187,7 @@ def run(config: LinksConfig, session: Session,
         links = link_records(measured, devices, info, config)
         node_records, _ = judge(links, nodes, config.fraction, config.expected_fraction,
                                 fixed=thresholds)
-        confirmations.append(Confirmation(attempt + 1, len(todo[0]), len(failing), len(
+        confirmations.append(confirm.Confirmation(attempt + 1, len(todo[0]), len(failing), len(
             confirm.failing_directions(links))))
     if session.rank != 0:
         return None

@@ -7,8 +7,8 @@ import itertools
 import pytest
 
 from collscope.links.config import LinksConfig
-from collscope.links.confirm import failing_directions, merge_tries, rounds_to_confirm
-from collscope.links.run import Confirmation, link_records
+from collscope.links.confirm import Confirmation, failing_directions, merge_tries, rounds_to_confirm
+from collscope.links.run import link_records
 from collscope.links.verdicts import NodeInfo, failed, judge
 
 DEVICES = [{"rank": r, "node": r, "host": f"n{r}", "device": None, "device_type": "cpu",

@@ -58,7 +58,7 @@ def test_a_slow_gpu_and_a_confirmation_are_named(capsys):
     import dataclasses
     import itertools
 
-    from collscope.links.run import Confirmation
+    from collscope.links.confirm import Confirmation
     from collscope.links.verdicts import NodeInfo, judge
 
     links = [dataclasses.replace(_link(a, b, 5.0 if 2 in (a, b) else 40.0), scope="intra",
