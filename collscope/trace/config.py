@@ -36,8 +36,8 @@ class TraceConfig:
                                 help="ProfilerSteps A to B-1 (default: all but the last, as "
                                      "HolisticTraceAnalysis)")
     clock_align: str = flag("auto", "--clock-align", choices=CLOCK_MODES,
-                            help="put the ranks' clocks on rank 0's before judging lateness, "
-                                 "with offsets estimated from the ends of synchronising "
+                            help="put the ranks' clocks on the lowest rank's before judging "
+                                 "lateness, offsets estimated from the ends of synchronising "
                                  "collectives: auto (when the traces come from several hosts, "
                                  "or name none and the offsets clearly exceed their spread), "
                                  "on, off")
