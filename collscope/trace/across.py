@@ -108,9 +108,10 @@ def match(ranks: list[RankTrace], clock_align: str = "auto") -> Across:
             if all(per_rank[r][key].collective in SYNCHRONISING for r in rank_ids)]
     clock = align(clock_align, [t.host for t in sorted(ranks, key=lambda t: t.rank)], ends,
                   rank_ids)
+    shifts = {r: clock.shift_us(r) for r in rank_ids}
     matched = []
     for key in common:
-        starts = {r: per_rank[r][key].ready_us - clock.shift_us(r) for r in rank_ids}
+        starts = {r: per_rank[r][key].ready_us - shifts[r] for r in rank_ids}
         late = max(starts, key=lambda r: (starts[r], r))
         latest = starts[late]
         others = [s for r, s in starts.items() if r != late]

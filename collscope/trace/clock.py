@@ -161,10 +161,11 @@ def judge(clock: ClockAlignment, skews_us: list[float], judged: str) -> None:
         return
     skew = statistics.median(skews_us)
     worst = max(clock.offsets, key=lambda o: o.spread_us)
-    if skew <= DECIDABLE_MARGIN * spread:
+    if spread > 0 and skew <= DECIDABLE_MARGIN * spread:
         clock.decidable = False
         clock.decision = (
             f"lateness is not decidable on these traces: the skew judged ({judged}, "
             f"{skew:.1f} us) is within {DECIDABLE_MARGIN:g} "
             f"x the clock alignment's residual spread ({spread:.1f} us, MAD of rank "
-            f"{worst.rank}'s aligned ends); no straggler is named")
+            f"{worst.rank}'s aligned ends): in the median step no rank is late by more than "
+            "the aligned clocks can tell; no straggler is named")
