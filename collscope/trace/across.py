@@ -151,23 +151,24 @@ def match(ranks: list[RankTrace], clock_align: str = "auto") -> Across:
                   f"{clocks} (kernel start; gloo: the issuing c10d op)", finding, clock)
 
 
-def step_delays(matched: list[MatchedCall]) -> dict[int, float]:
-    """Per ProfilerStep, the delay of its most-delayed call: the skew the straggler test
-    judges (it picks the step's late rank)."""
-    worst: dict[int, float] = {}
-    for m in matched:
-        if m.step is not None:
-            worst[m.step] = max(worst.get(m.step, m.delay_us), m.delay_us)
-    return worst
-
-
-def step_late_ranks(matched: list[MatchedCall]) -> dict[int, int]:
-    """Per ProfilerStep, the late rank of its most-delayed call (calls outside steps: none)."""
+def _worst_per_step(matched: list[MatchedCall]) -> dict[int, MatchedCall]:
+    """Per ProfilerStep, its most-delayed call (calls outside steps: none)."""
     worst: dict[int, MatchedCall] = {}
     for m in matched:
         if m.step is not None and (m.step not in worst or m.delay_us > worst[m.step].delay_us):
             worst[m.step] = m
-    return {step: m.late_rank for step, m in worst.items()}
+    return worst
+
+
+def step_delays(matched: list[MatchedCall]) -> dict[int, float]:
+    """Per ProfilerStep, the delay of its most-delayed call: the skew the straggler test
+    judges (it picks the step's late rank)."""
+    return {step: m.delay_us for step, m in _worst_per_step(matched).items()}
+
+
+def step_late_ranks(matched: list[MatchedCall]) -> dict[int, int]:
+    """Per ProfilerStep, the late rank of its most-delayed call (calls outside steps: none)."""
+    return {step: m.late_rank for step, m in _worst_per_step(matched).items()}
 
 
 def _straggler(lateness: list[RankLateness], steps: int, calls: int,
