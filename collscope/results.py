@@ -330,6 +330,13 @@ class TraceRankRecord:
                                                               # earliest rank, per matched call
     late_steps: int = 0               # steps whose most-delayed call waited on it (the
                                       # straggler test's trials)
+    # Its clock minus the reference rank's (run record's clock_alignment says the method and
+    # whether it was applied): median over synchronising collectives of end - reference end,
+    # the median's CI, and the MAD of the residual ends; None: not estimated.
+    clock_offset_us: float | None = None
+    clock_offset_ci_us: list[float] = field(default_factory=list)
+    clock_spread_us: float | None = None
+    clock_calls: int = 0
     kind: str = "trace_rank"
 
     def to_dict(self) -> dict[str, Any]:

@@ -17,6 +17,7 @@ examples:
   collscope trace rank0.json.gz rank1.json.gz --steps 10:20
   collscope trace traces/ --baseline bench.jsonl all_reduce_perf.log --json trace.jsonl
   collscope train --nproc 4 --trace tr/ && collscope trace tr/
+  collscope trace host*/traces/*.json.gz --clock-align on   # hosts whose clocks differ
 
 TRACE: torch.profiler / Kineto Chrome traces (.json, .json.gz; `collscope train --trace`
 writes them), or folders of them. Ranks come from the trace's distributedInfo, else from
@@ -25,9 +26,12 @@ measured: GPU kernel times of communication kernels (CPU-only gloo traces: the b
 spans, said so); exposed comm = time a communication kernel runs while no compute kernel does;
 overlap = comm time overlapped by compute / comm time (HolisticTraceAnalysis'
 get_comm_comp_overlap); busbw with nccl-tests' factors and the p50 kernel time; late rank =
-the rank ready last for a matched call (its kernel start; gloo: its c10d op) (straggler:
-per step the rank its most-delayed call waited on; one-sided binomial test over the steps,
-Bonferroni-corrected);
+the rank ready last for a matched call (its kernel start; gloo: its c10d op), on clocks
+aligned to the lowest rank's when --clock-align applies: per rank the median over
+synchronising collectives (all_reduce, all_gather, reduce_scatter, alltoall, barrier) of its
+end - that rank's end, spread = MAD; lateness undecidable when the skew judged <= 3 x that
+spread (straggler: per step the rank its most-delayed call waited on; one-sided binomial test
+over the steps, Bonferroni-corrected);
 efficiency = busbw / the --baseline busbw at the same size and rank count.
 exit codes: 0 ok (also when there is no communication), 2 bad input.
 """

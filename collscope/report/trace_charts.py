@@ -91,12 +91,15 @@ def lateness_map(run: Run) -> HeatMap | None:
     values: list[list[float | None]] = [
         [(as_number(v) if i < len(r["late_by_call"]) else None)
          for i, v in enumerate((r["late_by_call"] + [None] * calls)[:calls])] for r in ranks]
+    clock = (run.context.get("extra") or {}).get("clock_alignment") or {}
+    clocks = (f"clocks aligned to rank {clock.get('reference_rank')}'s"
+              if clock.get("applied") else "the traces' clocks")
     return HeatMap(
         f"trace_lateness_{slug(run.label)}", f"{run.label}: how late each rank started each "
         "collective", "rank", "matched call", [f"rank {r.get('rank')}" for r in ranks],
         [str(i) for i in range(calls)], values, unit="ms", bad="high",
-        note="start of the call on this rank minus the earliest rank's start (the traces' "
-             "clocks); the dark cells are the ranks the others waited for")
+        note=f"start of the call on this rank minus the earliest rank's start ({clocks}); "
+             "the dark cells are the ranks the others waited for")
 
 
 def trace_charts(inputs: list[Input]) -> list[Chart]:

@@ -3,9 +3,12 @@
 A call is matched across ranks by (process group, sequence number) where the trace records
 "Seq", else by its position among the rank's calls of the same collective, group and size.
 The late rank of a call is the one that was ready for it last (its kernel started last; on
-gloo, it issued the c10d op last): the others sat in the collective waiting for it. Times are
-compared on the traces' own clocks, so they are only meaningful when the ranks' clocks agree
-(one host, or hosts with synchronised clocks).
+gloo, it issued the c10d op last): the others sat in the collective waiting for it. Ranks on
+different hosts have different clocks: each rank's offset is estimated from the ends of the
+matched synchronising collectives (:mod:`collscope.trace.clock`) and, when applied (``auto``:
+several hosts, or offsets clearly above their spread), subtracted before the ready times are
+compared. When the aligned ends still disagree by more than the skew judged, lateness is not
+decidable and no straggler is named.
 
 The straggler test takes steps as its trials, not calls: one slow step (a data-loader hiccup,
 a checkpoint) makes a rank late for every collective of that step, so its calls are not
@@ -21,6 +24,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from collscope.trace.calls import CommCall
+from collscope.trace.clock import SYNCHRONISING, ClockAlignment, align, judge
 from collscope.trace.rank import RankTrace
 from collscope.trace.table import rank_window_calls
 
@@ -72,6 +76,7 @@ class Across:
     unmatched_calls: int
     method: str
     straggler_test: str = ""          # what the straggler test found, when it names no rank
+    clock: ClockAlignment | None = None
 
 
 def _keys(calls: list[CommCall]) -> list[tuple[object, ...]]:
@@ -87,9 +92,10 @@ def _keys(calls: list[CommCall]) -> list[tuple[object, ...]]:
     return keys
 
 
-def match(ranks: list[RankTrace]) -> Across:
-    """Calls present on every rank, matched; per-rank lateness; the straggler verdict. The calls
-    are those of the ranks' window (:func:`rank_window_calls`), as the rank figures."""
+def match(ranks: list[RankTrace], clock_align: str = "auto") -> Across:
+    """Calls present on every rank, matched; the ranks' clock offsets (applied per
+    ``clock_align``: auto, on, off); per-rank lateness; the straggler verdict. The calls are
+    those of the ranks' window (:func:`rank_window_calls`), as the rank figures."""
     per_rank: dict[int, dict[tuple[object, ...], CommCall]] = {}
     for trace in ranks:
         ordered = sorted(rank_window_calls(trace), key=lambda c: c.ready_us)
@@ -97,9 +103,15 @@ def match(ranks: list[RankTrace]) -> Across:
     rank_ids = sorted(per_rank)
     common = set.intersection(*(set(calls) for calls in per_rank.values())) if rank_ids else set()
     total = sum(len(calls) for calls in per_rank.values())
+    ends = [{r: per_rank[r][key].start_us + per_rank[r][key].dur_us for r in rank_ids}
+            for key in common
+            if all(per_rank[r][key].collective in SYNCHRONISING for r in rank_ids)]
+    clock = align(clock_align, [t.host for t in sorted(ranks, key=lambda t: t.rank)], ends,
+                  rank_ids)
+    shifts = {r: clock.shift_us(r) for r in rank_ids}
     matched = []
     for key in common:
-        starts = {r: per_rank[r][key].ready_us for r in rank_ids}
+        starts = {r: per_rank[r][key].ready_us - shifts[r] for r in rank_ids}
         late = max(starts, key=lambda r: (starts[r], r))
         latest = starts[late]
         others = [s for r, s in starts.items() if r != late]
@@ -123,19 +135,40 @@ def match(ranks: list[RankTrace]) -> Across:
             sum(m.wait_us for m in matched if m.late_rank == r) / 1e3,
             sum(worst.values()) / 1e3 / max(1, len(steps))))
     straggler, finding = _straggler(lateness, len(step_late), len(matched))
+    if step_late:
+        judge(clock, list(step_delays(matched).values()),
+              "median over steps of the delay of the step's most-delayed call")
+    else:
+        judge(clock, [m.delay_us for m in matched], "median over calls of the late rank's delay")
+    if not clock.decidable:
+        straggler, finding = None, clock.decision
+    clocks = ("the ranks' clocks aligned to rank "
+              f"{clock.reference}'s (offsets from the ends of synchronising collectives)"
+              if clock.applied else "the traces' own clocks")
     return Across(matched, lateness, straggler, total - len(matched) * len(rank_ids),
                   "calls of the window matched by (process group, Seq) where recorded, else by "
                   "order within (collective, group, size); late rank = the one ready last on "
-                  "the traces' clocks (kernel start; gloo: the issuing c10d op)", finding)
+                  f"{clocks} (kernel start; gloo: the issuing c10d op)", finding, clock)
 
 
-def step_late_ranks(matched: list[MatchedCall]) -> dict[int, int]:
-    """Per ProfilerStep, the late rank of its most-delayed call (calls outside steps: none)."""
+def _worst_per_step(matched: list[MatchedCall]) -> dict[int, MatchedCall]:
+    """Per ProfilerStep, its most-delayed call (calls outside steps: none)."""
     worst: dict[int, MatchedCall] = {}
     for m in matched:
         if m.step is not None and (m.step not in worst or m.delay_us > worst[m.step].delay_us):
             worst[m.step] = m
-    return {step: m.late_rank for step, m in worst.items()}
+    return worst
+
+
+def step_delays(matched: list[MatchedCall]) -> dict[int, float]:
+    """Per ProfilerStep, the delay of its most-delayed call: the skew the straggler test
+    judges (it picks the step's late rank)."""
+    return {step: m.delay_us for step, m in _worst_per_step(matched).items()}
+
+
+def step_late_ranks(matched: list[MatchedCall]) -> dict[int, int]:
+    """Per ProfilerStep, the late rank of its most-delayed call (calls outside steps: none)."""
+    return {step: m.late_rank for step, m in _worst_per_step(matched).items()}
 
 
 def _straggler(lateness: list[RankLateness], steps: int, calls: int,

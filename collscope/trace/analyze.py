@@ -90,8 +90,8 @@ JOB_FIELDS = ("world size", "backend", "process groups")
 
 
 def check_one_job(traces: list[RankTrace]) -> None:
-    """Traces of several ranks must come from one job: same world and groups, distinct ranks,
-    overlapping in time."""
+    """Traces of several ranks must come from one job: same world and groups, distinct ranks
+    (overlapping in time: :func:`check_overlap`, once the clocks are aligned)."""
     first = traces[0]
     seen: dict[int, str] = {}
     for trace in traces:
@@ -108,9 +108,21 @@ def check_one_job(traces: list[RankTrace]) -> None:
         if trace.world_size is not None and trace.rank >= trace.world_size:
             raise TraceInputError(f"{trace.path}: rank {trace.rank} is outside its world size "
                                   f"{trace.world_size}")
-        if trace.last_ts < first.first_ts or trace.first_ts > first.last_ts:
+
+
+def check_overlap(traces: list[RankTrace], across: Across | None) -> None:
+    """The ranks' traces overlap in time, on aligned clocks where the offsets were applied
+    (hosts seconds apart need not overlap on their own clocks)."""
+    clock = across.clock if across is not None else None
+    shift = clock.shift_us if clock is not None else (lambda rank: 0.0)
+    first = traces[0]
+    low, high = first.first_ts - shift(first.rank), first.last_ts - shift(first.rank)
+    for trace in traces[1:]:
+        if trace.last_ts - shift(trace.rank) < low or trace.first_ts - shift(trace.rank) > high:
+            hint = ("" if clock is not None and clock.applied else
+                    " (or of hosts whose clocks are that far apart: --clock-align on)")
             raise TraceInputError(f"{trace.path}: its events do not overlap in time with "
-                                  f"{first.path}'s; traces of different jobs or runs")
+                                  f"{first.path}'s; traces of different jobs or runs{hint}")
 
 
 @dataclass
@@ -127,9 +139,12 @@ class TraceResult:
 
     def rank_records(self) -> list[TraceRankRecord]:
         lateness = {r.rank: r for r in self.across.ranks} if self.across else {}
+        clock = self.across.clock if self.across else None
+        offsets = {o.rank: o for o in clock.offsets} if clock else {}
         records = []
         for t in self.traces:
             late = lateness.get(t.rank)
+            offset = offsets.get(t.rank)
             by_call = ([(m.starts_us[t.rank] - min(m.starts_us.values())) / 1e3
                         for m in self.across.matched] if self.across else [])
             records.append(TraceRankRecord(
@@ -139,7 +154,11 @@ class TraceResult:
                 late_calls=late.late_calls if late else 0,
                 wait_caused_ms=late.wait_caused_ms if late else 0.0,
                 calls=len(rank_window_calls(t)), late_steps=late.late_steps if late else 0,
-                late_by_call=by_call))
+                late_by_call=by_call,
+                clock_offset_us=offset.offset_us if offset else None,
+                clock_offset_ci_us=[offset.ci_low_us, offset.ci_high_us] if offset else [],
+                clock_spread_us=offset.spread_us if offset else None,
+                clock_calls=offset.calls if offset else 0))
         return records
 
     def step_records(self) -> list[TraceStepRecord]:
@@ -165,7 +184,9 @@ def analyse(config: TraceConfig) -> TraceResult:
     if baseline is not None:
         for row in rows:
             baseline.apply(row)
-    across = (match(traces) if len(traces) > 1 and any(t.calls for t in traces) else None)
+    across = (match(traces, config.clock_align) if len(traces) > 1
+              and any(t.calls for t in traces) else None)
+    check_overlap(traces, across)
     result = TraceResult(traces, rows, across, [], baseline)
     # Collective rules judge the pooled table: one finding per collective, not one per rank.
     result.findings = findings(traces, pooled_rows(result), across)

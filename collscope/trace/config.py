@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from collscope.config_flags import ConfigError, flag, invalid, list_flag
+from collscope.trace.clock import MODES as CLOCK_MODES
 
 StepSelection = tuple[int | None, int | None] | None
 
@@ -34,11 +35,20 @@ class TraceConfig:
     steps: StepSelection = flag(None, "--steps", metavar="A:B", parse=parse_steps,
                                 help="ProfilerSteps A to B-1 (default: all but the last, as "
                                      "HolisticTraceAnalysis)")
+    clock_align: str = flag("auto", "--clock-align", choices=CLOCK_MODES,
+                            help="put the ranks' clocks on the lowest rank's before judging "
+                                 "lateness, offsets estimated from the ends of synchronising "
+                                 "collectives: auto (when the traces come from several hosts, "
+                                 "or name none and the offsets clearly exceed their spread), "
+                                 "on, off")
     workers: int | None = field(default=None)   # processes reading ranks; None: as many as pay
 
     def __post_init__(self) -> None:
         if not self.paths:
             raise ConfigError("paths", "give at least one trace file or folder", "TRACE")
+        if self.clock_align not in CLOCK_MODES:
+            raise invalid(self, "clock_align", f"'{self.clock_align}' is not one of "
+                                               f"{', '.join(CLOCK_MODES)}")
         if self.steps is not None:
             low, high = self.steps
             if low is not None and high is not None and high <= low:

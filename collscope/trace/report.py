@@ -3,6 +3,7 @@ findings (rich; Markdown off a terminal), and the JSON Lines records (run first)
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,7 +25,9 @@ def write_json_records(target: str, result: Any, argv: Sequence[str]) -> None:
         devices=[{"rank": t.rank, "path": t.path} for t in traces], versions={}, env={},
         timing=_timing(traces),
         extra={"window": traces[0].window,
-               "baseline": result.baseline.sources if result.baseline else []}).to_dict()
+               "baseline": result.baseline.sources if result.baseline else [],
+               "clock_alignment": result.across.clock.to_dict()
+               if result.across and result.across.clock else None}).to_dict()
     records = [run, *result.records()]
     if target == "-":
         write_json("-", records, lines=True)
@@ -148,5 +151,22 @@ def _ranks_table(console: Any, result: Any, style: Any) -> None:
                       f"({result.across.method})"
                       + (f"; {result.across.unmatched_calls} calls not on every rank"
                          if result.across.unmatched_calls else ""))
+        _clock_lines(console, result.across.clock)
         if result.across.straggler is None and result.across.straggler_test:
             console.print(f"# {result.across.straggler_test}")
+
+
+def _clock_lines(console: Any, clock: Any) -> None:
+    if clock is None:
+        return
+    state = "applied" if clock.applied else "not applied"
+    console.print(f"# clock alignment {state} ({clock.reason})")
+    if not clock.offsets:
+        return
+    console.print(f"# clock offsets vs rank {clock.reference} ({clock.method}):")
+    for o in clock.offsets:
+        if o.rank == clock.reference:
+            continue
+        ci = f"{math.floor(100 * o.ci_confidence)}% CI {o.ci_low_us:+.1f}..{o.ci_high_us:+.1f}"
+        console.print(f"#   rank {o.rank}: {o.offset_us:+.1f} us ({ci}), spread (MAD) "
+                      f"{o.spread_us:.1f} us over {o.calls} calls")

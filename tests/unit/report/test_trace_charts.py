@@ -45,3 +45,15 @@ def test_trace_records_become_three_chart_kinds():
     assert "<svg" in render(heat[0])
     page = render_report([source], generated_at=0)
     assert 'id="trace"' in page
+
+
+def test_lateness_map_says_which_clocks():
+    heat = next(c for c in all_charts([parse_input(_jsonl(), "t.jsonl")])
+                if isinstance(c, HeatMap))
+    assert "(the traces' clocks)" in heat.note
+    aligned = _jsonl().replace('{"kind": "run", "command": "trace"}', json.dumps(
+        {"kind": "run", "command": "trace",
+         "extra": {"clock_alignment": {"applied": True, "reference_rank": 0}}}))
+    heat = next(c for c in all_charts([parse_input(aligned, "t.jsonl")])
+                if isinstance(c, HeatMap))
+    assert "(clocks aligned to rank 0's)" in heat.note

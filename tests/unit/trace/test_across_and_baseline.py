@@ -22,7 +22,10 @@ def call(start: float, seq: int | None = None, size: int = 4 << 20, dur: float =
 
 
 def rank(r: int, calls: list[CommCall], steps: int = 1) -> RankTrace:
-    return RankTrace(path=f"r{r}", rank=r, world_size=4, backend="nccl", job=(4,),
+    # One host: one clock. (These calls all last 100 us, so their ends do not coincide as a
+    # real collective's do; on traces naming no host, --clock-align auto would take the late
+    # rank's later ends for its clock's offset.)
+    return RankTrace(host="h", path=f"r{r}", rank=r, world_size=4, backend="nccl", job=(4,),
                      timing="gpu kernels", calls=calls,
                      steps=[StepBreakdown(s, 10.0, 5.0, 1.0, 0.5, 50.0, 0.0)
                             for s in range(steps)],
