@@ -386,8 +386,7 @@ class LinkRecord:
     round: int = 0
     src_node: int = 0
     dst_node: int = 0
-    tries_gbs: list[float] = field(default_factory=list)   # GB/s of each try; more than one
-                                  # when it failed and was re-measured (gbs: the best try)
+    tries_gbs: list[float] = field(default_factory=list)   # each try (re-measured: gbs = best)
     kind: str = "link"
 
     def to_dict(self) -> dict[str, Any]:
@@ -396,8 +395,7 @@ class LinkRecord:
 
 @dataclass
 class LinkTryRecord:
-    """One measurement of one direction in `collscope links`, written as its round ends: the
-    raw data, kept if a later round fails (the judged ``link`` records need every round)."""
+    """One measurement of one direction in `collscope links`, written as its round ends."""
 
     scope: str
     round: int
@@ -444,8 +442,7 @@ class NodeRecord:
     best_gbs: float | None        # its fastest inter-node link
     links: int
     verdict: str = "ok"           # ok | slow (slow on all its links)
-    slow_ranks: list[int] = field(default_factory=list)   # its GPUs (ranks) slow on every
-                                  # pair inside the node (their links: verdict "gpu")
+    slow_ranks: list[int] = field(default_factory=list)   # GPUs slow on all pairs (verdict gpu)
     kind: str = "node"
 
     def to_dict(self) -> dict[str, Any]:
