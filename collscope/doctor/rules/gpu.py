@@ -32,6 +32,12 @@ def check_gpu_inventory(facts: Facts) -> Iterable[Verdict]:
                           "`dmesg | grep -i -e amdgpu -e nvrm`; install ROCm or the NVIDIA "
                           "driver")
             return
+        if facts.tool_failures:  # GPUs there may be, unreachable: said once, by the tools
+            yield Verdict("info", "No GPU visible: the GPU tools failed (tools.gpu-tool-failed)",
+                          "No GPU is visible to the vendor tools or to torch; until the "
+                          "failure reported under Tools is fixed, collscope (and "
+                          "torch.distributed's auto choice) would use gloo on CPU ranks.", "")
+            return
         yield Verdict("info", "No GPU found: gloo on the CPU will be used",
                       "No AMD or NVIDIA GPU is visible to the vendor tools or to torch, so "
                       "collscope (and torch.distributed's auto choice) uses the gloo backend on "
