@@ -71,14 +71,14 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from collscope.doctor.bundle import check_target
 
     config = config_from(DoctorConfig, args)
-    if config.collect and "{" not in config.collect:
-        check_target(config.collect)
     if config.all_ranks:
         from collscope.doctor.cluster import run_cluster
 
-        return run_cluster(config, list(argv))
+        return run_cluster(config, list(argv))  # --collect: checked by each node's writer
     if config.source is None and not _local_rank_zero():
         return 0  # under a launcher without --all-ranks: one report per node, not per rank
+    if config.collect:
+        check_target(config.collect)  # before minutes of probing, by the one that writes
     return run_node(config)
 
 

@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from collscope.cli._common import add_nproc_argument
+from collscope.cli._common import add_nproc_argument, outputs_check
 from collscope.config_flags import add_flags, config_from
 from collscope.overlap import OverlapConfig
 
@@ -64,7 +64,9 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
         return 0
 
     return launch_or_spawn(Job("overlap", config.backend, config.timeout_s, args.nproc,
-                               config.validate_for_job, body), argv)
+                               config.validate_for_job, body,
+                               output_check=outputs_check(("--json", args.json))),  # rank 0's
+                           argv)
 
 
 def _write_json(path: str, config: OverlapConfig, result: Any, session: Any,
