@@ -12,6 +12,8 @@ from collscope.results import redact_secrets
 
 # The GPU tools doctor runs; a failure is grouped under the tool that printed it.
 GPU_TOOLS = ("amd-smi", "rocm-smi", "rocminfo", "nvidia-smi")
+# Tools whose absence another rule reports (ucx.build: "UCX not installed"), not listed twice.
+SAID_ELSEWHERE = {"ucx_info"}
 # Arguments longer than this are cut in findings (nvidia-smi's --query-gpu list).
 SHOWN_ARG_CHARS = 48
 
@@ -29,8 +31,8 @@ printed its own failure message is reported by tools.gpu-tool-failed instead, no
 def check_tools(facts: Facts) -> Iterable[Verdict]:
     runs = facts.tools
     missing = [r for r in runs.values() if r.status == "missing"]
-    if missing:
-        names = sorted({r.argv[0] for r in missing if r.argv})
+    names = sorted({r.argv[0] for r in missing if r.argv} - SAID_ELSEWHERE)
+    if names:
         vendor_runs = [r for f, r in runs.items() if _group(f) == facts.vendor]
         gpu_tools_missing = bool(vendor_runs) and all(r.status == "missing"
                                                       for r in vendor_runs)
@@ -74,7 +76,7 @@ def _failed_runs(facts: Facts) -> dict[tuple[str, int | None, str], list[ToolRun
     whose output is a GPU tool's failure message are left to tools.gpu-tool-failed."""
     covered = {failure.file for failure in facts.tool_failures}
     groups: dict[tuple[str, int | None, str], list[ToolRun]] = {}
-    for run in facts.tools.values():
+    for run in sorted(facts.tools.values(), key=lambda r: r.file):
         if run.status in ("timeout", "error") and run.file not in covered:
             key = (run.status, run.returncode, first_line(run.stderr))
             groups.setdefault(key, []).append(run)
@@ -141,7 +143,9 @@ def check_recognised(facts: Facts) -> Iterable[Verdict]:
 A bundle file whose content matches no tool output doctor reads (see tools.recognised for the
 list) is named here, whatever its name: it was not read (or, under a bundle name, its parser
 found nothing it knows), so whatever it shows is missing from the report. A second output of
-a tool whose slot another file already fills is named too.
+a tool whose slot another file already fills is named too. The output of a run that failed
+(non-zero exit, killed after the timeout) is said in that run's tools.availability finding,
+not here again.
 """)
 def check_unrecognised(facts: Facts) -> Iterable[Verdict]:
     failed = {r.file for runs in _failed_runs(facts).values() for r in runs}
@@ -170,7 +174,7 @@ doctor ran the tool; tools.availability does not report these runs again.
 """)
 def check_gpu_tool_failed(facts: Facts) -> Iterable[Verdict]:
     groups: dict[tuple[str, str], list[ToolFailure]] = {}
-    for failure in facts.tool_failures:
+    for failure in sorted(facts.tool_failures, key=lambda f: f.file):  # live = bundle order
         key = (_tool_of(failure.file, facts.tools.get(failure.file)), failure.meaning)
         groups.setdefault(key, []).append(failure)
     for (_, meaning), failures in groups.items():

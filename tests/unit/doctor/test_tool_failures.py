@@ -39,9 +39,11 @@ def test_nvidia_smi_without_its_driver_is_one_failure_with_its_exit_code(tmp_pat
     found = _tools_findings(tmp_path, {"nvidia-smi": f"echo \"{NO_DRIVER}\"; exit 9"}, "nvidia")
     (finding,) = found       # not also "failed (exit 9)" under tools.availability
     assert (finding.id, finding.level) == ("tools.gpu-tool-failed", "fail")
-    assert finding.title == ("nvidia-smi-topo-m.txt, nvidia-smi-query-gpu.csv: nvidia-smi "
+    assert finding.title == ("nvidia-smi-query-gpu.csv, nvidia-smi-topo-m.txt: nvidia-smi "
                              "could not reach the NVIDIA driver")
-    assert finding.detail.startswith("`nvidia-smi topo -m` and `nvidia-smi --query-gpu=")
+    assert finding.detail.startswith("`nvidia-smi --query-gpu=index,name,memory.total,"
+                                     "memory.us... --format=csv,noheader,nounits` and "
+                                     "`nvidia-smi topo -m` each exited 9")
     assert "each exited 9, printing the tool's error instead of its output" in finding.detail
     assert NO_DRIVER in finding.detail and "nvrm" in finding.fix
 
@@ -88,17 +90,20 @@ def test_hung_tool_is_one_finding_for_all_its_commands(tmp_path):
     assert finding.title.count("`nvidia-smi") == 2
 
 
-def test_json_carries_one_record_per_tool_problem(tmp_path):
+def test_json_carries_one_record_per_tool_problem_and_the_bundle_says_the_same(tmp_path):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     fake_tool(bin_dir, "nvidia-smi", f"echo \"{NO_DRIVER}\"; exit 9")
+    bundle = tmp_path / "node.tar.gz"
     proc = run_cli("doctor", "--json", "--no-selftest", "--tool-timeout", "5",
-                   env=cli_env(PATH=f"{bin_dir}:/usr/bin:/bin"))
+                   "--collect", str(bundle), env=cli_env(PATH=f"{bin_dir}:/usr/bin:/bin"))
     assert proc.returncode == 1, proc.stderr          # a failed check
     findings = json.loads(proc.stdout)["findings"]
     about = [f for f in findings if f["area"] == "tools" and "nvidia-smi" in
              f["title"] + f["detail"]]
     assert [f["id"] for f in about] == ["tools.gpu-tool-failed"]
+    again = json.loads(run_cli("doctor", "--from", str(bundle), "--json").stdout)["findings"]
+    assert [f for f in again if f["id"] == "tools.gpu-tool-failed"] == about
 
 
 @pytest.mark.parametrize(("stderr", "shown"), [
