@@ -381,6 +381,17 @@ def test_gloo_socket_ifname_takes_exact_names(value, level):
     assert levels(amd_node(env={"GLOO_SOCKET_IFNAME": value}), "env.gloo-ifname") == [level]
 
 
+@pytest.mark.parametrize(("var", "value"), [("NCCL_SOCKET_IFNAME", "ib"),
+                                            ("NCCL_SOCKET_IFNAME", ""),
+                                            ("GLOO_SOCKET_IFNAME", "eth9")])
+def test_ifname_fix_never_pastes_a_placeholder(var: str, value: str):
+    # Only loopback up: no interface to name, so no "export X=<interface>" to paste.
+    facts = amd_node(env={var: value}, interfaces=_ifaces("lo:unknown", "eth0:down"))
+    (finding,) = of(facts, "env.socket-ifname" if var.startswith("NCCL") else "env.gloo-ifname")
+    assert finding.level == "fail" and not finding.fix.startswith("export")
+    assert "=<interface>" not in finding.fix and "such as <interface>" not in finding.fix
+
+
 def test_gloo_socket_ifname_down():
     facts = cpu_node(env={"GLOO_SOCKET_IFNAME": "eth1"},
                      interfaces=_ifaces("lo:unknown", "eth0:up", "eth1:down"))
