@@ -142,17 +142,27 @@ def _outputs_checked_together(job: Job, session: Session) -> bool:
     problems: list[Any] = [None] * session.world_size
     with guard(session, "output check agreement (all_gather_object)"):
         dist.all_gather_object(problems, (host, problem))
-    failed = [(where, message) for where, message in problems if message]
-    if not failed:
+    message = agreed_problem(problems, named_hosts=job.writers == "node" and
+                             session.layout.nodes > 1)
+    if message is None:
         return True
     session.leave_together()
     if session.rank != 0:
         return False
-    messages = list(dict.fromkeys(message for _, message in failed))
-    if job.writers == "node" and session.layout.nodes > 1:
-        hosts = ", ".join(dict.fromkeys(where for where, _ in failed))
-        raise UsageError("; ".join(messages) + f" (on {hosts})")
-    raise UsageError("; ".join(messages))
+    raise UsageError(message)
+
+
+def agreed_problem(problems: Sequence[tuple[str, str | None]], named_hosts: bool) -> str | None:
+    """The one line for every writer's (host, problem or None); None when all could write.
+    The same message from several writers (one shared file system) is said once; with
+    per-node writers the hosts that failed are named."""
+    failed = [(host, message) for host, message in problems if message]
+    if not failed:
+        return None
+    line = "; ".join(dict.fromkeys(message for _, message in failed))
+    if named_hosts:
+        line += f" (on {', '.join(dict.fromkeys(host for host, _ in failed))})"
+    return line
 
 
 def run_rank(job: Job, launch: LaunchInfo, launcher_name: str,
