@@ -66,6 +66,10 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
         if text is None:
             raise UsageError(f"--explain: unknown check {args.explain!r}; known: "
                              f"{', '.join(sorted(RULES))}")
+        if args.json:  # --json: stdout carries JSON only
+            entry = RULES[args.explain]
+            text = json.dumps({"id": entry.id, "area": entry.area,
+                               "explanation": entry.explanation}) + "\n"
         sys.stdout.write(text)
         return 0
     from collscope.doctor.bundle import check_target

@@ -134,6 +134,9 @@ def test_explain():
     proc = run_cli("doctor", "--explain", "host.numa-balancing")
     assert proc.returncode == 0 and "numa_balancing" in proc.stdout
     assert "MI300X" in proc.stdout
+    as_json = json.loads(run_cli("doctor", "--explain", "tools.gpu-tool-failed", "--json").stdout)
+    assert (as_json["id"], as_json["area"]) == ("tools.gpu-tool-failed", "tools")
+    assert "NVIDIA-SMI has failed" in as_json["explanation"]
 
 
 @pytest.mark.parametrize("args, message", [
