@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from collscope import __version__
-from collscope.cli._common import add_collectives_argument
+from collscope.cli._common import add_collectives_argument, check_writable
 from collscope.config_flags import add_flags, config_from
 from collscope.errors import UsageError
 from collscope.tune.config import TuneConfig
@@ -150,6 +150,8 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     launcher = choose_launcher(args.launch, args.nproc, os.environ)
     if args.print_commands:
         return _print_commands(space, config, launcher, bench, args)
+    for flag, path in (("--env-out", args.env_out), ("--tuner-csv", args.tuner_csv)):
+        check_writable(flag, path)     # written at the end: refused before the sweep, not after
     if args.merge:
         from collscope.tune.trials import merge_trials
 
