@@ -47,7 +47,7 @@ def check_tools(facts: Facts) -> Iterable[Verdict]:
                       (" This node has GPUs but none of their tools." if gpu_tools_missing
                        else ""), fix)
     reported: set[str] = set()
-    for (status, returncode, first), group in _failed_runs(facts).items():
+    for (_, status, returncode, first), group in _failed_runs(facts).items():
         reported |= {r.file for r in group}
         commands = _and([f"`{_shown(r)}`" for r in group])
         unread = [r.file for r in group if r.file in facts.unrecognised]
@@ -70,15 +70,19 @@ def check_tools(facts: Facts) -> Iterable[Verdict]:
                           "; ".join(w[:120] for w in warnings[:3]), "")
 
 
-def _failed_runs(facts: Facts) -> dict[tuple[str, int | None, str], list[ToolRun]]:
-    """Runs that timed out or exited non-zero, grouped by how (status, exit code, first line of
-    stderr): nvidia-smi failing the same way for both of its commands is one problem. Runs
-    whose output is a GPU tool's failure message are left to tools.gpu-tool-failed."""
+FailedKey = tuple[str, str, int | None, str]   # tool, status, exit code, first stderr line
+
+
+def _failed_runs(facts: Facts) -> dict[FailedKey, list[ToolRun]]:
+    """Runs that timed out or exited non-zero, grouped by tool and how (status, exit code,
+    first line of stderr): nvidia-smi failing the same way for both of its commands is one
+    problem. Runs whose output is a GPU tool's failure message are left to
+    tools.gpu-tool-failed."""
     covered = {failure.file for failure in facts.tool_failures}
-    groups: dict[tuple[str, int | None, str], list[ToolRun]] = {}
+    groups: dict[FailedKey, list[ToolRun]] = {}
     for run in sorted(facts.tools.values(), key=lambda r: r.file):
         if run.status in ("timeout", "error") and run.file not in covered:
-            key = (run.status, run.returncode, first_line(run.stderr))
+            key = (_tool_of(run.file, run), run.status, run.returncode, first_line(run.stderr))
             groups.setdefault(key, []).append(run)
     return groups
 

@@ -119,3 +119,16 @@ def test_failed_run_detail_is_the_first_line_of_stderr(stderr: str, shown: str) 
     run = ToolRun("lspci-vvv.txt", ["lspci", "-vvv"], "error", returncode=1, stderr=stderr)
     (verdict,) = check_tools(Facts(tools={"lspci-vvv.txt": run}))
     assert verdict.title == "`lspci -vvv` failed (exit 1)" and verdict.detail == shown
+
+
+def test_different_tools_failing_alike_are_different_problems() -> None:
+    from collscope.doctor.facts import Facts
+    from collscope.doctor.probes import ToolRun
+    from collscope.doctor.rules.tools import check_tools
+
+    runs = {f: ToolRun(f, argv, "error", returncode=1) for f, argv in (
+        ("lspci-vvv.txt", ["lspci", "-vvv"]), ("ibv_devinfo-v.txt", ["ibv_devinfo", "-v"]),
+        ("ucx_info-v.txt", ["ucx_info", "-v"]), ("ucx_info-d.txt", ["ucx_info", "-d"]))}
+    titles = [v.title for v in check_tools(Facts(tools=runs))]
+    assert titles == ["`ibv_devinfo -v` failed (exit 1)", "`lspci -vvv` failed (exit 1)",
+                      "`ucx_info -d` and `ucx_info -v` failed (exit 1)"]
