@@ -15,6 +15,7 @@ import csv
 import io
 import json
 import os
+import re
 import sys
 from dataclasses import asdict, dataclass, field, fields
 from typing import IO, Any
@@ -31,6 +32,24 @@ SECRET_NAME_PARTS = ("TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL
 def is_secret_name(name: str) -> bool:
     upper = name.upper()
     return any(part in upper for part in SECRET_NAME_PARTS)
+
+
+# ``NAME=value`` / ``NAME: value`` where NAME looks like a secret (a tool echoing its config).
+_NAME_SEP = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]*)[ \t]*[=:][ \t]*")
+_VALUE = re.compile(r"[^\s,;'\"]+")
+
+
+def redact_secrets(text: str) -> str:
+    """``text`` with the value of every secret-looking ``NAME=value`` replaced by ``<hidden>``
+    (tool messages quoted in reports: a tool may echo a token from its environment)."""
+    kept, pos = [], 0
+    for match in _NAME_SEP.finditer(text):
+        value = _VALUE.match(text, match.end())
+        if match.start() < pos or value is None or not is_secret_name(match.group(1)):
+            continue
+        kept += [text[pos:match.end()], "<hidden>"]
+        pos = value.end()
+    return "".join(kept) + text[pos:]
 
 
 def recorded_env(environ: dict[str, str] | None = None) -> dict[str, str]:

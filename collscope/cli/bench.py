@@ -9,7 +9,7 @@ from contextlib import ExitStack
 from typing import Any
 
 from collscope.bench.config import BenchConfig
-from collscope.cli._common import add_collectives_argument, add_nproc_argument, check_writable
+from collscope.cli._common import add_collectives_argument, add_nproc_argument, outputs_check
 from collscope.config_flags import add_flags, config_from
 
 EXAMPLES = """\
@@ -73,9 +73,9 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from collscope.runtime.entry import Job, launch_or_spawn
 
     config = config_from_args(args)
-    for flag, path in (("--json", args.json), ("--csv", args.csv),
-                       ("--nccl-json", args.nccl_json)):
-        check_writable(flag, path)
+    # rank 0 writes them (bench.report.Reporter)
+    outputs = outputs_check(("--json", args.json), ("--csv", args.csv),
+                            ("--nccl-json", args.nccl_json))
 
     def body(session: Any, launcher_name: str) -> int:
         from collscope.bench import runner
@@ -93,4 +93,4 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
         return 3 if runner.any_wrong(results) else 0
 
     return launch_or_spawn(Job("bench", config.backend, config.timeout_s, args.nproc,
-                               config.validate_for_job, body), argv)
+                               config.validate_for_job, body, output_check=outputs), argv)

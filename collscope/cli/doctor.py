@@ -66,19 +66,23 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
         if text is None:
             raise UsageError(f"--explain: unknown check {args.explain!r}; known: "
                              f"{', '.join(sorted(RULES))}")
+        if args.json:  # --json: stdout carries JSON only
+            entry = RULES[args.explain]
+            text = json.dumps({"id": entry.id, "area": entry.area,
+                               "explanation": entry.explanation}) + "\n"
         sys.stdout.write(text)
         return 0
     from collscope.doctor.bundle import check_target
 
     config = config_from(DoctorConfig, args)
-    if config.collect and "{" not in config.collect:
-        check_target(config.collect)
     if config.all_ranks:
         from collscope.doctor.cluster import run_cluster
 
-        return run_cluster(config, list(argv))
+        return run_cluster(config, list(argv))  # --collect: checked by each node's writer
     if config.source is None and not _local_rank_zero():
         return 0  # under a launcher without --all-ranks: one report per node, not per rank
+    if config.collect:
+        check_target(config.collect)  # before minutes of probing, by the one that writes
     return run_node(config)
 
 

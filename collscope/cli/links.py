@@ -8,7 +8,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from collscope.cli._common import add_nproc_argument, check_writable
+from collscope.cli._common import add_nproc_argument, outputs_check
 from collscope.config_flags import add_flags, config_from
 from collscope.links.config import LinksConfig
 
@@ -58,7 +58,6 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from collscope.runtime.entry import Job, launch_or_spawn
 
     config = config_from_args(args)
-    check_writable("--json", args.json)      # before any rank starts: no traceback at the end
 
     def body(session: Any, launcher_name: str) -> int:
         from collscope.links import run as links_run
@@ -85,4 +84,6 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
         return links_run.agree_exit(session, code)
 
     return launch_or_spawn(Job("links", config.backend, config.timeout_s, args.nproc,
-                               config.validate_for_job, body), argv)
+                               config.validate_for_job, body,
+                               output_check=outputs_check(("--json", args.json))),  # rank 0's
+                           argv)

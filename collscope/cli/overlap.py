@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from collscope.cli._common import add_nproc_argument, check_writable
+from collscope.cli._common import add_nproc_argument, outputs_check
 from collscope.config_flags import add_flags, config_from
 from collscope.overlap import OverlapConfig
 
@@ -48,7 +48,6 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from collscope.runtime.entry import Job, launch_or_spawn
 
     config = config_from_args(args)
-    check_writable("--json", args.json)      # before any rank starts: no traceback at the end
 
     def body(session: Any, launcher_name: str) -> int:
         from collscope.overlap import measure, render
@@ -65,7 +64,9 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
         return 0
 
     return launch_or_spawn(Job("overlap", config.backend, config.timeout_s, args.nproc,
-                               config.validate_for_job, body), argv)
+                               config.validate_for_job, body,
+                               output_check=outputs_check(("--json", args.json))),  # rank 0's
+                           argv)
 
 
 def _write_json(path: str, config: OverlapConfig, result: Any, session: Any,

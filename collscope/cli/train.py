@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from collscope.cli._common import add_nproc_argument, check_writable
+from collscope.cli._common import add_nproc_argument, outputs_check
 from collscope.config_flags import add_flags, config_from
 from collscope.train.config import SWEEPABLE, DDPKnobs, TrainConfig
 
@@ -74,7 +74,6 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from collscope.runtime.entry import Job, launch_or_spawn
 
     config = config_from_args(args)
-    check_writable("--json", args.json)
 
     def body(session: Any, launcher_name: str) -> int:
         from collscope.train.measure import set_cpu_threads, train
@@ -105,6 +104,7 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
         preflight_rank(session, config)
 
     return launch_or_spawn(Job("train", config.backend, config.timeout_s, args.nproc,
-                               config.validate_for_job, body, host_preflight, rank_preflight),
+                               config.validate_for_job, body, host_preflight, rank_preflight,
+                               output_check=outputs_check(("--json", args.json))),  # rank 0's
                            argv)
 

@@ -139,10 +139,6 @@ def _library(backend: str) -> Library:
 def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from collscope.tune.trials import choose_launcher
 
-    for flag, path in (("--json", args.json), ("--env-out", args.env_out),
-                       ("--tuner-csv", args.tuner_csv)):
-        check_writable(flag, path)          # before the sweep, not after it
-
     try:
         import scipy  # type: ignore[import-untyped]  # noqa: F401  (checked before any trial)
     except ImportError:
@@ -154,6 +150,8 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     launcher = choose_launcher(args.launch, args.nproc, os.environ)
     if args.print_commands:
         return _print_commands(space, config, launcher, bench, args)
+    for flag, path in (("--env-out", args.env_out), ("--tuner-csv", args.tuner_csv)):
+        check_writable(flag, path)     # written at the end: refused before the sweep, not after
     if args.merge:
         from collscope.tune.trials import merge_trials
 

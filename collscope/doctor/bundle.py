@@ -84,15 +84,29 @@ def read_bundle(path: str | os.PathLike[str]) -> RawCapture:
     """A bundle (.tar.gz, .tgz, .tar or a directory) as a RawCapture."""
     source = Path(path)
     if source.is_dir():
-        return _strip_top(_read_dir(source))
-    if not source.is_file():
+        files = _strip_top(_read_dir(source))
+    elif not source.is_file():
         raise UsageError(f"--from: {str(source)!r} is neither a bundle file nor a directory")
-    try:
-        with tarfile.open(source, "r:*") as tar:
-            return _strip_top(_read_tar(tar))
-    except (tarfile.TarError, EOFError, OSError) as error:
-        raise UsageError(f"--from: {str(source)!r} is not a readable .tar.gz bundle "
-                         f"({error})") from None
+    else:
+        try:
+            with tarfile.open(source, "r:*") as tar:
+                files = _strip_top(_read_tar(tar))
+        except (tarfile.TarError, EOFError, OSError) as error:
+            raise UsageError(f"--from: {str(source)!r} is not a readable .tar.gz bundle "
+                             f"({_reason(error)})") from None
+    if not files:  # the wrong folder, most likely: an empty report would look like a pass
+        raise UsageError(f"--from: {str(source)!r} holds no readable file; give a bundle "
+                         "from --collect or a directory of tool outputs")
+    return files
+
+
+def _reason(error: BaseException) -> str:
+    """Why an archive cannot be read, on one line (tarfile lists every method it tried)."""
+    if isinstance(error, tarfile.ReadError) and "\n" in str(error):
+        return "not a gzip, bzip2, xz or plain tar archive"
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
 
 
 def _read_tar(tar: tarfile.TarFile) -> RawCapture:

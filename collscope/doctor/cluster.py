@@ -12,6 +12,7 @@ The comparison itself (``node_summary``, ``differences``, ``merge_findings``) is
 from __future__ import annotations
 
 import json
+import os
 import socket
 import sys
 from dataclasses import dataclass, field
@@ -137,8 +138,34 @@ def run_cluster(config: Any, argv: list[str]) -> int:
     def body(session: Any, launcher: str) -> int:
         return _rank(config, session, launcher)
 
+    def check_collect() -> None:
+        if config.collect:
+            check_bundle_target(config.collect)
+
+    # Local rank 0 of each node writes its node's bundle: it alone checks --collect.
     return launch_or_spawn(Job("doctor", config.backend, config.timeout_s, config.nproc,
-                               validate, body), argv)
+                               validate, body, output_check=check_collect, writers="node"),
+                           argv)
+
+
+def bundle_name(pattern: str, node: int, nodes: int) -> str:
+    """Where a node's --collect bundle goes: {node} and {host} filled in, else (several
+    nodes) ``.node<N>`` before the first dot of the pattern."""
+    name = pattern.replace("{node}", str(node)).replace("{host}", socket.gethostname())
+    if name == pattern and nodes > 1:
+        stem, dot, rest = pattern.partition(".")
+        name = f"{stem}.node{node}{dot}{rest}"
+    return name
+
+
+def check_bundle_target(pattern: str) -> None:
+    """--collect's folder on this node, before any probing (the node index is known only after
+    the exchange; it changes the file name, not its folder, unless {node} names a folder)."""
+    from collscope.doctor.bundle import check_target
+
+    name = bundle_name(pattern, 0, 1)
+    if "{node}" not in os.path.dirname(pattern):
+        check_target(name)
 
 
 def _rank(config: Any, session: Any, launcher: str) -> int:
@@ -222,10 +249,7 @@ def _write_node_bundle(pattern: str, capture: dict[str, str] | None, node: int,
 
     if capture is None:
         return
-    name = pattern.replace("{node}", str(node)).replace("{host}", socket.gethostname())
-    if name == pattern and nodes > 1:
-        stem, dot, rest = pattern.partition(".")
-        name = f"{stem}.node{node}{dot}{rest}"
+    name = bundle_name(pattern, node, nodes)
     write_bundle(capture, name)
     sys.stderr.write(f"collscope doctor: node {node}: bundle written to {name}\n")
 

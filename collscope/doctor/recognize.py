@@ -187,6 +187,7 @@ class ToolFailure:
     meaning: str
     line: str          # the message as the tool printed it
     fix: str
+    on_stderr: bool = False   # printed on stderr by a tool doctor ran (not in its output)
 
 
 def tool_failure(name: str, text: str) -> ToolFailure | None:

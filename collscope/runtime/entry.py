@@ -11,6 +11,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from collscope.errors import RankFailure, UsageError
 from collscope.runtime.dist import Session
@@ -30,6 +31,19 @@ class Job:
     # spawning local ranks (ranks, backend), and on every rank before the body (session).
     host_preflight: Callable[[int, str], None] | None = None
     rank_preflight: Callable[[Session], None] | None = None
+    # That the outputs can be written (raises UsageError naming the flag and the path), made
+    # only where they will be written: by the parent before spawning local ranks, else once
+    # the group exists by rank 0 (writers "rank0") or each node's local rank 0 ("node", for
+    # per-node files); every rank then exits 2 together and rank 0 says why, once.
+    output_check: Callable[[], None] | None = None
+    writers: str = "rank0"
+
+    def __post_init__(self) -> None:
+        if self.writers not in WRITERS:
+            raise ValueError(f"Job.writers: {self.writers!r}; use one of {', '.join(WRITERS)}")
+
+
+WRITERS = ("rank0", "node")
 
 
 def launch_or_spawn(job: Job, argv: Sequence[str]) -> int:
@@ -38,7 +52,9 @@ def launch_or_spawn(job: Job, argv: Sequence[str]) -> int:
     if launch is not None:
         if job.nproc is not None and not spawned:
             raise UsageError(f"--nproc: ranks come from {launch.launcher} here; drop --nproc")
-        return run_rank(job, launch, "local" if spawned else launch.launcher)
+        # Spawned by collscope: the parent checked the outputs before starting this rank.
+        return run_rank(job, launch, "local" if spawned else launch.launcher,
+                        outputs_checked=spawned)
     return _spawn(job, argv)
 
 
@@ -48,6 +64,8 @@ def _spawn(job: Job, argv: Sequence[str]) -> int:
 
     if job.nproc is not None and job.nproc < 1:
         raise UsageError(f"--nproc: {job.nproc} must be >= 1")
+    if job.output_check is not None:   # one process, before any rank starts
+        job.output_check()
     backend = resolve_backend(job.backend)
     nproc = job.nproc or (gpu_count() if backend in ("nccl", "ucc") else 0) or 2
     check_ranks_fit(nproc, gpu_count(), backend, "--nproc")
@@ -100,8 +118,57 @@ def _preflight_together(job: Job, session: Session) -> bool:
     return False
 
 
-def run_rank(job: Job, launch: LaunchInfo, launcher_name: str) -> int:
-    """The life of one rank: join the group, validate, run the body, leave."""
+def _outputs_checked_together(job: Job, session: Session) -> bool:
+    """The writer rank(s) check the outputs, every rank learns the outcome; True when fine.
+
+    Only the ranks that write check: under a multi-node launcher a path may exist on rank 0's
+    host only, and N ranks probing one shared file system prove nothing more. The outcome is
+    shared through the group (all_gather_object of each writer's message), so on failure no
+    rank is left waiting for a peer that gave up: all leave together with exit 2, and rank 0
+    prints the line (once, naming the hosts when per-node writers differ)."""
+    import torch.distributed as dist
+
+    from collscope.runtime.guard import guard
+
+    assert job.output_check is not None
+    writer = session.rank == 0 if job.writers == "rank0" else session.launch.local_rank == 0
+    problem = None
+    if writer:
+        try:
+            job.output_check()
+        except UsageError as error:
+            problem = str(error)
+    host = session.layout.devices[session.rank]["host"]
+    problems: list[Any] = [None] * session.world_size
+    with guard(session, "output check agreement (all_gather_object)"):
+        dist.all_gather_object(problems, (host, problem))
+    message = agreed_problem(problems, named_hosts=job.writers == "node" and
+                             session.layout.nodes > 1)
+    if message is None:
+        return True
+    session.leave_together()
+    if session.rank != 0:
+        return False
+    raise UsageError(message)
+
+
+def agreed_problem(problems: Sequence[tuple[str, str | None]], named_hosts: bool) -> str | None:
+    """The one line for every writer's (host, problem or None); None when all could write.
+    The same message from several writers (one shared file system) is said once; with
+    per-node writers the hosts that failed are named."""
+    failed = [(host, message) for host, message in problems if message]
+    if not failed:
+        return None
+    line = "; ".join(dict.fromkeys(message for _, message in failed))
+    if named_hosts:
+        line += f" (on {', '.join(dict.fromkeys(host for host, _ in failed))})"
+    return line
+
+
+def run_rank(job: Job, launch: LaunchInfo, launcher_name: str,
+             outputs_checked: bool = False) -> int:
+    """The life of one rank: join the group, validate, check the outputs, run the body, leave.
+    ``outputs_checked``: the outputs were checked before this rank started (spawned ranks)."""
     from collscope.runtime.dist import start
 
     try:
@@ -117,6 +184,9 @@ def run_rank(job: Job, launch: LaunchInfo, launcher_name: str) -> int:
             if session.rank != 0:
                 return 2  # every rank fails the same check; rank 0 says it once
             raise
+        if job.output_check is not None and not outputs_checked and \
+                not _outputs_checked_together(job, session):
+            return 2
         if job.rank_preflight is not None and not _preflight_together(job, session):
             return 2
         code = job.body(session, launcher_name)

@@ -60,6 +60,8 @@ def test_version():
     (["bench", "--csv", "/nonexistent/x.csv"], "--csv"),
     (["bench", "--nccl-json", "/nonexistent/x.json"], "--nccl-json"),
     (["train", "--json", "/nonexistent/x.jsonl"], "--json"),
+    (["overlap", "--json", "/nonexistent/x.jsonl"], "--json"),
+    (["links", "--json", "/nonexistent/x.jsonl"], "--json"),
     (["frobnicate"], "COMMAND"),
 ])
 def test_bad_input_exits_2_with_one_line(args, flag):

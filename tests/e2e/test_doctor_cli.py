@@ -134,6 +134,9 @@ def test_explain():
     proc = run_cli("doctor", "--explain", "host.numa-balancing")
     assert proc.returncode == 0 and "numa_balancing" in proc.stdout
     assert "MI300X" in proc.stdout
+    as_json = json.loads(run_cli("doctor", "--explain", "tools.gpu-tool-failed", "--json").stdout)
+    assert (as_json["id"], as_json["area"]) == ("tools.gpu-tool-failed", "tools")
+    assert "NVIDIA-SMI has failed" in as_json["explanation"]
 
 
 @pytest.mark.parametrize("args, message", [
@@ -165,8 +168,10 @@ def test_a_hung_vendor_tool_cannot_hang_doctor(tmp_path):
     report = json.loads(proc.stdout)
     hung = [f for f in report["findings"] if "did not answer" in f["title"]]
     # doctor runs the vendor tools in their JSON modes (issue 10)
-    assert {f["title"].split("`")[1] for f in hung} >= {"rocm-smi --showtopo --json",
-                                                       "rocm-smi --showproductname --json"}
+    # one finding for every command of the tool that hung the same way
+    assert {c for f in hung for c in f["title"].split("`")[1::2]} >= {
+        "rocm-smi --showtopo --json",
+        "rocm-smi --showproductname --json"}
     assert report["inventory"]["tools"]["rocm-smi--showtopo.txt"]["status"] == "timeout"
 
 

@@ -25,6 +25,11 @@ GLOO = ["--backend", "gloo"]
     (["--space", "NCCL_ALGO=Ring", "--min-gain", "150"], ["--min-gain: 150%"]),
     (["--space", "NCCL_ALGO=Ring", "-b", "12Q"], ["-b/--min-bytes: '12Q'"]),
     (["--space", "NCCL_ALGO=Ring", "--print-commands", "--merge", "x"], ["use one"]),
+    # written after the sweep: refused before it
+    (["--space", "NCCL_ALGO=Ring", "--env-out", "/nonexistent/b.env"],
+     ["--env-out: cannot write '/nonexistent/b.env'"]),
+    (["--space", "NCCL_ALGO=Ring", "--tuner-csv", "/nonexistent/t.csv"],
+     ["--tuner-csv: cannot write '/nonexistent/t.csv'"]),
 ])
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, needles):
     line = usage_error_in_process(capsys, ["tune", *GLOO, *argv])

@@ -7,7 +7,7 @@ left None (unknown, never 0) and noted in ``Facts.notes`` for the tools check to
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 from collscope.doctor import probes, recognize, vendor_output
@@ -61,6 +61,7 @@ def facts_from(capture: probes.RawCapture) -> Facts:
     notes = facts.notes
     facts.env = parse_env(capture.get(probes.ENV_FILE, ""))
     facts.tools = _tool_runs(as_dict(read_json(capture, probes.COMMANDS_FILE, notes)))
+    _failures_on_stderr(capture, facts)
     facts.host = host_info(capture, notes)
     facts.torch = torch_build(capture, notes)
     facts.interfaces = net_interfaces(capture, facts.host)
@@ -97,6 +98,20 @@ def _tool_runs(commands: dict[str, Any]) -> dict[str, probes.ToolRun]:
                 seconds=float(seconds) if isinstance(seconds, (int, float)) else 0.0,
                 path=as_str(run.get("path")), stderr=str(run.get("stderr") or ""))
     return runs
+
+
+def _failures_on_stderr(capture: probes.RawCapture, facts: Facts) -> None:
+    """A GPU tool that printed its failure to stderr (rocm-smi logs "Driver not initialized"
+    there), leaving no output or one that matches nothing: the failure, not an unread file."""
+    known = {failure.file for failure in facts.tool_failures}
+    for run in facts.tools.values():
+        if run.file in known or (run.file in capture and run.file not in facts.unrecognised):
+            continue
+        failure = recognize.tool_failure(run.file, run.stderr)
+        if failure is not None:
+            facts.tool_failures.append(replace(failure, on_stderr=True))
+            if run.file in facts.unrecognised:
+                facts.unrecognised.remove(run.file)
 
 
 def _software(capture: probes.RawCapture, facts: Facts) -> None:

@@ -36,7 +36,8 @@ def _check_nccl_ifname(facts: Facts, var: str, value: str) -> Iterable[Verdict]:
     parsed = envlint.parse_name_list(value)
     if not parsed.entries:
         yield Verdict("fail", f"{var} is empty", f"{var}={value!r} names no interface.",
-                      f"unset {var}, or set it to an interface such as {_suggest(facts)}")
+                      f"unset {var}" + ("" if _suggest(facts) == "<interface>" else
+                                         f", or set it to an interface such as {_suggest(facts)}"))
         return
     chosen = [n for n in names if parsed.selects(n) and (n != "lo" or not parsed.exclude)]
     have = ", ".join(names)
@@ -45,12 +46,12 @@ def _check_nccl_ifname(facts: Facts, var: str, value: str) -> Iterable[Verdict]:
         yield Verdict("fail", f"{var}={value} {what} here",
                       f"Interfaces on this node: {have}. NCCL/RCCL find no socket interface "
                       "and fail at init (or hang in bootstrap).",
-                      f"export {var}={_suggest(facts)}")
+                      _export(var, facts))
         return
     up = [n for n in chosen if any(i.name == n and i.is_up for i in facts.interfaces)]
     if not up:
         yield Verdict("warn", f"{var}={value} selects only interfaces that are down",
-                      f"Selected: {', '.join(chosen)}.", f"export {var}={_suggest(facts)}")
+                      f"Selected: {', '.join(chosen)}.", _export(var, facts))
         return
     unmatched = parsed.unmatched(names) if not parsed.exclude else []
     if unmatched:
@@ -67,6 +68,16 @@ def _suggest(facts: Facts) -> str:
     return candidates[0].name if candidates else "<interface>"
 
 
+def _export(var: str, facts: Facts) -> str:
+    """The fix that sets ``var`` to a good interface: a command to paste when this node has
+    one up, else what to do first (a literal "<interface>" would not paste into a shell)."""
+    name = _suggest(facts)
+    if name != "<interface>":
+        return f"export {var}={name}"
+    return (f"bring up the interface that reaches the other nodes (only loopback is up here), "
+            f"then export {var}=<its name>")
+
+
 @rule("env.gloo-ifname", "env", """
 GLOO_SOCKET_IFNAME picks the interfaces of torch's gloo backend. Unlike NCCL's variable it
 takes exact interface names only, comma-separated (torch opens one gloo device per name); no
@@ -79,13 +90,13 @@ def check_gloo_ifname(facts: Facts) -> Iterable[Verdict]:
         return
     names = _interface_names(facts)
     if not names:
-        yield Verdict("info", f"GLOO_SOCKET_IFNAME={value} not checked: no interface list")
+        yield Verdict("info", f"GLOO_SOCKET_IFNAME={value} not checked: no interface list captured")
         return
     if value.strip().startswith(("^", "=")):
         yield Verdict("fail", f"GLOO_SOCKET_IFNAME={value} uses NCCL's ^/= syntax",
                       "gloo takes exact interface names; it looks for an interface literally "
                       f"named {value.split(',')[0]!r}.",
-                      f"export GLOO_SOCKET_IFNAME={_suggest(facts)}")
+                      _export("GLOO_SOCKET_IFNAME", facts))
         return
     wanted = [w.strip() for w in value.split(",") if w.strip()]
     missing = [w for w in wanted if w not in names]
@@ -93,12 +104,12 @@ def check_gloo_ifname(facts: Facts) -> Iterable[Verdict]:
         yield Verdict("fail", f"GLOO_SOCKET_IFNAME names {', '.join(missing) or 'nothing'} "
                       "which is not an interface here",
                       f"Interfaces on this node: {', '.join(names)}. gloo raises at "
-                      "init_process_group.", f"export GLOO_SOCKET_IFNAME={_suggest(facts)}")
+                      "init_process_group.", _export("GLOO_SOCKET_IFNAME", facts))
         return
     down = [w for w in wanted if not any(i.name == w and i.is_up for i in facts.interfaces)]
     if down:
         yield Verdict("warn", f"GLOO_SOCKET_IFNAME names interface(s) that are down: "
-                      f"{', '.join(down)}", "", f"export GLOO_SOCKET_IFNAME={_suggest(facts)}")
+                      f"{', '.join(down)}", "", _export("GLOO_SOCKET_IFNAME", facts))
         return
     yield Verdict("ok", f"GLOO_SOCKET_IFNAME={value} exists and is up")
 

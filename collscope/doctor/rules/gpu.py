@@ -32,6 +32,12 @@ def check_gpu_inventory(facts: Facts) -> Iterable[Verdict]:
                           "`dmesg | grep -i -e amdgpu -e nvrm`; install ROCm or the NVIDIA "
                           "driver")
             return
+        if facts.tool_failures:  # GPUs there may be, unreachable: said once, by the tools
+            yield Verdict("info", "No GPU visible: the GPU tools failed (tools.gpu-tool-failed)",
+                          "No GPU is visible to the vendor tools or to torch; until the "
+                          "failure reported under Tools is fixed, collscope (and "
+                          "torch.distributed's auto choice) would use gloo on CPU ranks.", "")
+            return
         yield Verdict("info", "No GPU found: gloo on the CPU will be used",
                       "No AMD or NVIDIA GPU is visible to the vendor tools or to torch, so "
                       "collscope (and torch.distributed's auto choice) uses the gloo backend on "
@@ -43,11 +49,14 @@ def check_gpu_inventory(facts: Facts) -> Iterable[Verdict]:
     count = len(gpus) or (facts.torch.gpu_count if facts.torch else 0)
     models = ", ".join(f"{n} x {name}" for name, n in names.items()) or \
         ", ".join(sorted(set(facts.torch.gpu_names if facts.torch else [])))
-    memory = sorted({g.memory_bytes for g in gpus if g.memory_bytes})
+    reported = [g.memory_bytes for g in gpus if g.memory_bytes]
     version = _stack_version(facts)
-    sizes = ", ".join(human_bytes(m) for m in memory) or "unknown"
+    sizes = ", ".join(human_bytes(m) for m in sorted(set(reported))) or "unknown"
+    # "each" only when every GPU reports its memory (a partial capture lists fewer)
+    sizes += " each" if reported and len(reported) == len(gpus) else \
+        f" ({len(reported)} of {len(gpus)} GPUs report it)" if reported else ""
     detail = (f"{count} GPU(s): {models}; memory {sizes}"
-              f" each; driver {facts.driver_version or 'unknown'}; {version}"
+              f"; driver {facts.driver_version or 'unknown'}; {version}"
               f" (source: {facts.gpu_source or 'torch'}).")
     yield Verdict("ok", f"{count} GPU(s): {models}", detail)
     if len([n for n in names if n != "unknown model"]) > 1:

@@ -33,7 +33,7 @@ def check_ucx(facts: Facts) -> Iterable[Verdict]:
     detail = (f"UCX {version.version or 'unknown'}; ROCm support: {'yes' if rocm else 'no'}; "
               f"CUDA support: {'yes' if cuda else 'no'}; transports: "
               f"{', '.join(transports) or 'not captured (ucx_info -d)'}.")
-    yield Verdict("info", f"UCX {version.version or 'unknown'}", detail)
+    # A warning carries the whole summary: the build is then one finding, not two.
     if facts.vendor == "amd" and not rocm:
         yield Verdict("warn", "UCX lacks ROCm support on a ROCm host",
                       detail + " GPU buffers handed to UCX (GPU-aware MPI, UCC) are staged "
@@ -43,3 +43,5 @@ def check_ucx(facts: Facts) -> Iterable[Verdict]:
     elif facts.vendor == "nvidia" and not cuda:
         yield Verdict("warn", "UCX lacks CUDA support on an NVIDIA host", detail,
                       "rebuild UCX with `./configure --with-cuda=/usr/local/cuda`")
+    else:
+        yield Verdict("info", f"UCX {version.version or 'unknown'}", detail)

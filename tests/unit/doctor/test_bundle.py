@@ -93,7 +93,13 @@ def test_unreadable_sources_are_usage_errors(tmp_path):
         read_bundle(tmp_path / "missing.tar.gz")
     junk = tmp_path / "junk.tar.gz"
     junk.write_bytes(b"this is not a tar file at all" * 20)
-    with pytest.raises(UsageError, match="not a readable"):
+    with pytest.raises(UsageError, match="not a readable") as error:
         read_bundle(junk)
+    assert "\n" not in str(error.value)           # one line (tarfile's error lists 4 methods)
+    assert str(error.value).endswith("(not a gzip, bzip2, xz or plain tar archive)")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(UsageError, match="'.*empty' holds no readable file; give a bundle"):
+        read_bundle(empty)
     with pytest.raises(UsageError, match="does not exist"):
         write_bundle(CAPTURE, tmp_path / "no" / "dir" / "b.tar.gz")

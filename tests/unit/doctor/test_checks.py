@@ -150,8 +150,13 @@ def test_gpu_inventory_and_mixed_models():
     (ok,) = of(amd_node(), "gpu.inventory")
     assert ok.level == "ok" and "8 x AMD Instinct MI300X" in ok.title
     assert "192 GiB" in ok.detail and "6.8.5" in ok.detail and "ROCm 6.3.1" in ok.detail
+    assert "memory 192 GiB each;" in ok.detail
     mixed = amd_node(gpus=_gpus(4) + _gpus(4, "AMD Instinct MI250X"))
     assert levels(mixed, "gpu.inventory") == ["warn", "ok"]      # worst first
+    # a capture that gives the memory of some GPUs only does not say "each"
+    partial = amd_node(gpus=_gpus(1) + [GpuInfo(index=i) for i in range(1, 8)])
+    (ok,) = of(partial, "gpu.inventory")
+    assert "memory 192 GiB (1 of 8 GPUs report it);" in ok.detail
 
 
 def test_torch_sees_fewer_gpus_points_at_visible_devices():
@@ -311,8 +316,9 @@ def test_roce_gids():
 
 def test_ucx_without_rocm_on_a_rocm_host_warns():
     cuda_ucx = UcxVersion(version="1.16.0", with_cuda=True)
-    (warn, info) = of(amd_node(ucx_version=cuda_ucx), "ucx.build")
-    assert info.level == "info" and warn.level == "warn" and "--with-rocm" in warn.fix
+    (warn,) = of(amd_node(ucx_version=cuda_ucx), "ucx.build")   # the summary is not repeated
+    assert warn.level == "warn" and "--with-rocm" in warn.fix
+    assert warn.detail.startswith("UCX 1.16.0; ROCm support: no; CUDA support: yes")
     rocm_ucx = UcxVersion(version="1.18.1", with_rocm=True)
     assert levels(amd_node(ucx_version=rocm_ucx), "ucx.build") == ["info"]
     # ROCm support shown only by ucx_info -d (a rocm memory domain) counts too
@@ -322,6 +328,7 @@ def test_ucx_without_rocm_on_a_rocm_host_warns():
     missing = cpu_node(tools={"ucx_info-v.txt": ToolRun("ucx_info-v.txt", ["ucx_info", "-v"],
                                                         "missing")})
     assert "not installed" in of(missing, "ucx.build")[0].title
+    assert of(missing, "tools.availability") == []      # said once, by ucx.build
 
 
 def test_nccl_log_mixed_versions_and_socket_fallback():
@@ -372,6 +379,17 @@ def test_socket_ifname_down_and_partial_lists():
 ])
 def test_gloo_socket_ifname_takes_exact_names(value, level):
     assert levels(amd_node(env={"GLOO_SOCKET_IFNAME": value}), "env.gloo-ifname") == [level]
+
+
+@pytest.mark.parametrize(("var", "value"), [("NCCL_SOCKET_IFNAME", "ib"),
+                                            ("NCCL_SOCKET_IFNAME", ""),
+                                            ("GLOO_SOCKET_IFNAME", "eth9")])
+def test_ifname_fix_never_pastes_a_placeholder(var: str, value: str):
+    # Only loopback up: no interface to name, so no "export X=<interface>" to paste.
+    facts = amd_node(env={var: value}, interfaces=_ifaces("lo:unknown", "eth0:down"))
+    (finding,) = of(facts, "env.socket-ifname" if var.startswith("NCCL") else "env.gloo-ifname")
+    assert finding.level == "fail" and not finding.fix.startswith("export")
+    assert "=<interface>" not in finding.fix and "such as <interface>" not in finding.fix
 
 
 def test_gloo_socket_ifname_down():
