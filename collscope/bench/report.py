@@ -51,7 +51,8 @@ class Reporter:
         self.skip_noted = False         # the note on skipped collectives, in the first header
 
     def __enter__(self) -> Reporter:
-        from collscope.results import CsvWriter, JsonlWriter, RunRecord
+        from collscope.records_io import CsvWriter, JsonlWriter
+        from collscope.results import RunRecord
 
         if self.outputs.json:
             self.json = JsonlWriter(self.outputs.json)

@@ -30,7 +30,7 @@ def check_writable(flag: str, path: str | None) -> None:
 
     from collscope.errors import UsageError
 
-    if not path or path == "-":      # "-": stdout (collscope.results.JsonlWriter)
+    if not path or path == "-":      # "-": stdout (collscope.records_io.JsonlWriter)
         return
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder) or not os.access(folder, os.W_OK):

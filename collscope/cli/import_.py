@@ -52,8 +52,8 @@ def add_parser(commands: Any) -> None:
 
 
 def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    from collscope.records_io import JsonlWriter
     from collscope.report.importer import LogImportError, import_file, to_records
-    from collscope.results import JsonlWriter
 
     if args.output == "-" and args.json == "-":
         raise UsageError("--json: '-' (stdout) is taken by -o -; give --json a file name")

@@ -73,7 +73,8 @@ def _write_json(path: str, config: OverlapConfig, result: Any, session: Any,
                 launcher_name: str) -> None:
     from dataclasses import asdict
 
-    from collscope.results import JsonlWriter, RunRecord
+    from collscope.records_io import JsonlWriter
+    from collscope.results import RunRecord
 
     writer = JsonlWriter(path)
     try:

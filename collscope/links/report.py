@@ -17,7 +17,8 @@ class LinksWriter:
     def __init__(self, path: str, session: Any, launcher: str, config: Any, started: float):
         from collscope.links.plan import ranks_by_node
         from collscope.links.run import phases_for
-        from collscope.results import JsonlWriter, RunRecord
+        from collscope.records_io import JsonlWriter
+        from collscope.results import RunRecord
 
         self.devices = session.layout.devices
         self.size_bytes = config.size_bytes

@@ -65,7 +65,7 @@ def run_record(config: MonitorConfig, sampler: Sampler, backend: Any, inventory:
 
 
 def _open_jsonl(path: str) -> Any:
-    from collscope.results import JsonlWriter
+    from collscope.records_io import JsonlWriter
 
     try:
         return JsonlWriter(path)

@@ -13,7 +13,8 @@ from collscope.units import format_size_exact
 
 def write_json_records(target: str, result: Any, argv: Sequence[str]) -> None:
 
-    from collscope.results import JsonlWriter, RunRecord
+    from collscope.records_io import JsonlWriter
+    from collscope.results import RunRecord
 
     traces = result.traces
     hosts = sorted({t.host for t in traces if t.host})

@@ -164,7 +164,8 @@ class Reporter:
             self.json.write(record.to_dict())
 
     def _open_json(self, path: str) -> None:
-        from collscope.results import JsonlWriter, RunRecord
+        from collscope.records_io import JsonlWriter
+        from collscope.results import RunRecord
         from collscope.train.measure import timing_method
 
         self.json = JsonlWriter(path)

@@ -32,7 +32,7 @@ class TrialWriter:
     tune records."""
 
     def __init__(self, path: str, extra: dict[str, Any], keep_files: bool = True):
-        from collscope.results import JsonlWriter
+        from collscope.records_io import JsonlWriter
 
         self.keep_files = keep_files     # trial files in a temporary folder are gone after
         self.extra = extra

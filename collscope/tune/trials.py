@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from collscope.errors import UsageError
-from collscope.results import read_jsonl
+from collscope.records_io import read_jsonl
 from collscope.tune.analysis import Measurement, Trial
 from collscope.tune.space import Config
 

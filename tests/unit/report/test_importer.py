@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from collscope.collectives.table import COLLECTIVES, bandwidths, bus_factor
+from collscope.records_io import JsonlWriter, read_jsonl
 from collscope.report.importer import (
     TIMING,
     ImportedRun,
@@ -17,7 +18,7 @@ from collscope.report.importer import (
     import_log,
     to_records,
 )
-from collscope.results import BenchResult, JsonlWriter, read_jsonl
+from collscope.results import BenchResult
 from tests.conftest import OWN_FIXTURES, shared_fixture
 from tests.unit.parsers.test_nccl_tests import (
     REAL_NAMES,
