@@ -1,0 +1,234 @@
+"""Which call is which across ranks when the traces carry no sequence number (pure).
+
+Each rank's calls are split into streams of one (collective, process group, size), in the
+order they ran. NCCL requires every rank of a communicator to issue its collectives in the
+same order, so a stream is the same sequence of calls on every rank, except where a trace
+window starts or ends at a different call (profiler windows, warm-up steps, a call cut off at
+the edge): then the reference rank's call i is the rank's call i - k, a *shift* k of the rank's
+stream (k = +1: the rank's first call is the reference's second; its trace starts one call
+later). Pairing "the k-th call on each rank" assumes k = 0.
+
+The shift is chosen by the ends: a collective that synchronises its group ends at (nearly) the
+same instant on every rank, up to one constant clock offset per rank (:mod:`clock`). For a
+candidate offset, each stream takes the shift whose end differences lie closest to it, scored
+by the low median of ``|end_rank - end_ref - offset|`` over the stream's pairs (the MAD of the
+end differences about the rank's offset, taken low so that a stream of two pairs is judged by
+its better half: at least half the pairs agree to within the score). The offset is the one
+(among 0 and every stream-shift's median difference) whose chosen pairs agree best, then the
+median of those pairs' differences. A shift is accepted when it is *clearly* better than the
+stream's next best one: that one's score >= CLEAR_MARGIN x the chosen score + CLEAR_MIN_US.
+Pairs at the chosen shifts whose difference is off the rank's offset by more than REJECT_MARGIN
+x the pairs' MAD (and CLEAR_MIN_US) are not the same call (a sampled trace drops calls inside
+it, which no shift mends); they are left unmatched and counted.
+
+Bounded: |k| <= SHIFT_BOUND. Trace windows that start at different steps by more than that
+should be cut to the same ProfilerSteps (``--steps``). Collectives whose end does not
+synchronise the group (broadcast, send/recv, unknown) cannot be judged by their ends and are
+paired by order (k = 0), said so. Ties go to the smaller shift: when calls repeat exactly
+(one call per step, identical steps), an offset of one repeat period and a shift of one call
+fit alike, and the smaller shift is taken.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+
+from collscope.trace.calls import CommCall
+from collscope.trace.clock import CLEAR_MIN_US, SYNCHRONISING
+
+SHIFT_BOUND = 8
+CLEAR_MARGIN = 10.0           # the next best shift's score >= this x the chosen one's ...
+                              # ... + CLEAR_MIN_US (GPU ends agree to tens of us, gloo ~1 ms)
+REJECT_MARGIN = 10.0          # a pair off the rank's offset by more than this x MAD: not one call
+MAX_CANDIDATES = 512          # offsets tried (the stream-shifts with the most pairs first)
+
+StreamKey = tuple[str, str, int | None]
+
+TEST = (f"per (collective, group, size) stream, the shift |k| <= {SHIFT_BOUND} whose end "
+        "differences lie closest to the rank's clock offset (low median of |end - end_ref - "
+        f"offset|); clear when the next best shift's is >= {CLEAR_MARGIN:g} x it + "
+        f"{CLEAR_MIN_US:g} us")
+
+
+def stream_key(call: CommCall) -> StreamKey:
+    """The stream a call belongs to. An alltoall's size is no identity: with uneven splits
+    each rank sends and receives a different number of elements (the sampled-128 traces)."""
+    return (call.collective, call.group,
+            None if call.collective == "alltoall" else call.size_bytes)
+
+
+def stream_label(stream: StreamKey) -> str:
+    collective, group, size = stream
+    return (f"{collective} (group {group or '-'}, "
+            f"{'size ?' if size is None else f'{size} B'})")
+
+
+@dataclass
+class StreamShift:
+    stream: StreamKey
+    shift: int                        # the reference's call i is the rank's call i - shift
+    pairs: int                        # calls paired at that shift (inside both windows)
+    judged: bool                      # by its ends (synchronising); else by order, shift 0
+    score_us: float | None = None     # low median of |end diff - the rank's offset|
+    runner_up: int | None = None      # the next best shift and its score
+    runner_up_us: float | None = None
+    clear: bool = True
+
+    def describe(self) -> str:
+        if not self.judged:
+            return f"{stream_label(self.stream)}: by order (its end does not synchronise)"
+        head = f"{stream_label(self.stream)}: shift {self.shift:+d}, {self.pairs} pair(s)"
+        if self.runner_up is None:
+            return f"{head}, ends off the offset by {self.score_us:.0f} us (the only shift " \
+                   "with calls on both ranks)"
+        verdict = "clear" if self.clear else "NOT clear"
+        return (f"{head}, ends off the offset by {self.score_us:.0f} us vs "
+                f"{self.runner_up_us:.0f} us at shift {self.runner_up:+d} ({verdict})")
+
+
+@dataclass
+class RankShifts:
+    rank: int
+    reference: int
+    offset_us: float | None           # median end difference of the accepted pairs
+    spread_us: float | None           # their MAD
+    streams: list[StreamShift]
+    rejected: int = 0                 # pairs at the chosen shifts whose ends disagree
+    pairs: dict[StreamKey, list[tuple[int, int]]] = field(default_factory=dict)
+
+    @property
+    def unclear(self) -> list[StreamShift]:
+        return [s for s in self.streams if s.judged and not s.clear]
+
+    def describe(self) -> str:
+        judged = [s for s in self.streams if s.judged]
+        shifted = [s for s in self.streams if s.shift != 0 or not s.clear]
+        at_zero = len(judged) - len([s for s in shifted if s.judged])
+        parts = [s.describe() for s in shifted]
+        if at_zero:
+            parts.append(f"{at_zero} stream(s) at shift 0, clearly")
+        order = len(self.streams) - len(judged)
+        if order:
+            parts.append(f"{order} stream(s) by order (their end does not synchronise)")
+        if self.rejected:
+            parts.append(f"{self.rejected} pair(s) at those shifts left unmatched: their ends "
+                         f"are more than {REJECT_MARGIN:g} x the MAD ({self.spread_us:.0f} us) "
+                         "off the rank's offset, not one call")
+        offset = ("" if self.offset_us is None else
+                  f" (ends {self.offset_us:+.0f} us from rank {self.reference}'s, MAD "
+                  f"{self.spread_us:.0f} us)")
+        return f"rank {self.rank} vs rank {self.reference}{offset}: " + "; ".join(parts)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"rank": self.rank, "reference_rank": self.reference,
+                "end_offset_us": self.offset_us, "end_spread_us": self.spread_us,
+                "rejected_pairs": self.rejected,
+                "streams": [{"collective": s.stream[0], "group": s.stream[1],
+                             "size_bytes": s.stream[2], "shift": s.shift, "pairs": s.pairs,
+                             "judged_by_ends": s.judged, "score_us": s.score_us,
+                             "runner_up_shift": s.runner_up,
+                             "runner_up_score_us": s.runner_up_us, "clear": s.clear}
+                            for s in self.streams]}
+
+
+def _pairs(n_ref: int, n_rank: int, shift: int) -> list[tuple[int, int]]:
+    """(reference index, rank index) of the calls paired at ``shift``."""
+    return [(i, i - shift) for i in range(max(0, shift), min(n_ref, n_rank + shift))]
+
+
+def _score(diffs: list[float], offset: float) -> float:
+    return statistics.median_low(abs(d - offset) for d in diffs)
+
+
+def _end(call: CommCall) -> float:
+    return call.start_us + call.dur_us
+
+
+Choice = dict[StreamKey, list[tuple[float, int, int]]]   # per stream: (score, -pairs, shift)
+
+
+def _choose(diffs: dict[StreamKey, dict[int, list[float]]], offset: float) -> Choice:
+    """Per stream, its shifts ranked by their score at ``offset`` (ties: more pairs, then the
+    smaller |shift|)."""
+    return {s: sorted(((_score(d, offset), -len(d), k) for k, d in by_shift.items()),
+                      key=lambda item: (item[0], item[1], abs(item[2]), item[2]))
+            for s, by_shift in diffs.items()}
+
+
+def _chosen_diffs(diffs: dict[StreamKey, dict[int, list[float]]], choice: Choice,
+                  ) -> list[float]:
+    return [d for s, ranked in choice.items() for d in diffs[s][ranked[0][2]]]
+
+
+def find_shifts(reference: dict[StreamKey, list[CommCall]], rank: dict[StreamKey, list[CommCall]],
+                rank_id: int, reference_id: int) -> RankShifts:
+    """The rank's shift per stream it shares with the reference (each stream's calls in the
+    order they ran), and the pairs accepted."""
+    shared = [s for s in reference if s in rank]
+    diffs: dict[StreamKey, dict[int, list[float]]] = {}
+    for s in shared:
+        if s[0] not in SYNCHRONISING:
+            continue
+        ref_ends, ends = [_end(c) for c in reference[s]], [_end(c) for c in rank[s]]
+        by_shift = {k: [ends[j] - ref_ends[i] for i, j in _pairs(len(ref_ends), len(ends), k)]
+                    for k in range(-SHIFT_BOUND, SHIFT_BOUND + 1)}
+        diffs[s] = {k: d for k, d in by_shift.items() if d}
+    offset: float | None = None
+    choice: Choice = {}
+    if diffs:
+        sized = sorted(((len(d), statistics.median(d)) for by in diffs.values()
+                        for d in by.values()), reverse=True)
+        candidates = {0.0, *(m for _, m in sized[:MAX_CANDIDATES])}
+
+        def fit(theta: float) -> tuple[float, int, int, float]:
+            ranked = _choose(diffs, theta)
+            chosen = _chosen_diffs(diffs, ranked)
+            return (_score(chosen, theta), -len(chosen),
+                    sum(abs(r[0][2]) for r in ranked.values()), abs(theta))
+
+        offset = min(candidates, key=fit)
+        for _ in range(3):      # re-centre on the chosen pairs until the choice is stable
+            choice = _choose(diffs, offset)
+            centre = statistics.median(_chosen_diffs(diffs, choice))
+            if centre == offset:
+                break
+            offset = centre
+        choice = _choose(diffs, offset)
+    streams: list[StreamShift] = []
+    pairs: dict[StreamKey, list[tuple[int, int]]] = {}
+    for s in shared:
+        if s not in choice:      # not judged by its ends: by order
+            pairs[s] = _pairs(len(reference[s]), len(rank[s]), 0)
+            streams.append(StreamShift(s, 0, len(pairs[s]), judged=False))
+            continue
+        (score, count, k), *others = choice[s]
+        shift = StreamShift(s, k, -count, True, score)
+        if others:
+            shift.runner_up_us, _, shift.runner_up = others[0]
+            shift.clear = shift.runner_up_us >= CLEAR_MARGIN * score + CLEAR_MIN_US
+        streams.append(shift)
+        if shift.clear:
+            pairs[s] = _pairs(len(reference[s]), len(rank[s]), k)
+    result = RankShifts(rank_id, reference_id, None, None, streams, 0, pairs)
+    _reject_disagreeing(result, reference, rank)
+    return result
+
+
+def _reject_disagreeing(result: RankShifts, reference: dict[StreamKey, list[CommCall]],
+                        rank: dict[StreamKey, list[CommCall]]) -> None:
+    """Drops the accepted pairs whose end difference is far off the rank's offset (the median
+    over all accepted synchronising pairs), and records that offset and the pairs' MAD."""
+    judged = {s.stream for s in result.streams if s.judged}
+    measured = [(s, i, j, _end(rank[s][j]) - _end(reference[s][i]))
+                for s, pairs in result.pairs.items() if s in judged for i, j in pairs]
+    if not measured:
+        return
+    offset = statistics.median(d for *_, d in measured)
+    spread = statistics.median(abs(d - offset) for *_, d in measured)
+    limit = max(REJECT_MARGIN * spread, CLEAR_MIN_US)
+    for s, i, j, d in measured:
+        if abs(d - offset) > limit:
+            result.pairs[s].remove((i, j))
+            result.rejected += 1
+    result.offset_us, result.spread_us = offset, spread
