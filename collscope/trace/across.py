@@ -1,7 +1,12 @@
 """Across ranks (pure): the same collective call on every rank, its skew, the late rank.
 
-A call is matched across ranks by (process group, sequence number) where the trace records
-"Seq", else by its position among the rank's calls of the same collective, group and size.
+A call is matched across ranks by (process group, sequence number) in the groups whose every
+call on every rank records "Seq" (exact). Elsewhere by its position among the rank's calls of
+the same collective, group and size, at the rank's *shift* against the reference rank (its
+window may start at a different call): the shift that makes the ends of synchronising calls
+agree, chosen per stream and only when clearly better than the others (:mod:`shift`); calls
+outside the windows' overlap, of unclear streams, or whose ends still disagree stay unmatched
+and counted, and an unclear stream withholds the straggler verdict.
 The late rank of a call is the one that was ready for it last (its kernel started last; on
 gloo, it issued the c10d op last): the others sat in the collective waiting for it. Ranks on
 different hosts have different clocks: each rank's offset is estimated from the ends of the
@@ -52,6 +57,7 @@ class MatchedCall:
     wait_us: float                    # sum over the other ranks of (latest ready - theirs)
     delay_us: float                   # latest ready - the next latest: what the late rank cost
     step: int | None = None           # ProfilerStep of the call (on the first rank)
+    ends_us: dict[int, float] = field(default_factory=dict)   # rank -> its end, own clock
 
 
 @dataclass
@@ -102,7 +108,7 @@ def _seq_groups(ordered: dict[int, list[CommCall]]) -> set[str]:
     return {group for group, every in groups.items() if every}
 
 
-def _keyed(ordered: dict[int, list[CommCall]],
+def _keyed(ordered: dict[int, list[CommCall]], one_clock: bool,
            ) -> tuple[dict[int, dict[tuple[object, ...], CommCall]], list[RankShifts]]:
     """Per rank, its calls under the key that names the same call on every rank: (group, Seq)
     where recorded, else (stream, the reference's index) at the rank's shift (:mod:`shift`)."""
@@ -124,7 +130,7 @@ def _keyed(ordered: dict[int, list[CommCall]],
             for i, call in enumerate(calls):
                 per_rank[reference][("order", *stream, i)] = call
         for r in rank_ids[1:]:
-            found = find_shifts(streams[reference], streams[r], r, reference)
+            found = find_shifts(streams[reference], streams[r], r, reference, one_clock)
             shifts.append(found)
             for stream, pairs in found.pairs.items():
                 for i, j in pairs:
@@ -137,7 +143,10 @@ def match(ranks: list[RankTrace], clock_align: str = "auto") -> Across:
     ``clock_align``: auto, on, off); per-rank lateness; the straggler verdict. The calls are
     those of the ranks' window (:func:`rank_window_calls`), as the rank figures."""
     ordered = {t.rank: sorted(rank_window_calls(t), key=lambda c: c.ready_us) for t in ranks}
-    per_rank, rank_shifts = _keyed(ordered)
+    hosts = {t.host for t in ranks}
+    # One named host: one clock, so the shift search takes the offset as 0 (clock.decide).
+    one_clock = clock_align != "on" and len(hosts) == 1 and None not in hosts
+    per_rank, rank_shifts = _keyed(ordered, one_clock)
     rank_ids = sorted(per_rank)
     common = set.intersection(*(set(calls) for calls in per_rank.values())) if rank_ids else set()
     total = sum(len(calls) for calls in ordered.values())
@@ -157,7 +166,9 @@ def match(ranks: list[RankTrace], clock_align: str = "auto") -> Across:
         matched.append(MatchedCall(key, first.collective, first.size_bytes, starts, late,
                                    latest - min(starts.values()),
                                    sum(latest - s for s in others), latest - max(others),
-                                   first.step))
+                                   first.step,
+                                   {r: per_rank[r][key].start_us + per_rank[r][key].dur_us
+                                    for r in rank_ids}))
     matched.sort(key=lambda m: min(m.starts_us.values()))
     steps = {m.step for m in matched}
     step_late = step_late_ranks(matched)

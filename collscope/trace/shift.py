@@ -74,14 +74,17 @@ class StreamShift:
     runner_up: int | None = None      # the next best shift and its score
     runner_up_us: float | None = None
     clear: bool = True
+    by_steps: bool = False            # shifts pairing calls of different ProfilerSteps left out
 
     def describe(self) -> str:
         if not self.judged:
             return f"{stream_label(self.stream)}: by order (its end does not synchronise)"
         head = f"{stream_label(self.stream)}: shift {self.shift:+d}, {self.pairs} pair(s)"
         if self.runner_up is None:
+            only = ("pairing calls of the same ProfilerSteps" if self.by_steps else
+                    "with calls on both ranks")
             return f"{head}, ends off the offset by {self.score_us:.0f} us (the only shift " \
-                   "with calls on both ranks)"
+                   f"|k| <= {SHIFT_BOUND} {only})"
         verdict = "clear" if self.clear else "NOT clear"
         return (f"{head}, ends off the offset by {self.score_us:.0f} us vs "
                 f"{self.runner_up_us:.0f} us at shift {self.runner_up:+d} ({verdict})")
@@ -161,40 +164,82 @@ def _chosen_diffs(diffs: dict[StreamKey, dict[int, list[float]]], choice: Choice
     return [d for s, ranked in choice.items() for d in diffs[s][ranked[0][2]]]
 
 
+def _steps_agree(reference: list[CommCall], rank: list[CommCall], shift: int) -> bool:
+    """Whether a shift pairs calls of the same ProfilerStep at least as often as not (the
+    step numbers count the same loop on every rank; unknown steps say nothing)."""
+    agree = conflict = 0
+    for i, j in _pairs(len(reference), len(rank), shift):
+        a, b = reference[i].step, rank[j].step
+        if a is not None and b is not None:
+            agree, conflict = agree + (a == b), conflict + (a != b)
+    return conflict <= agree
+
+
+def _end_diffs(reference: list[CommCall], rank: list[CommCall],
+               ) -> tuple[dict[int, list[float]], bool]:
+    """Per shift |k| <= SHIFT_BOUND with calls paired, the end differences of the pairs. Shifts
+    that pair calls of different ProfilerSteps are left out where some shift does not."""
+    ref_ends, ends = [_end(c) for c in reference], [_end(c) for c in rank]
+    by_shift = {k: [ends[j] - ref_ends[i] for i, j in _pairs(len(ref_ends), len(ends), k)]
+                for k in range(-SHIFT_BOUND, SHIFT_BOUND + 1)}
+    by_shift = {k: d for k, d in by_shift.items() if d}
+    same_step = {k: d for k, d in by_shift.items() if _steps_agree(reference, rank, k)}
+    return (same_step, len(same_step) < len(by_shift)) if same_step else (by_shift, False)
+
+
+Fit = tuple[float, int, int, float]       # (score, -pairs, sum of |shift|, |offset|)
+
+
+def _fit(diffs: dict[StreamKey, dict[int, list[float]]], theta: float,
+         ) -> tuple[Fit, Choice]:
+    ranked = _choose(diffs, theta)
+    chosen = _chosen_diffs(diffs, ranked)
+    return ((_score(chosen, theta), -len(chosen), sum(abs(r[0][2]) for r in ranked.values()),
+             abs(theta)), ranked)
+
+
+def _within(diffs: list[float], offset: float, tolerance: float) -> int:
+    return sum(1 for d in diffs if abs(d - offset) <= tolerance)
+
+
+def _assignment(choice: Choice) -> dict[StreamKey, int]:
+    return {s: ranked[0][2] for s, ranked in choice.items()}
+
+
 def find_shifts(reference: dict[StreamKey, list[CommCall]], rank: dict[StreamKey, list[CommCall]],
-                rank_id: int, reference_id: int) -> RankShifts:
+                rank_id: int, reference_id: int, one_clock: bool = False) -> RankShifts:
     """The rank's shift per stream it shares with the reference (each stream's calls in the
-    order they ran), and the pairs accepted."""
+    order they ran), and the pairs accepted. ``one_clock``: the traces share a clock (one
+    named host), so the offset is 0 and not searched."""
     shared = [s for s in reference if s in rank]
-    diffs: dict[StreamKey, dict[int, list[float]]] = {}
-    for s in shared:
-        if s[0] not in SYNCHRONISING:
-            continue
-        ref_ends, ends = [_end(c) for c in reference[s]], [_end(c) for c in rank[s]]
-        by_shift = {k: [ends[j] - ref_ends[i] for i, j in _pairs(len(ref_ends), len(ends), k)]
-                    for k in range(-SHIFT_BOUND, SHIFT_BOUND + 1)}
-        diffs[s] = {k: d for k, d in by_shift.items() if d}
+    found = {s: _end_diffs(reference[s], rank[s]) for s in shared if s[0] in SYNCHRONISING}
+    diffs = {s: d for s, (d, _) in found.items() if d}
     offset: float | None = None
     choice: Choice = {}
+    rival: tuple[Fit, Choice] | None = None
     if diffs:
         sized = sorted(((len(d), statistics.median(d)) for by in diffs.values()
                         for d in by.values()), reverse=True)
-        candidates = {0.0, *(m for _, m in sized[:MAX_CANDIDATES])}
-
-        def fit(theta: float) -> tuple[float, int, int, float]:
-            ranked = _choose(diffs, theta)
-            chosen = _chosen_diffs(diffs, ranked)
-            return (_score(chosen, theta), -len(chosen),
-                    sum(abs(r[0][2]) for r in ranked.values()), abs(theta))
-
-        offset = min(candidates, key=fit)
-        for _ in range(3):      # re-centre on the chosen pairs until the choice is stable
-            choice = _choose(diffs, offset)
+        candidates = {0.0} if one_clock else {0.0, *(m for _, m in sized[:MAX_CANDIDATES])}
+        fits = sorted((_fit(diffs, theta) + (theta,) for theta in candidates),
+                      key=lambda item: item[0])
+        (best, choice, offset) = fits[0]
+        for _ in range(3 if not one_clock else 0):   # re-centre on the chosen pairs
             centre = statistics.median(_chosen_diffs(diffs, choice))
             if centre == offset:
                 break
-            offset = centre
-        choice = _choose(diffs, offset)
+            offset, choice = centre, _choose(diffs, centre)
+        best = _fit(diffs, offset)[0]
+        # Other shifts at another offset (a clock offset of one call period and a shift of
+        # one call can fit alike): a rival when it brings as many pairs within the clear
+        # margin of its offset as the best does of its own. Counting pairs, not comparing
+        # scores: a shift pairing few calls fits a free offset closely by chance.
+        tolerance = CLEAR_MARGIN * best[0] + CLEAR_MIN_US
+        agreeing = _within(_chosen_diffs(diffs, choice), offset, tolerance)
+        rival = next(((fit, other) for fit, other, theta in fits[1:]
+                      if _assignment(other) != _assignment(choice)
+                      and _within(_chosen_diffs(diffs, other), theta, tolerance) >= agreeing),
+                     None)
     streams: list[StreamShift] = []
     pairs: dict[StreamKey, list[tuple[int, int]]] = {}
     for s in shared:
@@ -203,10 +248,14 @@ def find_shifts(reference: dict[StreamKey, list[CommCall]], rank: dict[StreamKey
             streams.append(StreamShift(s, 0, len(pairs[s]), judged=False))
             continue
         (score, count, k), *others = choice[s]
-        shift = StreamShift(s, k, -count, True, score)
+        shift = StreamShift(s, k, -count, True, score, by_steps=found[s][1])
         if others:
             shift.runner_up_us, _, shift.runner_up = others[0]
             shift.clear = shift.runner_up_us >= CLEAR_MARGIN * score + CLEAR_MIN_US
+        if rival is not None and _assignment(rival[1])[s] != k:
+            # Another offset with other shifts fits about as well (all its pairs pooled).
+            shift.runner_up, shift.runner_up_us = _assignment(rival[1])[s], rival[0][0]
+            shift.clear = False
         streams.append(shift)
         if shift.clear:
             pairs[s] = _pairs(len(reference[s]), len(rank[s]), k)
