@@ -108,6 +108,10 @@ def _seq_groups(ordered: dict[int, list[CommCall]]) -> set[str]:
     return {group for group, every in groups.items() if every}
 
 
+def _order_key(stream: StreamKey, index: int) -> tuple[object, ...]:
+    return ("order", *stream, index)
+
+
 def _keyed(ordered: dict[int, list[CommCall]], one_clock: bool,
            ) -> tuple[dict[int, dict[tuple[object, ...], CommCall]], list[RankShifts]]:
     """Per rank, its calls under the key that names the same call on every rank: (group, Seq)
@@ -128,13 +132,13 @@ def _keyed(ordered: dict[int, list[CommCall]], one_clock: bool,
         reference = rank_ids[0]
         for stream, calls in streams[reference].items():
             for i, call in enumerate(calls):
-                per_rank[reference][("order", *stream, i)] = call
+                per_rank[reference][_order_key(stream, i)] = call
         for r in rank_ids[1:]:
             found = find_shifts(streams[reference], streams[r], r, reference, one_clock)
             shifts.append(found)
             for stream, pairs in found.pairs.items():
                 for i, j in pairs:
-                    per_rank[r][("order", *stream, i)] = streams[r][stream][j]
+                    per_rank[r][_order_key(stream, i)] = streams[r][stream][j]
     return per_rank, shifts
 
 

@@ -41,7 +41,7 @@ SHIFT_BOUND = 8
 CLEAR_MARGIN = 10.0           # the next best shift's score >= this x the chosen one's ...
                               # ... + CLEAR_MIN_US (GPU ends agree to tens of us, gloo ~1 ms)
 REJECT_MARGIN = 10.0          # a pair off the rank's offset by more than this x MAD: not one call
-MAX_CANDIDATES = 512          # offsets tried (the stream-shifts with the most pairs first)
+CANDIDATE_STREAMS = 4         # the offsets tried come from this many streams' shifts
 
 StreamKey = tuple[str, str, int | None]
 
@@ -141,7 +141,13 @@ def _pairs(n_ref: int, n_rank: int, shift: int) -> list[tuple[int, int]]:
 
 
 def _score(diffs: list[float], offset: float) -> float:
-    return statistics.median_low(abs(d - offset) for d in diffs)
+    """The low median of |difference - offset| (``statistics.median_low``, in numpy: pooled
+    over a rank's streams this runs over thousands of pairs per offset tried)."""
+    import numpy as np
+
+    residuals = np.abs(np.asarray(diffs, dtype=float) - offset)
+    low = (len(diffs) - 1) // 2
+    return float(np.partition(residuals, low)[low])
 
 
 def _end(call: CommCall) -> float:
@@ -151,12 +157,32 @@ def _end(call: CommCall) -> float:
 Choice = dict[StreamKey, list[tuple[float, int, int]]]   # per stream: (score, -pairs, shift)
 
 
+def _rank_shifts(scored: list[tuple[float, int, int]]) -> list[tuple[float, int, int]]:
+    """Best first: lower score, then more pairs, then the smaller |shift|."""
+    return sorted(scored, key=lambda item: (item[0], item[1], abs(item[2]), item[2]))
+
+
 def _choose(diffs: dict[StreamKey, dict[int, list[float]]], offset: float) -> Choice:
-    """Per stream, its shifts ranked by their score at ``offset`` (ties: more pairs, then the
-    smaller |shift|)."""
-    return {s: sorted(((_score(d, offset), -len(d), k) for k, d in by_shift.items()),
-                      key=lambda item: (item[0], item[1], abs(item[2]), item[2]))
+    """Per stream, its shifts ranked by their score at ``offset``."""
+    return {s: _rank_shifts([(_score(d, offset), -len(d), k) for k, d in by_shift.items()])
             for s, by_shift in diffs.items()}
+
+
+def _choose_many(diffs: dict[StreamKey, dict[int, list[float]]], offsets: list[float],
+                 ) -> list[Choice]:
+    """:func:`_choose` at each of ``offsets``, the scores computed for all of them at once."""
+    import numpy as np
+
+    thetas = np.asarray(offsets, dtype=float)[:, None]
+    scores: dict[StreamKey, dict[int, list[float]]] = {}
+    for s, by_shift in diffs.items():
+        scores[s] = {}
+        for k, d in by_shift.items():
+            residuals = np.abs(np.asarray(d, dtype=float)[None, :] - thetas)
+            low = (len(d) - 1) // 2                      # statistics.median_low's index
+            scores[s][k] = np.partition(residuals, low, axis=1)[:, low].tolist()
+    return [{s: _rank_shifts([(by_shift[k][t], -len(diffs[s][k]), k) for k in by_shift])
+             for s, by_shift in scores.items()} for t in range(len(offsets))]
 
 
 def _chosen_diffs(diffs: dict[StreamKey, dict[int, list[float]]], choice: Choice,
@@ -190,12 +216,11 @@ def _end_diffs(reference: list[CommCall], rank: list[CommCall],
 Fit = tuple[float, int, int, float]       # (score, -pairs, sum of |shift|, |offset|)
 
 
-def _fit(diffs: dict[StreamKey, dict[int, list[float]]], theta: float,
-         ) -> tuple[Fit, Choice]:
-    ranked = _choose(diffs, theta)
+def _fit(diffs: dict[StreamKey, dict[int, list[float]]], theta: float, ranked: Choice,
+         ) -> Fit:
     chosen = _chosen_diffs(diffs, ranked)
-    return ((_score(chosen, theta), -len(chosen), sum(abs(r[0][2]) for r in ranked.values()),
-             abs(theta)), ranked)
+    return (_score(chosen, theta), -len(chosen), sum(abs(r[0][2]) for r in ranked.values()),
+            abs(theta))
 
 
 def _within(diffs: list[float], offset: float, tolerance: float) -> int:
@@ -204,6 +229,14 @@ def _within(diffs: list[float], offset: float, tolerance: float) -> int:
 
 def _assignment(choice: Choice) -> dict[StreamKey, int]:
     return {s: ranked[0][2] for s, ranked in choice.items()}
+
+
+def _candidate_offsets(diffs: dict[StreamKey, dict[int, list[float]]]) -> list[float]:
+    """0 and the median end difference at each shift of the CANDIDATE_STREAMS streams with
+    the most calls: the true offset is the median of any stream at its true shift."""
+    largest = sorted(diffs, key=lambda s: -max(len(d) for d in diffs[s].values()))
+    return sorted({0.0, *(statistics.median(d) for s in largest[:CANDIDATE_STREAMS]
+                          for d in diffs[s].values())})
 
 
 def find_shifts(reference: dict[StreamKey, list[CommCall]], rank: dict[StreamKey, list[CommCall]],
@@ -218,10 +251,9 @@ def find_shifts(reference: dict[StreamKey, list[CommCall]], rank: dict[StreamKey
     choice: Choice = {}
     rival: tuple[Fit, Choice] | None = None
     if diffs:
-        sized = sorted(((len(d), statistics.median(d)) for by in diffs.values()
-                        for d in by.values()), reverse=True)
-        candidates = {0.0} if one_clock else {0.0, *(m for _, m in sized[:MAX_CANDIDATES])}
-        fits = sorted((_fit(diffs, theta) + (theta,) for theta in candidates),
+        candidates = [0.0] if one_clock else _candidate_offsets(diffs)
+        fits = sorted(((_fit(diffs, theta, ranked), ranked, theta) for theta, ranked in
+                       zip(candidates, _choose_many(diffs, candidates))),
                       key=lambda item: item[0])
         (best, choice, offset) = fits[0]
         for _ in range(3 if not one_clock else 0):   # re-centre on the chosen pairs
@@ -229,7 +261,7 @@ def find_shifts(reference: dict[StreamKey, list[CommCall]], rank: dict[StreamKey
             if centre == offset:
                 break
             offset, choice = centre, _choose(diffs, centre)
-        best = _fit(diffs, offset)[0]
+        best = _fit(diffs, offset, choice)
         # Other shifts at another offset (a clock offset of one call period and a shift of
         # one call can fit alike): a rival when it brings as many pairs within the clear
         # margin of its offset as the best does of its own. Counting pairs, not comparing
