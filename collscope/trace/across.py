@@ -34,6 +34,7 @@ from collscope.trace.rank import RankTrace
 from collscope.trace.shift import (
     CLEAR_MARGIN,
     CLEAR_MIN_US,
+    SHIFT_TEST,
     RankShifts,
     StreamKey,
     find_shifts,
@@ -95,7 +96,8 @@ class Across:
 
     def matching_lines(self) -> list[str]:
         """How calls without Seq were paired, per rank (empty when every group has Seq)."""
-        return [found.describe() for found in self.shifts if found.streams]
+        lines = [found.describe() for found in self.shifts if found.streams]
+        return [SHIFT_TEST, *lines] if lines else []
 
 
 def _seq_groups(ordered: dict[int, list[CommCall]]) -> set[str]:

@@ -8,25 +8,32 @@ the edge): then the reference rank's call i is the rank's call i - k, a *shift* 
 stream (k = +1: the rank's first call is the reference's second; its trace starts one call
 later). Pairing "the k-th call on each rank" assumes k = 0.
 
-The shift is chosen by the ends: a collective that synchronises its group ends at (nearly) the
-same instant on every rank, up to one constant clock offset per rank (:mod:`clock`). For a
-candidate offset, each stream takes the shift whose end differences lie closest to it, scored
-by the low median of ``|end_rank - end_ref - offset|`` over the stream's pairs (the MAD of the
-end differences about the rank's offset, taken low so that a stream of two pairs is judged by
-its better half: at least half the pairs agree to within the score). The offset is the one
-(among 0 and every stream-shift's median difference) whose chosen pairs agree best, then the
-median of those pairs' differences. A shift is accepted when it is *clearly* better than the
-stream's next best one: that one's score >= CLEAR_MARGIN x the chosen score + CLEAR_MIN_US.
-Pairs at the chosen shifts whose difference is off the rank's offset by more than REJECT_MARGIN
-x the pairs' MAD (and CLEAR_MIN_US) are not the same call (a sampled trace drops calls inside
-it, which no shift mends); they are left unmatched and counted.
+Evidence, per stream and shift |k| <= SHIFT_BOUND:
 
-Bounded: |k| <= SHIFT_BOUND. Trace windows that start at different steps by more than that
-should be cut to the same ProfilerSteps (``--steps``). Collectives whose end does not
-synchronise the group (broadcast, send/recv, unknown) cannot be judged by their ends and are
-paired by order (k = 0), said so. Ties go to the smaller shift: when calls repeat exactly
-(one call per step, identical steps), an offset of one repeat period and a shift of one call
-fit alike, and the smaller shift is taken.
+- ProfilerStep numbers (the same loop counted on every rank): a shift that pairs calls of
+  different steps more often than of the same step is left out, where some shift is not.
+- The ends: a collective that synchronises its group ends at (nearly) the same instant on
+  every rank, up to one constant clock offset per rank (:mod:`clock`). At a candidate offset a
+  shift scores the low median of ``|end_rank - end_ref - offset|`` over its pairs (the MAD of
+  the end differences about the rank's offset, taken low so that two pairs are judged by the
+  better: at least half the pairs agree to within the score). Each stream takes its best
+  shift; the offset is the candidate (0, and the median difference at each shift of the
+  CANDIDATE_STREAMS largest streams: the true offset is any stream's median at its true
+  shift) whose chosen pairs agree best, then re-centred on their median. Traces naming one
+  host share its clock: the offset is 0, not searched.
+
+A stream's shift is accepted when clearly better: the stream's next best shift at that offset
+scores >= CLEAR_MARGIN x its score + CLEAR_MIN_US, and no other offset with other shifts brings
+as many pairs within that margin (when calls repeat exactly, a clock offset of one period and
+a shift of one call fit alike: refused, unless ProfilerSteps or one host's clock decide it).
+Pairs at the accepted shifts whose difference is off the rank's offset by more than
+REJECT_MARGIN x their MAD (and CLEAR_MIN_US) are not one call (a sampled trace drops calls
+inside it, which no shift mends); they stay unmatched and are counted.
+
+SHIFT_BOUND: windows that start more than 8 calls of one stream apart (more than a step's
+worth for most streams) should be cut to the same ProfilerSteps with ``--steps``. Collectives
+whose end does not synchronise the group (broadcast, reduce, send/recv, unknown) cannot be
+judged by their ends and are paired by order (k = 0), said so.
 """
 
 from __future__ import annotations
@@ -45,10 +52,12 @@ CANDIDATE_STREAMS = 4         # the offsets tried come from this many streams' s
 
 StreamKey = tuple[str, str, int | None]
 
-TEST = (f"per (collective, group, size) stream, the shift |k| <= {SHIFT_BOUND} whose end "
-        "differences lie closest to the rank's clock offset (low median of |end - end_ref - "
-        f"offset|); clear when the next best shift's is >= {CLEAR_MARGIN:g} x it + "
-        f"{CLEAR_MIN_US:g} us")
+SHIFT_TEST = (f"calls without Seq: per (collective, group, size) stream the shift |k| <= "
+              f"{SHIFT_BOUND} (none pairing mostly different ProfilerSteps) whose end differences "
+              "lie closest to the rank's clock offset (score: low median of |end - end_ref - "
+              f"offset|); clear when the next best shift scores >= {CLEAR_MARGIN:g} x it + "
+              f"{CLEAR_MIN_US:g} us and no other offset with other shifts brings as many pairs "
+              f"within that; pairs > {REJECT_MARGIN:g} x MAD off the offset are not one call")
 
 
 def stream_key(call: CommCall) -> StreamKey:
