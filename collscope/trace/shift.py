@@ -84,6 +84,7 @@ class StreamShift:
     runner_up_us: float | None = None
     clear: bool = True
     by_steps: bool = False            # shifts pairing calls of different ProfilerSteps left out
+    rival_offset_us: float | None = None   # the runner-up is another offset's (its pooled score)
 
     def describe(self) -> str:
         if not self.judged:
@@ -95,8 +96,10 @@ class StreamShift:
             return f"{head}, ends off the offset by {self.score_us:.0f} us (the only shift " \
                    f"|k| <= {SHIFT_BOUND} {only})"
         verdict = "clear" if self.clear else "NOT clear"
+        where = ("" if self.rival_offset_us is None else
+                 f" with the offset at {self.rival_offset_us:+.0f} us")
         return (f"{head}, ends off the offset by {self.score_us:.0f} us vs "
-                f"{self.runner_up_us:.0f} us at shift {self.runner_up:+d} ({verdict})")
+                f"{self.runner_up_us:.0f} us at shift {self.runner_up:+d}{where} ({verdict})")
 
 
 @dataclass
@@ -258,12 +261,17 @@ def find_shifts(reference: dict[StreamKey, list[CommCall]], rank: dict[StreamKey
     diffs = {s: d for s, (d, _) in found.items() if d}
     offset: float | None = None
     choice: Choice = {}
-    rival: tuple[Fit, Choice] | None = None
+    rival: tuple[Fit, Choice, float] | None = None
     if diffs:
         candidates = [0.0] if one_clock else _candidate_offsets(diffs)
-        fits = sorted(((_fit(diffs, theta, ranked), ranked, theta) for theta, ranked in
-                       zip(candidates, _choose_many(diffs, candidates))),
-                      key=lambda item: item[0])
+        fits = [(_fit(diffs, theta, ranked), ranked, theta) for theta, ranked in
+                 zip(candidates, _choose_many(diffs, candidates))]
+        # The offset whose shifts bring the most pairs within the clear margin of the closest
+        # fit's score, then the closest: a shift pairing few calls can fit a free offset
+        # closely by chance, many agreeing pairs do not happen by chance.
+        margin = CLEAR_MARGIN * min(fit[0] for fit, _, _ in fits) + CLEAR_MIN_US
+        fits.sort(key=lambda item: (-_within(_chosen_diffs(diffs, item[1]), item[2], margin),
+                                    item[0]))
         (best, choice, offset) = fits[0]
         for _ in range(3 if not one_clock else 0):   # re-centre on the chosen pairs
             centre = statistics.median(_chosen_diffs(diffs, choice))
@@ -273,11 +281,10 @@ def find_shifts(reference: dict[StreamKey, list[CommCall]], rank: dict[StreamKey
         best = _fit(diffs, offset, choice)
         # Other shifts at another offset (a clock offset of one call period and a shift of
         # one call can fit alike): a rival when it brings as many pairs within the clear
-        # margin of its offset as the best does of its own. Counting pairs, not comparing
-        # scores: a shift pairing few calls fits a free offset closely by chance.
+        # margin of its offset as the best does of its own.
         tolerance = CLEAR_MARGIN * best[0] + CLEAR_MIN_US
         agreeing = _within(_chosen_diffs(diffs, choice), offset, tolerance)
-        rival = next(((fit, other) for fit, other, theta in fits[1:]
+        rival = next(((fit, other, theta) for fit, other, theta in fits[1:]
                       if _assignment(other) != _assignment(choice)
                       and _within(_chosen_diffs(diffs, other), theta, tolerance) >= agreeing),
                      None)
@@ -296,6 +303,7 @@ def find_shifts(reference: dict[StreamKey, list[CommCall]], rank: dict[StreamKey
         if rival is not None and _assignment(rival[1])[s] != k:
             # Another offset with other shifts fits about as well (all its pairs pooled).
             shift.runner_up, shift.runner_up_us = _assignment(rival[1])[s], rival[0][0]
+            shift.rival_offset_us = rival[2]
             shift.clear = False
         streams.append(shift)
         if shift.clear:
