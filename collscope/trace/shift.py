@@ -85,6 +85,7 @@ class StreamShift:
     clear: bool = True
     by_steps: bool = False            # shifts pairing calls of different ProfilerSteps left out
     rival_offset_us: float | None = None   # the runner-up is another offset's (its pooled score)
+    steps_disagree: bool = False      # the runner-up pairs other ProfilerSteps and fits better
 
     def describe(self) -> str:
         if not self.judged:
@@ -98,6 +99,8 @@ class StreamShift:
         verdict = "clear" if self.clear else "NOT clear"
         where = ("" if self.rival_offset_us is None else
                  f" with the offset at {self.rival_offset_us:+.0f} us")
+        if self.steps_disagree:
+            where = ", which pairs other ProfilerSteps (their numbers disagree with the ends)"
         return (f"{head}, ends off the offset by {self.score_us:.0f} us vs "
                 f"{self.runner_up_us:.0f} us at shift {self.runner_up:+d}{where} ({verdict})")
 
@@ -214,15 +217,18 @@ def _steps_agree(reference: list[CommCall], rank: list[CommCall], shift: int) ->
 
 
 def _end_diffs(reference: list[CommCall], rank: list[CommCall],
-               ) -> tuple[dict[int, list[float]], bool]:
-    """Per shift |k| <= SHIFT_BOUND with calls paired, the end differences of the pairs. Shifts
-    that pair calls of different ProfilerSteps are left out where some shift does not."""
+               ) -> tuple[dict[int, list[float]], dict[int, list[float]]]:
+    """Per shift |k| <= SHIFT_BOUND with calls paired, the end differences of the pairs: (the
+    shifts searched, those left out for pairing calls of different ProfilerSteps where some
+    shift does not)."""
     ref_ends, ends = [_end(c) for c in reference], [_end(c) for c in rank]
     by_shift = {k: [ends[j] - ref_ends[i] for i, j in _pairs(len(ref_ends), len(ends), k)]
                 for k in range(-SHIFT_BOUND, SHIFT_BOUND + 1)}
     by_shift = {k: d for k, d in by_shift.items() if d}
     same_step = {k: d for k, d in by_shift.items() if _steps_agree(reference, rank, k)}
-    return (same_step, len(same_step) < len(by_shift)) if same_step else (by_shift, False)
+    if not same_step:
+        return by_shift, {}
+    return same_step, {k: d for k, d in by_shift.items() if k not in same_step}
 
 
 Fit = tuple[float, int, int, float]       # (score, -pairs, sum of |shift|, |offset|)
@@ -296,10 +302,18 @@ def find_shifts(reference: dict[StreamKey, list[CommCall]], rank: dict[StreamKey
             streams.append(StreamShift(s, 0, len(pairs[s]), judged=False))
             continue
         (score, count, k), *others = choice[s]
-        shift = StreamShift(s, k, -count, True, score, by_steps=found[s][1])
+        excluded = found[s][1]
+        shift = StreamShift(s, k, -count, True, score, by_steps=bool(excluded))
         if others:
             shift.runner_up_us, _, shift.runner_up = others[0]
             shift.clear = shift.runner_up_us >= CLEAR_MARGIN * score + CLEAR_MIN_US
+        at = offset if offset is not None else 0.0      # set whenever a stream is judged
+        against = min(((_score(d, at), k) for k, d in excluded.items()), default=None)
+        if against is not None and CLEAR_MARGIN * against[0] + CLEAR_MIN_US <= score:
+            # A shift across ProfilerSteps fits the ends clearly better: the ranks' step
+            # numbers do not count the same loop, and neither can be trusted.
+            shift.runner_up_us, shift.runner_up = against
+            shift.clear, shift.steps_disagree = False, True
         if rival is not None and _assignment(rival[1])[s] != k:
             # Another offset with other shifts fits about as well (all its pairs pooled).
             shift.runner_up, shift.runner_up_us = _assignment(rival[1])[s], rival[0][0]

@@ -174,3 +174,15 @@ def test_sampled_128_pair_rank_one_starts_one_alltoall_later():
     assert across.unmatched_calls == 10 - 2 * 3
     assert {m.late_rank for m in across.matched} == {1}
 
+
+
+def test_step_numbers_that_contradict_the_ends_are_not_trusted():
+    # Rank 1's ProfilerSteps numbered one higher than rank 0's for the same iterations: the
+    # shift pairing "the same" step numbers pairs different calls, ~10 ms apart on one clock.
+    traces = job(0, seq=False)
+    for c in traces[1].calls:
+        c.step = (c.step or 0) + 1
+    across = match(traces)
+    (stream,) = across.shifts[0].streams
+    assert not stream.clear and stream.steps_disagree and stream.runner_up == 0
+    assert across.straggler is None and "pairs other ProfilerSteps" in across.straggler_test
