@@ -11,7 +11,9 @@ later). Pairing "the k-th call on each rank" assumes k = 0.
 Evidence, per stream and shift |k| <= SHIFT_BOUND:
 
 - ProfilerStep numbers (the same loop counted on every rank): a shift that pairs calls of
-  different steps more often than of the same step is left out, where some shift is not.
+  different steps more often than of the same step is left out, where some shift is not
+  (unless it fits the ends clearly better than the one taken: then the step numbers do not
+  count the same loop and the stream is refused).
 - The ends: a collective that synchronises its group ends at (nearly) the same instant on
   every rank, up to one constant clock offset per rank (:mod:`clock`). At a candidate offset a
   shift scores the low median of ``|end_rank - end_ref - offset|`` over its pairs (the MAD of
