@@ -7,6 +7,7 @@ window may start at a different call): the shift that makes the ends of synchron
 agree, chosen per stream and only when clearly better than the others (:mod:`shift`); calls
 outside the windows' overlap, of unclear streams, or whose ends still disagree stay unmatched
 and counted, and an unclear stream withholds the straggler verdict.
+
 The late rank of a call is the one that was ready for it last (its kernel started last; on
 gloo, it issued the c10d op last): the others sat in the collective waiting for it. Ranks on
 different hosts have different clocks: each rank's offset is estimated from the ends of the
