@@ -1,7 +1,13 @@
 """Across ranks (pure): the same collective call on every rank, its skew, the late rank.
 
-A call is matched across ranks by (process group, sequence number) where the trace records
-"Seq", else by its position among the rank's calls of the same collective, group and size.
+A call is matched across ranks by (process group, sequence number) in the groups whose every
+call on every rank records "Seq" (exact). Elsewhere by its position among the rank's calls of
+the same collective, group and size, at the rank's *shift* against the reference rank (its
+window may start at a different call): the shift that makes the ends of synchronising calls
+agree, chosen per stream and only when clearly better than the others (:mod:`shift`); calls
+outside the windows' overlap, of unclear streams, or whose ends still disagree stay unmatched
+and counted, and an unclear stream withholds the straggler verdict.
+
 The late rank of a call is the one that was ready for it last (its kernel started last; on
 gloo, it issued the c10d op last): the others sat in the collective waiting for it. Ranks on
 different hosts have different clocks: each rank's offset is estimated from the ends of the
@@ -21,11 +27,20 @@ over the N ranks). Calls stay the descriptive count.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from collscope.trace.calls import CommCall
 from collscope.trace.clock import SYNCHRONISING, ClockAlignment, align, judge
 from collscope.trace.rank import RankTrace
+from collscope.trace.shift import (
+    CLEAR_MARGIN,
+    CLEAR_MIN_US,
+    SHIFT_TEST,
+    RankShifts,
+    StreamKey,
+    find_shifts,
+    stream_key,
+)
 from collscope.trace.table import rank_window_calls
 
 # A rank is a straggler when the binomial test rejects "last as often as any other rank"
@@ -44,6 +59,7 @@ class MatchedCall:
     wait_us: float                    # sum over the other ranks of (latest ready - theirs)
     delay_us: float                   # latest ready - the next latest: what the late rank cost
     step: int | None = None           # ProfilerStep of the call (on the first rank)
+    ends_us: dict[int, float] = field(default_factory=dict)   # rank -> its end, own clock
 
 
 @dataclass
@@ -77,32 +93,70 @@ class Across:
     method: str
     straggler_test: str = ""          # what the straggler test found, when it names no rank
     clock: ClockAlignment | None = None
+    shifts: list[RankShifts] = field(default_factory=list)   # per non-reference rank
+
+    def matching_lines(self) -> list[str]:
+        """How calls without Seq were paired, per rank (empty when every group has Seq)."""
+        lines = [found.describe() for found in self.shifts if found.streams]
+        return [SHIFT_TEST, *lines] if lines else []
 
 
-def _keys(calls: list[CommCall]) -> list[tuple[object, ...]]:
-    counters: dict[tuple[object, ...], int] = defaultdict(int)
-    keys: list[tuple[object, ...]] = []
-    for call in sorted(calls, key=lambda c: c.ready_us):
-        if call.seq is not None:
-            keys.append(("seq", call.group, call.seq))
-            continue
-        what = (call.collective, call.group, call.size_bytes)
-        keys.append(("order", *what, counters[what]))
-        counters[what] += 1
-    return keys
+def _seq_groups(ordered: dict[int, list[CommCall]]) -> set[str]:
+    """Process groups whose every call on every rank records its sequence number: those are
+    matched by (group, Seq), exactly."""
+    groups: dict[str, bool] = {}
+    for calls in ordered.values():
+        for call in calls:
+            groups[call.group] = groups.get(call.group, True) and call.seq is not None
+    return {group for group, every in groups.items() if every}
+
+
+def _order_key(stream: StreamKey, index: int) -> tuple[object, ...]:
+    return ("order", *stream, index)
+
+
+def _keyed(ordered: dict[int, list[CommCall]], one_clock: bool,
+           ) -> tuple[dict[int, dict[tuple[object, ...], CommCall]], list[RankShifts]]:
+    """Per rank, its calls under the key that names the same call on every rank: (group, Seq)
+    where recorded, else (stream, the reference's index) at the rank's shift (:mod:`shift`)."""
+    with_seq = _seq_groups(ordered)
+    per_rank: dict[int, dict[tuple[object, ...], CommCall]] = {r: {} for r in ordered}
+    streams: dict[int, dict[StreamKey, list[CommCall]]] = {r: defaultdict(list)
+                                                           for r in ordered}
+    for r, calls in ordered.items():
+        for call in calls:
+            if call.group in with_seq:
+                per_rank[r][("seq", call.group, call.seq)] = call
+            else:
+                streams[r][stream_key(call)].append(call)
+    rank_ids = sorted(ordered)
+    shifts = []
+    if rank_ids:
+        reference = rank_ids[0]
+        for stream, calls in streams[reference].items():
+            for i, call in enumerate(calls):
+                per_rank[reference][_order_key(stream, i)] = call
+        for r in rank_ids[1:]:
+            found = find_shifts(streams[reference], streams[r], r, reference, one_clock)
+            shifts.append(found)
+            for stream, pairs in found.pairs.items():
+                for i, j in pairs:
+                    per_rank[r][_order_key(stream, i)] = streams[r][stream][j]
+    return per_rank, shifts
 
 
 def match(ranks: list[RankTrace], clock_align: str = "auto") -> Across:
     """Calls present on every rank, matched; the ranks' clock offsets (applied per
     ``clock_align``: auto, on, off); per-rank lateness; the straggler verdict. The calls are
     those of the ranks' window (:func:`rank_window_calls`), as the rank figures."""
-    per_rank: dict[int, dict[tuple[object, ...], CommCall]] = {}
-    for trace in ranks:
-        ordered = sorted(rank_window_calls(trace), key=lambda c: c.ready_us)
-        per_rank[trace.rank] = dict(zip(_keys(ordered), ordered))
+    ordered = {t.rank: sorted(rank_window_calls(t), key=lambda c: c.ready_us) for t in ranks}
+    hosts = {t.host for t in ranks}
+    # One named host: one clock, so the shift search takes the offset as 0 (clock.decide).
+    one_clock = clock_align != "on" and len(hosts) == 1 and None not in hosts
+    per_rank, rank_shifts = _keyed(ordered, one_clock)
     rank_ids = sorted(per_rank)
     common = set.intersection(*(set(calls) for calls in per_rank.values())) if rank_ids else set()
-    total = sum(len(calls) for calls in per_rank.values())
+    total = sum(len(calls) for calls in ordered.values())
     ends = [{r: per_rank[r][key].start_us + per_rank[r][key].dur_us for r in rank_ids}
             for key in common
             if all(per_rank[r][key].collective in SYNCHRONISING for r in rank_ids)]
@@ -119,7 +173,9 @@ def match(ranks: list[RankTrace], clock_align: str = "auto") -> Across:
         matched.append(MatchedCall(key, first.collective, first.size_bytes, starts, late,
                                    latest - min(starts.values()),
                                    sum(latest - s for s in others), latest - max(others),
-                                   first.step))
+                                   first.step,
+                                   {r: per_rank[r][key].start_us + per_rank[r][key].dur_us
+                                    for r in rank_ids}))
     matched.sort(key=lambda m: min(m.starts_us.values()))
     steps = {m.step for m in matched}
     step_late = step_late_ranks(matched)
@@ -142,13 +198,24 @@ def match(ranks: list[RankTrace], clock_align: str = "auto") -> Across:
         judge(clock, [m.delay_us for m in matched], "median over calls of the late rank's delay")
     if not clock.decidable:
         straggler, finding = None, clock.decision
+    unclear = [(found, stream) for found in rank_shifts for stream in found.unclear]
+    if unclear:
+        found, stream = unclear[0]
+        straggler, finding = None, (
+            f"no straggler verdict: which call is which is not clear on {len(unclear)} "
+            f"stream(s) of calls without Seq (e.g. rank {found.rank}'s "
+            f"{stream.describe()}; clear needs the next best >= {CLEAR_MARGIN:g} x + "
+            f"{CLEAR_MIN_US:g} us); their calls are left unmatched")
     clocks = ("the ranks' clocks aligned to rank "
               f"{clock.reference}'s (offsets from the ends of synchronising collectives)"
               if clock.applied else "the traces' own clocks")
     return Across(matched, lateness, straggler, total - len(matched) * len(rank_ids),
-                  "calls of the window matched by (process group, Seq) where recorded, else by "
-                  "order within (collective, group, size); late rank = the one ready last on "
-                  f"{clocks} (kernel start; gloo: the issuing c10d op)", finding, clock)
+                  "calls of the window matched by (process group, Seq) where every rank records "
+                  "it, else per (collective, group, size) stream at each rank's shift against "
+                  f"rank {rank_ids[0] if rank_ids else '-'}'s that makes the ends of "
+                  "synchronising calls agree (see the matching lines); late rank = the one "
+                  f"ready last on {clocks} (kernel start; gloo: the issuing c10d op)",
+                  finding, clock, rank_shifts)
 
 
 def _worst_per_step(matched: list[MatchedCall]) -> dict[int, MatchedCall]:

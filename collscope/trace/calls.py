@@ -133,7 +133,8 @@ def metadata_call(kernel: Event, spans: list[Event], fallback_group_size: int | 
     group_size = next((g for g in (to_int(a.group_size) for a in sources) if g), None)
     group_size = group_size or pg_sizes.get(group) or (fallback_group_size if not group
                                                        and len(pg_sizes) <= 1 else None)
-    seq = next((s for s in (to_int(a.seq) for a in sources) if s is not None), None)
+    seq = next((s for s in (to_int(a.seq if a.seq is not None else a.seq_lower)
+                            for a in sources) if s is not None), None)
     args = kernel.args
     return CommCall(collective=collective, dtype=dtype,
                     size_bytes=size_bytes(in_n, out_n, dtype),

@@ -39,6 +39,7 @@ class Args(msgspec.Struct, frozen=True):
     group_desc: Any = msgspec.field(default=None, name="Process Group Description")
     group_ranks: Any = msgspec.field(default=None, name="Process Group Ranks")
     seq: Any = msgspec.field(default=None, name="Seq")
+    seq_lower: Any = msgspec.field(default=None, name="seq")   # some profilers' spelling
     input_dims: Any = msgspec.field(default=None, name="Input Dims")
     input_type: Any = msgspec.field(default=None, name="Input type")
 

@@ -28,7 +28,9 @@ def write_json_records(target: str, result: Any, argv: Sequence[str]) -> None:
         extra={"window": traces[0].window,
                "baseline": result.baseline.sources if result.baseline else [],
                "clock_alignment": result.across.clock.to_dict()
-               if result.across and result.across.clock else None}).to_dict()
+               if result.across and result.across.clock else None,
+               "call_matching": [found.to_dict() for found in result.across.shifts]
+               if result.across else []}).to_dict()
     records = [run, *result.records()]
     if target == "-":
         write_json("-", records, lines=True)
@@ -152,6 +154,8 @@ def _ranks_table(console: Any, result: Any, style: Any) -> None:
                       f"({result.across.method})"
                       + (f"; {result.across.unmatched_calls} calls not on every rank"
                          if result.across.unmatched_calls else ""))
+        for line in result.across.matching_lines():
+            console.print(f"# matching {line}")
         _clock_lines(console, result.across.clock)
         if result.across.straggler is None and result.across.straggler_test:
             console.print(f"# {result.across.straggler_test}")

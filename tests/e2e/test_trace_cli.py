@@ -84,7 +84,13 @@ def test_two_ranks_of_one_job_are_matched():
              for r in (0, 1)]
     proc = run_cli("trace", *paths, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    assert "calls matched" in proc.stdout
+    assert "# across ranks: 3 calls matched" in proc.stdout
+    assert "4 calls not on every rank" in proc.stdout
+    # Rank 1's trace starts one alltoall later (tests/unit/trace/test_shift.py derives it).
+    out = " ".join(proc.stdout.split())
+    assert ("# matching rank 1 vs rank 0 (ends +166 us from rank 0's, MAD 194 us): alltoall "
+            "(group -, size ?): shift +1, 1 pair(s)") in out
+    assert "1 pair(s) at those shifts left unmatched" in out
 
 
 def test_efficiency_against_an_rccl_tests_log():
