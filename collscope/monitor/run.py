@@ -22,8 +22,9 @@ from collscope.monitor.sampler import Sampler, default_sources
 from collscope.monitor.summary import format_summary
 
 TIMING = ("baseline reading at start, then every interval on a fixed schedule plus a final "
-          "reading at stop; gauges are instantaneous (cpu.percent is psutil's busy share over "
-          "the interval); *_per_s = counter delta / monotonic time between the two readings; "
+          "reading at stop; gauges are instantaneous (cpu.percent is the busy share of all "
+          "cores between two readings, from psutil.cpu_times() deltas: idle and iowait are "
+          "idle); *_per_s = counter delta / monotonic time between the two readings; "
           "intervals where a counter went backwards (reset, wrap) get no rate")
 
 

@@ -2,11 +2,11 @@
 
 Timing method (what every number means): a baseline reading is taken at ``start()``; then every
 ``interval`` seconds (on a fixed schedule, so the period does not drift by the cost of reading)
-each source is read once. Gauges are the value at that instant (CPU % is psutil's busy share
-since the previous read, i.e. over the interval); rates are counter deltas divided by the
-monotonic time between the two reads of that counter. ``stop()`` takes one last reading so
-that the tail of a run is not lost. A reading that takes longer than the interval makes the
-sampler skip to the next tick rather than fall behind.
+each source is read once. Gauges are the value at that instant (CPU % is the busy share of
+``psutil.cpu_times()`` since the previous read, i.e. over the interval); rates are counter
+deltas divided by the monotonic time between the two reads of that counter. ``stop()`` takes
+one last reading so that the tail of a run is not lost. A reading that takes longer than the
+interval makes the sampler skip to the next tick rather than fall behind.
 """
 
 from __future__ import annotations
