@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import socket
+import string
 import sys
 from contextlib import ExitStack
 from dataclasses import asdict
@@ -28,20 +29,53 @@ TIMING = ("baseline reading at start, then every interval on a fixed schedule pl
           "intervals where a counter went backwards (reset, wrap) get no rate")
 
 
-def output_path(path: str, host: str, launch: Any) -> str:
-    """Where this node writes ``path``: ``{host}`` / ``{node}`` are filled in; in a multi-node
-    job a path without them gets ``.node<N>`` (or ``.<host>``) before its suffix, so nodes that
-    share a file system do not overwrite each other's file."""
-    node = "" if launch is None or launch.node_rank is None else str(launch.node_rank)
-    if "{" in path:
-        try:
-            return path.format(host=host, node=node)
-        except (KeyError, IndexError, ValueError):
-            raise UsageError(f"{path!r}: only {{host}} and {{node}} can be filled in") from None
+PLACEHOLDERS = ("host", "node")
+
+
+def node_label(flag: str, launch: Any) -> str:
+    """What ``{node}`` means here: the launcher's node rank; 0 outside a job or in a one-node
+    job (a single node is node 0); a usage error in a multi-node job whose launcher gives no
+    node rank (``{host}`` tells the nodes apart there)."""
+    if launch is None:
+        return "0"
+    if launch.node_rank is not None:
+        return str(launch.node_rank)
+    if launch.world_size <= launch.local_world_size:
+        return "0"
+    raise UsageError(f"{flag}: {{node}} needs the node rank, which {launch.launcher} does not "
+                     "give; use {host} to tell the nodes apart")
+
+
+def output_path(flag: str, path: str, host: str, launch: Any) -> str:
+    """Where this node writes ``path`` (given to ``flag``): ``{host}`` / ``{node}`` are filled
+    in (``{{`` and ``}}`` are literal braces); in a multi-node job a path without them gets
+    ``.node<N>`` (or ``.<host>``) before its suffix, so nodes that share a file system do not
+    overwrite each other's file."""
+    try:
+        fields = [(name, spec, conversion) for _, name, spec, conversion
+                  in string.Formatter().parse(path) if name is not None]
+    except ValueError:           # a lone "{" or "}"
+        fields = [("", None, None)]
+    if any(name not in PLACEHOLDERS or spec or conversion for name, spec, conversion in fields):
+        raise UsageError(f"{flag}: {path!r}: only the placeholders {{host}} (this host's name) "
+                         "and {node} (the node rank) can be filled in; write {{ and }} for "
+                         "literal braces")
+    node = node_label(flag, launch) if any(name == "node" for name, _, _ in fields) else ""
+    filled = path.format(host=host, node=node)
+    if fields:
+        return filled
+    path = filled
     if launch is not None and launch.world_size > launch.local_world_size:
         stem, suffix = os.path.splitext(path)
-        return f"{stem}.{'node' + node if node else host}{suffix}"
+        label = host if launch.node_rank is None else f"node{launch.node_rank}"
+        return f"{stem}.{label}{suffix}"
     return path
+
+
+def output_paths(config: MonitorConfig, host: str, launch: Any) -> dict[str, str]:
+    """``{flag: path this node writes}`` for every output flag given."""
+    given = {"--jsonl": config.jsonl, "--summary-json": config.summary_json}
+    return {flag: output_path(flag, path, host, launch) for flag, path in given.items() if path}
 
 
 def run_record(config: MonitorConfig, sampler: Sampler, backend: Any, inventory: list[Any],
@@ -98,10 +132,11 @@ def run_monitor(config: MonitorConfig, launch: Any = None, out: IO[str] | None =
     out = out or sys.stdout
     err = err or sys.stderr
     host = socket.gethostname()
+    paths = output_paths(config, host, launch)
     with ExitStack() as stack:
         writer = None
-        if config.jsonl:
-            writer = _open_jsonl(output_path(config.jsonl, host, launch))
+        if "--jsonl" in paths:
+            writer = _open_jsonl(paths["--jsonl"])
             stack.callback(writer.close)
         exporter = None
         if config.listen is not None:
@@ -153,8 +188,8 @@ def run_monitor(config: MonitorConfig, launch: Any = None, out: IO[str] | None =
                                   gpu_backend=backend.name)
         if hasattr(view, "close"):
             view.close()
-        if config.summary_json:
-            path = output_path(config.summary_json, host, launch)
+        if "--summary-json" in paths:
+            path = paths["--summary-json"]
             try:
                 with open(path, "w", encoding="utf-8") as handle:
                     json.dump(summary.to_dict(), handle, indent=1)
