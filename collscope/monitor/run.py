@@ -12,7 +12,7 @@ import signal
 import socket
 import string
 import sys
-from contextlib import ExitStack
+from contextlib import ExitStack, nullcontext
 from dataclasses import asdict
 from typing import IO, Any
 
@@ -50,7 +50,9 @@ def output_path(flag: str, path: str, host: str, launch: Any) -> str:
     """Where this node writes ``path`` (given to ``flag``): ``{host}`` / ``{node}`` are filled
     in (``{{`` and ``}}`` are literal braces); in a multi-node job a path without them gets
     ``.node<N>`` (or ``.<host>``) before its suffix, so nodes that share a file system do not
-    overwrite each other's file."""
+    overwrite each other's file. ``-`` (stdout) stays ``-``."""
+    if path == "-":
+        return path
     try:
         fields = [(name, spec, conversion) for _, name, spec, conversion
                   in string.Formatter().parse(path) if name is not None]
@@ -106,6 +108,11 @@ def _open_jsonl(path: str) -> Any:
         return JsonlWriter(path)
     except OSError as error:
         raise UsageError(f"--jsonl: cannot write {path}: {error.strerror or error}") from None
+
+
+def _open_text(path: str, out: IO[str]) -> Any:
+    """``path`` opened for writing, or ``out`` (left open) for ``-``."""
+    return nullcontext(out) if path == "-" else open(path, "w", encoding="utf-8")
 
 
 def _pick_backend(name: str) -> Any:
@@ -191,14 +198,14 @@ def run_monitor(config: MonitorConfig, launch: Any = None, out: IO[str] | None =
         if "--summary-json" in paths:
             path = paths["--summary-json"]
             try:
-                with open(path, "w", encoding="utf-8") as handle:
+                with _open_text(path, out) as handle:
                     json.dump(summary.to_dict(), handle, indent=1)
                     handle.write("\n")
             except OSError as error:
                 err.write(f"collscope monitor: --summary-json: cannot write {path}: "
                           f"{error.strerror or error}\n")
                 code = code or 1
-        stream = err if config.command else out
+        stream = err if config.command or config.json_to_stdout else out
         stream.write("\n".join(format_summary(summary)) + "\n")
         for source, problem in sampler.errors.items():
             err.write(f"collscope monitor: {source} skipped in some samples: {problem}\n")
@@ -208,8 +215,8 @@ def run_monitor(config: MonitorConfig, launch: Any = None, out: IO[str] | None =
 
 def _view(config: MonitorConfig, out: IO[str]) -> Any:
     """Live view on a terminal, a compact line per sample in a pipe, nothing while a wrapped
-    command owns the output."""
-    if config.command:
+    command owns the output or stdout carries JSON (``--jsonl -``, ``--summary-json -``)."""
+    if config.command or config.json_to_stdout:
         return None
     if out.isatty():
         from collscope.monitor.view import LiveView

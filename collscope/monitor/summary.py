@@ -13,9 +13,11 @@ from typing import Any
 from collscope.monitor.record import SampleRecord
 from collscope.units import format_bytes
 
-SUMMARY_METHOD = ("mean and peak over samples; each rate covers the interval before its "
-                  "sample; bytes moved = sum of counter deltas since the baseline reading "
-                  "(intervals where a counter went backwards add nothing)")
+SUMMARY_METHOD = ("per metric over the samples that have it (a metric absent from a sample "
+                  "is not counted as 0): arithmetic mean (not weighted by interval length), "
+                  "peak = max, min, last; each rate covers the interval before its sample; "
+                  "bytes moved = sum of counter deltas since the baseline reading (intervals "
+                  "where a counter went backwards add nothing)")
 
 
 @dataclass
