@@ -29,7 +29,8 @@ mem.total_bytes, net.<iface>.rx_bytes_per_s / tx_bytes_per_s, rdma.<dev>.<port>.
 A metric the source does not report is absent, never 0. Rates are counter deltas over the
 interval; rates in decimal units (1 MB/s = 1e6 B/s).
 exit codes: the command's own (128 + N if signal N ended it); without a command 0, or 130 when
-interrupted; 2 bad input.
+interrupted; 1 instead of 0 when --jsonl / --summary-json could not be written during the run;
+2 bad input (checked before the command starts).
 """
 
 

@@ -101,13 +101,44 @@ def run_record(config: MonitorConfig, sampler: Sampler, backend: Any, inventory:
     ).to_dict()
 
 
-def _open_jsonl(path: str) -> Any:
-    from collscope.records_io import JsonlWriter
+class JsonlSink:
+    """``--jsonl`` as a sampler sink. Opening or the first (run) record failing is bad input;
+    a later failure (disk full) is remembered, so the run says so and does not exit 0."""
 
-    try:
-        return JsonlWriter(path)
-    except OSError as error:
-        raise UsageError(f"--jsonl: cannot write {path}: {error.strerror or error}") from None
+    def __init__(self, path: str) -> None:
+        from collscope.records_io import JsonlWriter
+
+        self.path = path
+        self.failed = False
+        try:
+            self._writer = JsonlWriter(path)
+        except OSError as error:
+            raise self._usage_error(error) from None
+
+    def _usage_error(self, error: OSError) -> UsageError:
+        return UsageError(f"--jsonl: cannot write {self.path}: {error.strerror or error}")
+
+    def write_first(self, record: dict[str, Any]) -> None:
+        try:
+            self._writer.write(record)
+        except OSError as error:
+            raise self._usage_error(error) from None
+
+    def __call__(self, sample: SampleRecord) -> None:
+        try:
+            self._writer.write(sample.to_dict())
+        except OSError:
+            self.failed = True
+            raise           # the sampler keeps the first error for the end of the run
+
+    def __repr__(self) -> str:       # how the sampler's error report names this sink
+        return f"--jsonl {self.path}"
+
+    def close(self) -> None:
+        try:
+            self._writer.close()
+        except OSError:
+            self.failed = True   # unflushed lines (disk full): already reported as failed
 
 
 def _open_text(path: str, out: IO[str]) -> Any:
@@ -143,7 +174,7 @@ def run_monitor(config: MonitorConfig, launch: Any = None, out: IO[str] | None =
     with ExitStack() as stack:
         writer = None
         if "--jsonl" in paths:
-            writer = _open_jsonl(paths["--jsonl"])
+            writer = JsonlSink(paths["--jsonl"])
             stack.callback(writer.close)
         exporter = None
         if config.listen is not None:
@@ -165,7 +196,7 @@ def run_monitor(config: MonitorConfig, launch: Any = None, out: IO[str] | None =
             sources.append(process_source)
         sinks: list[Any] = []
         if writer is not None:
-            sinks.append(lambda record: writer.write(record.to_dict()))
+            sinks.append(writer)
         if exporter is not None:
             sinks.append(exporter)
         view = _view(config, out)
@@ -175,7 +206,7 @@ def run_monitor(config: MonitorConfig, launch: Any = None, out: IO[str] | None =
                           duration=config.duration_s)
         sampler.baseline()
         if writer is not None:
-            writer.write(run_record(config, sampler, backend, inventory, launch))
+            writer.write_first(run_record(config, sampler, backend, inventory, launch))
         if exporter is not None:
             exporter.start()
             err.write(f"collscope monitor: Prometheus metrics at {exporter.url}\n")
@@ -189,6 +220,8 @@ def run_monitor(config: MonitorConfig, launch: Any = None, out: IO[str] | None =
         else:
             code = _wait(sampler)
         sampler.stop()
+        if writer is not None:
+            writer.close()
 
         summary = sampler.summary(command=config.command or None,
                                   exit_code=code if config.command else None,
@@ -208,8 +241,12 @@ def run_monitor(config: MonitorConfig, launch: Any = None, out: IO[str] | None =
         stream = err if config.command or config.json_to_stdout else out
         stream.write("\n".join(format_summary(summary)) + "\n")
         for source, problem in sampler.errors.items():
-            err.write(f"collscope monitor: {source} skipped in some samples: {problem}\n")
+            what = "failed for some samples" if source.startswith("sink ") else \
+                "skipped in some samples"
+            err.write(f"collscope monitor: {source} {what}: {problem}\n")
         stream.flush()
+        if writer is not None and writer.failed:
+            code = code or 1     # samples were lost: not a clean run
         return code
 
 

@@ -116,7 +116,8 @@ def format_value(metric: str, value: float) -> str:
 def format_summary(summary: Summary) -> list[str]:
     """Readable lines: header with method, metric table (idle rates left out), bytes moved."""
     lines = [
-        f"# collscope monitor summary: {summary.samples} samples over {summary.duration_s:.1f} s "
+        f"# collscope monitor summary: {summary.samples} sample"
+        f"{'' if summary.samples == 1 else 's'} over {summary.duration_s:.1f} s "
         f"on {summary.host}, interval {summary.interval_s:g} s",
         f"# {SUMMARY_METHOD}",
         "# rates in decimal units (1 MB/s = 1e6 B/s); memory in binary units (1 GiB = 2^30 B)",

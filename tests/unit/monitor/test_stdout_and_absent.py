@@ -92,3 +92,37 @@ def test_summary_method_names_every_statistic_it_writes():
         if statistic != "samples":
             assert statistic in data["method"], statistic
     assert "not weighted" in data["method"] and "not counted as 0" in data["method"]
+
+
+def test_jsonl_that_cannot_take_the_run_record_is_bad_input_before_the_command(capsys,
+                                                                                tmp_path):
+    # /dev/full opens fine (the up-front check passes) but refuses every write: ENOSPC.
+    marker = tmp_path / "ran"
+    line = usage_error_in_process(capsys, ["monitor", "--jsonl", "/dev/full", "--",
+                                           sys.executable, "-c", f"open({str(marker)!r}, 'w')"])
+    assert line == "collscope monitor: --jsonl: cannot write /dev/full: No space left on device"
+    assert not marker.exists()
+
+
+def test_samples_lost_mid_run_are_reported_and_the_run_does_not_exit_0(tmp_path, monkeypatch):
+    import errno
+
+    import collscope.records_io as records_io
+    from collscope.monitor.run import run_monitor
+
+    class FillsUp(records_io.JsonlWriter):
+        """Takes the run record, then the disk is full."""
+
+        def write(self, record):
+            if record.get("kind") == "sample":
+                raise OSError(errno.ENOSPC, "No space left on device")
+            super().write(record)
+
+    monkeypatch.setattr(records_io, "JsonlWriter", FillsUp)
+    path = tmp_path / "m.jsonl"
+    out, err = io.StringIO(), io.StringIO()
+    config = MonitorConfig(interval_s=0.1, duration_s=0.25, jsonl=str(path), gpu_backend="none")
+    assert run_monitor(config, out=out, err=err) == 1
+    assert f"collscope monitor: sink --jsonl {path} failed for some samples: OSError: [Errno " \
+           "28] No space left on device" in err.getvalue()
+    assert [json.loads(line)["kind"] for line in path.read_text().splitlines()] == ["run"]
