@@ -171,25 +171,25 @@ def run_monitor(config: MonitorConfig, launch: Any = None, out: IO[str] | None =
     err = err or sys.stderr
     host = socket.gethostname()
     paths = output_paths(config, host, launch)
+    if config.command:
+        from collscope.monitor.wrap import check_command
+
+        check_command(config.command)
+    # Every other refusal comes before --jsonl truncates an existing file.
     with ExitStack() as stack:
-        writer = None
-        if "--jsonl" in paths:
-            writer = JsonlSink(paths["--jsonl"])
-            stack.callback(writer.close)
         exporter = None
         if config.listen is not None:
             from collscope.monitor.prometheus import PrometheusExporter
 
             exporter = PrometheusExporter(*config.listen)
             stack.callback(exporter.close)
-        if config.command:
-            from collscope.monitor.wrap import check_command
-
-            check_command(config.command)
-
         backend = _pick_backend(config.gpu_backend)
         stack.callback(backend.close)
         inventory = backend.inventory()
+        writer = None
+        if "--jsonl" in paths:
+            writer = JsonlSink(paths["--jsonl"])
+            stack.callback(writer.close)
         sources = default_sources(gpu_backend=backend)
         process_source = ProcessTreeSource() if config.command else None
         if process_source is not None:

@@ -126,3 +126,21 @@ def test_samples_lost_mid_run_are_reported_and_the_run_does_not_exit_0(tmp_path,
     assert f"collscope monitor: sink --jsonl {path} failed for some samples: OSError: [Errno " \
            "28] No space left on device" in err.getvalue()
     assert [json.loads(line)["kind"] for line in path.read_text().splitlines()] == ["run"]
+
+
+@pytest.mark.parametrize("args, flag", [
+    (["--", "collscope-no-such-command-xyz"], "COMMAND"),
+    (["--prometheus", "{port}"], "--prometheus"),          # a port already taken
+])
+def test_a_refused_run_leaves_an_existing_jsonl_untouched(capsys, tmp_path, args, flag):
+    import socket
+
+    path = tmp_path / "m.jsonl"
+    path.write_text('{"kind":"run"}\n')
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = str(taken.getsockname()[1])
+        argv = [arg.replace("{port}", port) for arg in args]
+        line = usage_error_in_process(capsys, ["monitor", "--duration", "0.1", "--jsonl",
+                                               str(path), *argv])
+    assert flag in line
+    assert path.read_text() == '{"kind":"run"}\n'
