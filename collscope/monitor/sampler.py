@@ -112,11 +112,13 @@ class Sampler:
             if self._started_mono is None:
                 raise RuntimeError("call baseline() (or start()) before sample_once()")
             wall, mono, metrics = self._read_all()
+            assert self._last_mono is not None          # set by baseline()
+            covered = mono - self._last_mono            # the seconds this sample covers
             self._last_mono = mono
             record = SampleRecord(ts=round(wall, 6), host=self.host,
                                   metrics={k: _round(v) for k, v in sorted(metrics.items())})
             self.latest = record
-            self._summary.add(record)
+            self._summary.add(record, seconds=covered)
         for sink in self.sinks:
             try:
                 sink(record)

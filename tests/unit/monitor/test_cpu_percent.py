@@ -65,7 +65,8 @@ def in_another_thread(function):
 def test_first_sample_taken_in_the_sampler_thread_is_the_intervals_share(monkeypatch):
     fake = FakeCpuTimes()
     monkeypatch.setattr(psutil, "cpu_times", fake)
-    sampler = Sampler(interval=1, sources=[HostSource()], host="n0")
+    clock = iter([0.0, 0.0, 1.0, 1.0, 2.0, 2.0]).__next__    # one-second intervals
+    sampler = Sampler(interval=1, sources=[HostSource()], host="n0", clock=clock)
     sampler.baseline()                      # main thread, as run_monitor does
     fake.advance(busy=3, idle=1)
     first = in_another_thread(sampler.sample_once)   # the sampler thread

@@ -91,7 +91,30 @@ def test_summary_method_names_every_statistic_it_writes():
     for statistic in data["metrics"]["cpu.percent"]:
         if statistic != "samples":
             assert statistic in data["method"], statistic
-    assert "not weighted" in data["method"] and "not counted as 0" in data["method"]
+    assert "weighted by the seconds" in data["method"] and "not counted as 0" in data["method"]
+
+
+def test_summary_mean_is_weighted_by_the_seconds_each_sample_covers():
+    # Samples at 0.5, 1.0 and a short final one at 1.2 s: 2510 bytes all in the last 0.2 s.
+    # The mean rate is 2510 B / 1.2 s = 2091.667 B/s (equal weights would say 4183.333).
+    from collscope.monitor import Sampler
+    from collscope.monitor.sources import Reading
+    from tests.unit.monitor.test_rdma_and_sampler import ManualClock, Scripted
+
+    clock = ManualClock()
+    source = Scripted("s", [Reading({"cpu.percent": p}, {"net.lo.rx_bytes": c})
+                            for p, c in ((0.0, 0), (10.0, 0), (10.0, 0), (70.0, 2510))])
+    sampler = Sampler(interval=0.5, sources=[source], clock=clock, wall_clock=clock)
+    sampler.baseline()
+    for now in (0.5, 1.0, 1.2):
+        clock.now = now
+        sampler.sample_once()
+    summary = sampler.summary()
+    rx = summary.metrics["net.lo.rx_bytes_per_s"]
+    assert rx.mean == pytest.approx(2510 / 1.2, abs=1e-3) and rx.peak == 12550.0
+    assert rx.mean * summary.duration_s == pytest.approx(summary.bytes_moved["net.lo.rx_bytes"])
+    assert summary.metrics["cpu.percent"].mean == pytest.approx((10 * 1.0 + 70 * 0.2) / 1.2,
+                                                                abs=1e-3)
 
 
 def test_jsonl_that_cannot_take_the_run_record_is_bad_input_before_the_command(capsys,
