@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,7 +20,8 @@ examples:
   collscope monitor --interval 0.1 --summary-json s.json -- torchrun --nproc-per-node 8 train.py
   srun -N 2 --ntasks-per-node 8 collscope monitor --jsonl mon.jsonl -- python train.py
       (under torchrun/srun/mpirun only local rank 0 samples; every rank runs the command;
-       in a multi-node job each node writes mon.node<N>.jsonl, or use {host} / {node})
+       in a multi-node job each node writes mon.node<N>.jsonl, or use {host} / {node} in
+       --jsonl / --summary-json; {node} is 0 outside a job)
 
 metrics (flat names in JSON Lines, gauges in Prometheus): cpu.percent, mem.used_bytes,
 mem.total_bytes, net.<iface>.rx_bytes_per_s / tx_bytes_per_s, rdma.<dev>.<port>.rx_bytes_per_s
@@ -27,7 +29,8 @@ mem.total_bytes, net.<iface>.rx_bytes_per_s / tx_bytes_per_s, rdma.<dev>.<port>.
 A metric the source does not report is absent, never 0. Rates are counter deltas over the
 interval; rates in decimal units (1 MB/s = 1e6 B/s).
 exit codes: the command's own (128 + N if signal N ended it); without a command 0, or 130 when
-interrupted; 2 bad input.
+interrupted; 1 instead of 0 when --jsonl / --summary-json could not be written during the run;
+2 bad input (checked before the command starts).
 """
 
 
@@ -52,6 +55,7 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
     config = config_from(MonitorConfig, args, command=list(args.cmd or []))
     launch = detect_launcher(os.environ)
+    _check_outputs(config, launch)
     if launch is not None and launch.local_rank != 0:
         # One sampler per node: the other local ranks only run the command (or nothing).
         if not config.command:
@@ -63,3 +67,13 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from collscope.monitor.run import run_monitor
 
     return run_monitor(config, launch)
+
+
+def _check_outputs(config: MonitorConfig, launch: Any) -> None:
+    """Every output path, as this node will name it, is writable before anything runs (on
+    every rank, so a bad path stops the whole job alike); UsageError naming the flag."""
+    from collscope.cli._common import check_writable
+    from collscope.monitor.run import output_paths
+
+    for flag, path in output_paths(config, socket.gethostname(), launch).items():
+        check_writable(flag, path)

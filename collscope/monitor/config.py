@@ -22,13 +22,13 @@ class MonitorConfig:
                                          "keeps running)")
     jsonl: str | None = flag(None, "--jsonl", metavar="FILE",
                              help="write JSON Lines: a run record, then a sample record per "
-                                  "interval (each flushed as written)")
+                                  "interval (each flushed as written); - for stdout")
     prometheus: str | None = flag(None, "--prometheus", metavar="[HOST:]PORT",
                                   help="serve the latest sample on http://HOST:PORT/metrics "
                                        "(host 127.0.0.1 unless given)")
     summary_json: str | None = flag(None, "--summary-json", metavar="FILE",
-                                    help="write the summary (mean and peak per metric, bytes "
-                                         "moved) as JSON")
+                                    help="write the summary (mean, peak, min, last per metric, "
+                                         "bytes moved) as JSON; - for stdout")
     gpu_backend: str = flag("auto", "--gpu-backend", metavar="NAME", show_default=False,
                             help="auto (amd, then nvidia, else none), amd, nvidia or none")
     command: list[str] = field(default_factory=list)
@@ -55,3 +55,19 @@ class MonitorConfig:
             self.command = self.command[1:]
             if not self.command:
                 raise UsageError("COMMAND: nothing to run after '--'")
+        self._check_stdout()
+
+    def _check_stdout(self) -> None:
+        """'-' is stdout for one output, which then carries only that JSON (the view and the
+        text summary move to stderr); a wrapped command's stdout is its own."""
+        to_stdout = [name for name in ("jsonl", "summary_json") if getattr(self, name) == "-"]
+        if to_stdout and self.command:
+            raise invalid(self, to_stdout[0], "'-' (stdout) cannot be used with a command, "
+                                              "whose output stdout carries; give a FILE")
+        if len(to_stdout) > 1:
+            raise invalid(self, "summary_json", "'-' (stdout) is taken by --jsonl; give a FILE")
+
+    @property
+    def json_to_stdout(self) -> bool:
+        """True when --jsonl or --summary-json is '-': stdout carries that JSON only."""
+        return "-" in (self.jsonl, self.summary_json)

@@ -10,8 +10,9 @@ import json
 import os
 import signal
 import socket
+import string
 import sys
-from contextlib import ExitStack
+from contextlib import ExitStack, nullcontext
 from dataclasses import asdict
 from typing import IO, Any
 
@@ -22,25 +23,61 @@ from collscope.monitor.sampler import Sampler, default_sources
 from collscope.monitor.summary import format_summary
 
 TIMING = ("baseline reading at start, then every interval on a fixed schedule plus a final "
-          "reading at stop; gauges are instantaneous (cpu.percent is psutil's busy share over "
-          "the interval); *_per_s = counter delta / monotonic time between the two readings; "
+          "reading at stop; gauges are instantaneous (cpu.percent is the busy share of all "
+          "cores between two readings, from psutil.cpu_times() deltas: idle and iowait are "
+          "idle); *_per_s = counter delta / monotonic time between the two readings; "
           "intervals where a counter went backwards (reset, wrap) get no rate")
 
 
-def output_path(path: str, host: str, launch: Any) -> str:
-    """Where this node writes ``path``: ``{host}`` / ``{node}`` are filled in; in a multi-node
-    job a path without them gets ``.node<N>`` (or ``.<host>``) before its suffix, so nodes that
-    share a file system do not overwrite each other's file."""
-    node = "" if launch is None or launch.node_rank is None else str(launch.node_rank)
-    if "{" in path:
-        try:
-            return path.format(host=host, node=node)
-        except (KeyError, IndexError, ValueError):
-            raise UsageError(f"{path!r}: only {{host}} and {{node}} can be filled in") from None
+PLACEHOLDERS = ("host", "node")
+
+
+def node_label(flag: str, launch: Any) -> str:
+    """What ``{node}`` means here: the launcher's node rank; 0 outside a job or in a one-node
+    job (a single node is node 0); a usage error in a multi-node job whose launcher gives no
+    node rank (``{host}`` tells the nodes apart there)."""
+    if launch is None:
+        return "0"
+    if launch.node_rank is not None:
+        return str(launch.node_rank)
+    if launch.world_size <= launch.local_world_size:
+        return "0"
+    raise UsageError(f"{flag}: {{node}} needs the node rank, which {launch.launcher} does not "
+                     "give; use {host} to tell the nodes apart")
+
+
+def output_path(flag: str, path: str, host: str, launch: Any) -> str:
+    """Where this node writes ``path`` (given to ``flag``): ``{host}`` / ``{node}`` are filled
+    in (``{{`` and ``}}`` are literal braces); in a multi-node job a path without them gets
+    ``.node<N>`` (or ``.<host>``) before its suffix, so nodes that share a file system do not
+    overwrite each other's file. ``-`` (stdout) stays ``-``."""
+    if path == "-":
+        return path
+    try:
+        fields = [(name, spec, conversion) for _, name, spec, conversion
+                  in string.Formatter().parse(path) if name is not None]
+    except ValueError:           # a lone "{" or "}"
+        fields = [("", None, None)]
+    if any(name not in PLACEHOLDERS or spec or conversion for name, spec, conversion in fields):
+        raise UsageError(f"{flag}: {path!r}: only the placeholders {{host}} (this host's name) "
+                         "and {node} (the node rank) can be filled in; write {{ and }} for "
+                         "literal braces")
+    node = node_label(flag, launch) if any(name == "node" for name, _, _ in fields) else ""
+    filled = path.format(host=host, node=node)
+    if fields:
+        return filled
+    path = filled
     if launch is not None and launch.world_size > launch.local_world_size:
         stem, suffix = os.path.splitext(path)
-        return f"{stem}.{'node' + node if node else host}{suffix}"
+        label = host if launch.node_rank is None else f"node{launch.node_rank}"
+        return f"{stem}.{label}{suffix}"
     return path
+
+
+def output_paths(config: MonitorConfig, host: str, launch: Any) -> dict[str, str]:
+    """``{flag: path this node writes}`` for every output flag given."""
+    given = {"--jsonl": config.jsonl, "--summary-json": config.summary_json}
+    return {flag: output_path(flag, path, host, launch) for flag, path in given.items() if path}
 
 
 def run_record(config: MonitorConfig, sampler: Sampler, backend: Any, inventory: list[Any],
@@ -64,13 +101,49 @@ def run_record(config: MonitorConfig, sampler: Sampler, backend: Any, inventory:
     ).to_dict()
 
 
-def _open_jsonl(path: str) -> Any:
-    from collscope.records_io import JsonlWriter
+class JsonlSink:
+    """``--jsonl`` as a sampler sink. Opening or the first (run) record failing is bad input;
+    a later failure (disk full) is remembered, so the run says so and does not exit 0."""
 
-    try:
-        return JsonlWriter(path)
-    except OSError as error:
-        raise UsageError(f"--jsonl: cannot write {path}: {error.strerror or error}") from None
+    def __init__(self, path: str) -> None:
+        from collscope.records_io import JsonlWriter
+
+        self.path = path
+        self.failed = False
+        try:
+            self._writer = JsonlWriter(path)
+        except OSError as error:
+            raise self._usage_error(error) from None
+
+    def _usage_error(self, error: OSError) -> UsageError:
+        return UsageError(f"--jsonl: cannot write {self.path}: {error.strerror or error}")
+
+    def write_first(self, record: dict[str, Any]) -> None:
+        try:
+            self._writer.write(record)
+        except OSError as error:
+            raise self._usage_error(error) from None
+
+    def __call__(self, sample: SampleRecord) -> None:
+        try:
+            self._writer.write(sample.to_dict())
+        except OSError:
+            self.failed = True
+            raise           # the sampler keeps the first error for the end of the run
+
+    def __repr__(self) -> str:       # how the sampler's error report names this sink
+        return f"--jsonl {self.path}"
+
+    def close(self) -> None:
+        try:
+            self._writer.close()
+        except OSError:
+            self.failed = True   # unflushed lines (disk full): already reported as failed
+
+
+def _open_text(path: str, out: IO[str]) -> Any:
+    """``path`` opened for writing, or ``out`` (left open) for ``-``."""
+    return nullcontext(out) if path == "-" else open(path, "w", encoding="utf-8")
 
 
 def _pick_backend(name: str) -> Any:
@@ -97,32 +170,33 @@ def run_monitor(config: MonitorConfig, launch: Any = None, out: IO[str] | None =
     out = out or sys.stdout
     err = err or sys.stderr
     host = socket.gethostname()
+    paths = output_paths(config, host, launch)
+    if config.command:
+        from collscope.monitor.wrap import check_command
+
+        check_command(config.command)
+    # Every other refusal comes before --jsonl truncates an existing file.
     with ExitStack() as stack:
-        writer = None
-        if config.jsonl:
-            writer = _open_jsonl(output_path(config.jsonl, host, launch))
-            stack.callback(writer.close)
         exporter = None
         if config.listen is not None:
             from collscope.monitor.prometheus import PrometheusExporter
 
             exporter = PrometheusExporter(*config.listen)
             stack.callback(exporter.close)
-        if config.command:
-            from collscope.monitor.wrap import check_command
-
-            check_command(config.command)
-
         backend = _pick_backend(config.gpu_backend)
         stack.callback(backend.close)
         inventory = backend.inventory()
+        writer = None
+        if "--jsonl" in paths:
+            writer = JsonlSink(paths["--jsonl"])
+            stack.callback(writer.close)
         sources = default_sources(gpu_backend=backend)
         process_source = ProcessTreeSource() if config.command else None
         if process_source is not None:
             sources.append(process_source)
         sinks: list[Any] = []
         if writer is not None:
-            sinks.append(lambda record: writer.write(record.to_dict()))
+            sinks.append(writer)
         if exporter is not None:
             sinks.append(exporter)
         view = _view(config, out)
@@ -132,7 +206,7 @@ def run_monitor(config: MonitorConfig, launch: Any = None, out: IO[str] | None =
                           duration=config.duration_s)
         sampler.baseline()
         if writer is not None:
-            writer.write(run_record(config, sampler, backend, inventory, launch))
+            writer.write_first(run_record(config, sampler, backend, inventory, launch))
         if exporter is not None:
             exporter.start()
             err.write(f"collscope monitor: Prometheus metrics at {exporter.url}\n")
@@ -146,34 +220,40 @@ def run_monitor(config: MonitorConfig, launch: Any = None, out: IO[str] | None =
         else:
             code = _wait(sampler)
         sampler.stop()
+        if writer is not None:
+            writer.close()
 
         summary = sampler.summary(command=config.command or None,
                                   exit_code=code if config.command else None,
                                   gpu_backend=backend.name)
         if hasattr(view, "close"):
             view.close()
-        if config.summary_json:
-            path = output_path(config.summary_json, host, launch)
+        if "--summary-json" in paths:
+            path = paths["--summary-json"]
             try:
-                with open(path, "w", encoding="utf-8") as handle:
+                with _open_text(path, out) as handle:
                     json.dump(summary.to_dict(), handle, indent=1)
                     handle.write("\n")
             except OSError as error:
                 err.write(f"collscope monitor: --summary-json: cannot write {path}: "
                           f"{error.strerror or error}\n")
                 code = code or 1
-        stream = err if config.command else out
+        stream = err if config.command or config.json_to_stdout else out
         stream.write("\n".join(format_summary(summary)) + "\n")
         for source, problem in sampler.errors.items():
-            err.write(f"collscope monitor: {source} skipped in some samples: {problem}\n")
+            what = "failed for some samples" if source.startswith("sink ") else \
+                "skipped in some samples"
+            err.write(f"collscope monitor: {source} {what}: {problem}\n")
         stream.flush()
+        if writer is not None and writer.failed:
+            code = code or 1     # samples were lost: not a clean run
         return code
 
 
 def _view(config: MonitorConfig, out: IO[str]) -> Any:
     """Live view on a terminal, a compact line per sample in a pipe, nothing while a wrapped
-    command owns the output."""
-    if config.command:
+    command owns the output or stdout carries JSON (``--jsonl -``, ``--summary-json -``)."""
+    if config.command or config.json_to_stdout:
         return None
     if out.isatty():
         from collscope.monitor.view import LiveView

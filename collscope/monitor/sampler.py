@@ -2,11 +2,11 @@
 
 Timing method (what every number means): a baseline reading is taken at ``start()``; then every
 ``interval`` seconds (on a fixed schedule, so the period does not drift by the cost of reading)
-each source is read once. Gauges are the value at that instant (CPU % is psutil's busy share
-since the previous read, i.e. over the interval); rates are counter deltas divided by the
-monotonic time between the two reads of that counter. ``stop()`` takes one last reading so
-that the tail of a run is not lost. A reading that takes longer than the interval makes the
-sampler skip to the next tick rather than fall behind.
+each source is read once. Gauges are the value at that instant (CPU % is the busy share of
+``psutil.cpu_times()`` since the previous read, i.e. over the interval); rates are counter
+deltas divided by the monotonic time between the two reads of that counter. ``stop()`` takes
+one last reading so that the tail of a run is not lost. A reading that takes longer than the
+interval makes the sampler skip to the next tick rather than fall behind.
 """
 
 from __future__ import annotations
@@ -112,11 +112,13 @@ class Sampler:
             if self._started_mono is None:
                 raise RuntimeError("call baseline() (or start()) before sample_once()")
             wall, mono, metrics = self._read_all()
+            assert self._last_mono is not None          # set by baseline()
+            covered = mono - self._last_mono            # the seconds this sample covers
             self._last_mono = mono
             record = SampleRecord(ts=round(wall, 6), host=self.host,
                                   metrics={k: _round(v) for k, v in sorted(metrics.items())})
             self.latest = record
-            self._summary.add(record)
+            self._summary.add(record, seconds=covered)
         for sink in self.sinks:
             try:
                 sink(record)

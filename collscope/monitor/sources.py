@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from collscope.hw import GpuBackend, GpuMetrics
+from collscope.monitor.rates import cpu_busy_percent
 from collscope.sysfs import list_dir
 
 SYSFS_INFINIBAND = Path("/sys/class/infiniband")
@@ -46,7 +47,13 @@ class Source(Protocol):
 
 
 class HostSource:
-    """System-wide CPU busy % (all cores, since the previous read) and memory."""
+    """System-wide CPU busy % (all cores, between this source's previous read and this one) and
+    memory. The first read has no previous one, so it reports no ``cpu.percent``.
+
+    The CPU share comes from ``psutil.cpu_times()`` deltas kept here, not from
+    ``psutil.cpu_percent(None)``: that one remembers its last reading per thread, so a baseline
+    taken in one thread made the sampler thread's first sample read 0.0.
+    """
 
     name = "host"
 
@@ -54,16 +61,21 @@ class HostSource:
         import psutil
 
         self._psutil = psutil
-        psutil.cpu_percent(interval=None)  # the first call only sets psutil's baseline
+        self._last_cpu_times: Any = None
 
     def read(self) -> Reading:
+        times = self._psutil.cpu_times()
+        previous, self._last_cpu_times = self._last_cpu_times, times
         memory = self._psutil.virtual_memory()
-        return Reading(gauges={
-            "cpu.percent": float(self._psutil.cpu_percent(interval=None)),
+        gauges = {
             "mem.used_bytes": float(memory.used),
             "mem.available_bytes": float(memory.available),
             "mem.total_bytes": float(memory.total),
-        })
+        }
+        busy = None if previous is None else cpu_busy_percent(previous, times)
+        if busy is not None:
+            gauges["cpu.percent"] = busy
+        return Reading(gauges=gauges)
 
 
 class NetSource:

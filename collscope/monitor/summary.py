@@ -13,9 +13,12 @@ from typing import Any
 from collscope.monitor.record import SampleRecord
 from collscope.units import format_bytes
 
-SUMMARY_METHOD = ("mean and peak over samples; each rate covers the interval before its "
-                  "sample; bytes moved = sum of counter deltas since the baseline reading "
-                  "(intervals where a counter went backwards add nothing)")
+SUMMARY_METHOD = ("per metric over the samples that have it (a metric absent from a sample "
+                  "is not counted as 0): mean weighted by the seconds each sample covers (a "
+                  "rate's mean is then its bytes moved / time; a short final interval does not "
+                  "count as a full one), peak = max, min, last; each rate covers the interval "
+                  "before its sample; bytes moved = sum of counter deltas since the baseline "
+                  "reading (intervals where a counter went backwards add nothing)")
 
 
 @dataclass
@@ -50,33 +53,46 @@ class Summary:
 
 
 class SummaryBuilder:
-    """Accumulates count, sum, max, min and last per metric, one sample at a time."""
+    """Accumulates count, sums (plain and weighted by seconds), max, min and last per metric,
+    one sample at a time."""
 
     def __init__(self) -> None:
         self.samples = 0
         self._count: dict[str, int] = {}
         self._sum: dict[str, float] = {}
+        self._weighted: dict[str, float] = {}
+        self._seconds: dict[str, float] = {}
         self._max: dict[str, float] = {}
         self._min: dict[str, float] = {}
         self._last: dict[str, float] = {}
 
-    def add(self, sample: SampleRecord) -> None:
+    def add(self, sample: SampleRecord, seconds: float = 1.0) -> None:
+        """Count ``sample``, which covers ``seconds`` (the interval before it; the default
+        gives every sample the same weight)."""
         self.samples += 1
         for name, value in sample.metrics.items():
-            if name in self._count:
-                self._count[name] += 1
-                self._sum[name] += value
-                self._max[name] = max(self._max[name], value)
-                self._min[name] = min(self._min[name], value)
-            else:
-                self._count[name], self._sum[name] = 1, value
+            if name not in self._count:
+                self._count[name] = 0
+                self._sum[name] = self._weighted[name] = self._seconds[name] = 0.0
                 self._max[name] = self._min[name] = value
+            self._count[name] += 1
+            self._sum[name] += value
+            self._weighted[name] += value * seconds
+            self._seconds[name] += seconds
+            self._max[name] = max(self._max[name], value)
+            self._min[name] = min(self._min[name], value)
             self._last[name] = value
+
+    def _mean(self, name: str) -> float:
+        """Time-weighted; the plain mean only if no time passed at all."""
+        if self._seconds[name] > 0:
+            return self._weighted[name] / self._seconds[name]
+        return self._sum[name] / self._count[name]
 
     def build(self, *, host: str, interval_s: float, started_at: float | None,
               duration_s: float, bytes_moved: Mapping[str, float], **extra: Any) -> Summary:
         metrics = {
-            name: MetricStats(samples=count, mean=round(self._sum[name] / count, 3),
+            name: MetricStats(samples=count, mean=round(self._mean(name), 3),
                               peak=self._max[name], min=self._min[name], last=self._last[name])
             for name, count in sorted(self._count.items())
         }
@@ -114,7 +130,8 @@ def format_value(metric: str, value: float) -> str:
 def format_summary(summary: Summary) -> list[str]:
     """Readable lines: header with method, metric table (idle rates left out), bytes moved."""
     lines = [
-        f"# collscope monitor summary: {summary.samples} samples over {summary.duration_s:.1f} s "
+        f"# collscope monitor summary: {summary.samples} sample"
+        f"{'' if summary.samples == 1 else 's'} over {summary.duration_s:.1f} s "
         f"on {summary.host}, interval {summary.interval_s:g} s",
         f"# {SUMMARY_METHOD}",
         "# rates in decimal units (1 MB/s = 1e6 B/s); memory in binary units (1 GiB = 2^30 B)",

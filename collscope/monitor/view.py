@@ -86,9 +86,12 @@ def compact_line(sample: SampleRecord) -> str:
         if "power_w" in values:
             gpu.append(f"{values['power_w']:.0f}W")
         parts.append(" ".join(gpu))
-    if "proc.cpu_seconds_per_s" in m:
-        parts.append(f"cmd {m['proc.cpu_seconds_per_s']:.2f} cores "
-                     f"{human_bytes(m.get('proc.rss_bytes', 0.0))}")
+    command = [f"{m['proc.cpu_seconds_per_s']:.2f} cores"] if "proc.cpu_seconds_per_s" in m \
+        else []
+    if "proc.rss_bytes" in m:
+        command.append(human_bytes(m["proc.rss_bytes"]))
+    if command:
+        parts.append("cmd " + " ".join(command))
     return " | ".join(parts)
 
 
@@ -155,10 +158,12 @@ class LiveView:
             host.add_row("mem", bar(m["mem.used_bytes"] / m["mem.total_bytes"]),
                          f"{human_bytes(m['mem.used_bytes'])} / "
                          f"{human_bytes(m['mem.total_bytes'])}", "")
-        if "proc.cpu_seconds_per_s" in m:
-            host.add_row("cmd", "", f"{m['proc.cpu_seconds_per_s']:.2f} cores, "
-                         f"{human_bytes(m.get('proc.rss_bytes', 0.0))} RSS",
-                         self._spark("proc.cpu_seconds_per_s"))
+        command = [f"{m['proc.cpu_seconds_per_s']:.2f} cores"] \
+            if "proc.cpu_seconds_per_s" in m else []
+        if "proc.rss_bytes" in m:
+            command.append(f"{human_bytes(m['proc.rss_bytes'])} RSS")
+        if command:
+            host.add_row("cmd", "", ", ".join(command), self._spark("proc.cpu_seconds_per_s"))
         blocks.append(host)
         gpus = group_by_labels(m, "gpu")
         if gpus:
@@ -179,9 +184,8 @@ class LiveView:
                     index,
                     "-" if util is None else f"{bar(util / 100, 10)} {util:3.0f}%",
                     self._spark(f"gpu.{index}.util_percent", 100.0),
-                    "-" if "mem_used_bytes" not in v else
-                    f"{human_bytes(v['mem_used_bytes'])} / "
-                    f"{human_bytes(v.get('mem_total_bytes', 0.0))}",
+                    " / ".join(human_bytes(v[k]) if k in v else "-"
+                               for k in ("mem_used_bytes", "mem_total_bytes")),
                     "-" if "power_w" not in v else f"{v['power_w']:.0f} W",
                     "-" if "temperature_c" not in v else f"{v['temperature_c']:.0f} C",
                     "-" if not pcie else rate_text(sum(pcie)),
