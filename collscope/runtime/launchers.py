@@ -134,9 +134,11 @@ def detect_launcher(env: Mapping[str, str]) -> LaunchInfo | None:
         local_world = _int(env, "OMPI_COMM_WORLD_LOCAL_SIZE", world)
         addr, port = _master(env, _slurm_first_host(env) or
                              ("127.0.0.1" if local_world == world else None), "openmpi")
+        # No node index: OMPI_COMM_WORLD_NODE_RANK is this process's rank on its node across
+        # all jobs (mpirun(1)), not which node it is, so host names decide the nodes.
         return LaunchInfo("openmpi", _int(env, "OMPI_COMM_WORLD_RANK"), world,
-                          _int(env, "OMPI_COMM_WORLD_LOCAL_RANK", 0), local_world,
-                          _first_int(env, "OMPI_COMM_WORLD_NODE_RANK"), addr, port)
+                          _int(env, "OMPI_COMM_WORLD_LOCAL_RANK", 0), local_world, None,
+                          addr, port)
 
     if "PMI_RANK" in env and "PMI_SIZE" in env:
         world = _int(env, "PMI_SIZE")
