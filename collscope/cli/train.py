@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -91,6 +92,9 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
         finally:
             if reporter:
                 reporter.close()
+        if reporter and reporter.failure:
+            sys.stderr.write(f"collscope train: {reporter.failure}\n")
+            return 1
         return 0
 
     def host_preflight(nproc: int, backend: str) -> None:
@@ -105,6 +109,8 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
     return launch_or_spawn(Job("train", config.backend, config.timeout_s, args.nproc,
                                config.validate_for_job, body, host_preflight, rank_preflight,
-                               output_check=outputs_check(("--json", args.json))),  # rank 0's
+                               # rank 0's --json; every rank's trace file (checked by rank 0)
+                               output_check=outputs_check(("--json", args.json),
+                                                          folders=[("--trace", config.trace_dir)])),
                            argv)
 
