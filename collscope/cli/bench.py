@@ -33,7 +33,8 @@ examples:
 algbw = size / time and busbw = algbw x factor (2(n-1)/n all_reduce; (n-1)/n all_gather,
 reduce_scatter, alltoall; 1 broadcast, reduce, sendrecv), exactly as nccl-tests; GB/s = 1e9 B/s.
 time = mean per op over the timed loop (device events on GPUs, perf_counter on CPU).
-exit codes: 0 ok, 1 a rank failed or timed out, 2 bad input, 3 a result failed verification.
+exit codes: 0 ok, 1 a rank failed or timed out or an output file failed while measuring,
+2 bad input, 3 a result failed verification. --json - : stdout carries the records only.
 """
 
 

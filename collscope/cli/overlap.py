@@ -23,7 +23,8 @@ t_compute, t_comm, t_both: medians over --iters of the slowest rank's time, the 
 interleaved. Together = all_reduce(async_op=True) launched, matmul issued while it is in flight
 (GPUs: separate CUDA streams; CPU: gloo's threads), then waited for.
 overlap efficiency = (t_compute + t_comm - t_both) / min(t_compute, t_comm).
-exit codes: 0 ok, 1 a rank failed or timed out, 2 bad input.
+exit codes: 0 ok, 1 a rank failed or timed out or --json could not be written, 2 bad input.
+--json - : stdout carries the records only. At least 2 ranks.
 """
 
 

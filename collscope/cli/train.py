@@ -30,7 +30,8 @@ the same group), overlap = 1 - exposed / pure, tokens/s, peak memory, first and 
 before building the model every rank estimates its memory (see README) and exits 2 with the
 estimate and what would fit when it exceeds free device memory (host memory on CPU); --force
 runs anyway. Every run prints the estimate next to the measured peak.
-exit codes: 0 ok, 1 a rank failed or timed out, 2 bad input or a model that does not fit.
+exit codes: 0 ok, 1 a rank failed or timed out or --json failed while measuring, 2 bad input
+or a model that does not fit. --json - : stdout carries the records only.
 """
 
 
