@@ -4,6 +4,7 @@ nothing written), bench's CSV, and reading JSON Lines back. The schema is collsc
 from __future__ import annotations
 
 import csv
+import errno
 import io
 import json
 import os
@@ -52,7 +53,6 @@ def probe_file(path: str | os.PathLike[str]) -> None:
 def probe_folder(path: str | os.PathLike[str]) -> None:
     """Create the folder ``path`` (and missing parents) and a file in it, as a writer will,
     then remove what was created; OSError when any of it fails."""
-    import errno
     import tempfile
 
     target = os.path.abspath(path)
@@ -98,7 +98,7 @@ class _FlushedWriter:
         try:
             full = planted("disk-full", 0)    # the writing process's file system fills up
             if full is not None and self.written >= full.arg:
-                raise OSError(28, "No space left on device")
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
             self._file.write(text)
             self._file.flush()
         except BrokenPipeError:
