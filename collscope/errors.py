@@ -11,3 +11,10 @@ class UsageError(ValueError):
 
 class RankFailure(RuntimeError):
     """A collective failed or timed out on this rank (a peer died, hung, or the network broke)."""
+
+
+class OutputError(RuntimeError):
+    """An output file failed while being written (disk full, a mount gone): the CLI prints the
+    message on one line (flag, path, why, how much was written) and exits 1. Reporters that
+    write while ranks measure catch it, stop writing that file and say it at the end, so no
+    peer is left waiting and nothing measured is lost without a word."""

@@ -101,7 +101,10 @@ class OverlapConfig:
         return dim, size, dtype
 
     def validate_for_job(self, world_size: int, backend: str) -> None:
-        """Nothing depends on the job: any world size and backend can overlap."""
+        """An all_reduce of one rank communicates nothing: there is no overlap to measure."""
+        if world_size < 2:
+            raise UsageError(f"--nproc: overlap needs at least 2 ranks (a {world_size}-rank "
+                             "all_reduce communicates nothing)")
 
 
 @dataclass

@@ -4,58 +4,159 @@ nothing written), bench's CSV, and reading JSON Lines back. The schema is collsc
 from __future__ import annotations
 
 import csv
+import errno
 import io
 import json
 import os
+import stat
 import sys
 from dataclasses import fields
 from typing import IO, Any
 
+from collscope.errors import OutputError, UsageError
 from collscope.results import BenchResult
+from collscope.testing.faults import planted
 
 CSV_COLUMNS = [f.name for f in fields(BenchResult)
                if f.name not in ("kind", "rank_times_us", "rank_op_us")]
 
 
-class JsonlWriter:
-    """Appends records as JSON Lines, flushing each one so a crash loses nothing written."""
+def cannot_write(flag: str | None, path: str | os.PathLike[str], error: OSError) -> str:
+    """The one line for an output that cannot be opened: flag, path and the system's reason."""
+    folder = os.path.dirname(os.path.abspath(path))
+    why = f"folder {folder} does not exist" if not os.path.isdir(folder) else \
+        (error.strerror or str(error))
+    return f"{flag + ': ' if flag else ''}cannot write '{path}': {why}"
 
-    def __init__(self, path: str | os.PathLike[str]):
-        # "-" is stdout (a pipe: flushed, not fsynced, not closed).
-        self._stdout = str(path) == "-"
-        self._file: IO[str] = sys.stdout if self._stdout else \
-            open(path, "w", encoding="utf-8")  # noqa: SIM115
 
-    def write(self, record: dict[str, Any]) -> None:
-        self._file.write(json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n")
-        self._file.flush()
-        if self._stdout:
+def probe_file(path: str | os.PathLike[str]) -> None:
+    """Open ``path`` for writing as a writer will, leaving nothing changed; OSError when that
+    fails. A new file is created and removed again (so /proc, /sys and read-only mounts
+    refuse it, as they would the writer); an existing one is opened for appending and given
+    an empty write, which /dev/full already refuses. A named pipe is not opened (that would
+    wait for its reader)."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        os.unlink(path)
+        return
+    if stat.S_ISFIFO(mode):
+        return
+    handle = os.open(path, os.O_WRONLY | os.O_APPEND)
+    try:
+        os.write(handle, b"")
+    finally:
+        os.close(handle)
+
+
+def probe_folder(path: str | os.PathLike[str]) -> None:
+    """Create the folder ``path`` (and missing parents) and a file in it, as a writer will,
+    then remove what was created; OSError when any of it fails."""
+    import tempfile
+
+    target = os.path.abspath(path)
+    missing: list[str] = []
+    existing = target
+    while not os.path.exists(existing):
+        missing.append(existing)
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise NotADirectoryError(errno.ENOTDIR, f"{existing} is a file, not a folder")
+    created: list[str] = []
+    try:
+        for folder in reversed(missing):
+            os.mkdir(folder)
+            created.append(folder)
+        handle, name = tempfile.mkstemp(dir=target, prefix=".collscope-write-check-")
+        os.close(handle)
+        os.unlink(name)
+    finally:
+        for folder in reversed(created):
+            os.rmdir(folder)
+
+
+class _FlushedWriter:
+    """A file written record by record. Opening fails with UsageError (nothing measured yet:
+    exit 2); a failed write with OutputError naming the flag, the path and how many records
+    are in the file, after which the writer is closed and ignores further writes."""
+
+    def __init__(self, path: str | os.PathLike[str], flag: str | None, newline: str | None):
+        self.path = str(path)
+        self.flag = flag
+        self.written = 0
+        self._stdout = self.path == "-"      # stdout: flushed, not fsynced, not closed
+        try:
+            self._file: IO[str] | None = sys.stdout if self._stdout else \
+                open(path, "w", encoding="utf-8", newline=newline)  # noqa: SIM115
+        except OSError as error:
+            raise UsageError(cannot_write(flag, path, error)) from None
+
+    def _put(self, text: str, counts: bool = True) -> None:
+        if self._file is None:
             return
         try:
-            os.fsync(self._file.fileno())
-        except OSError:  # a pipe or /dev/null (-o /dev/stdout, -o /dev/null) cannot be synced
-            pass
+            full = planted("disk-full", 0)    # the writing process's file system fills up
+            if full is not None and self.written >= full.arg:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            self._file.write(text)
+            self._file.flush()
+        except BrokenPipeError:
+            raise                             # the reader left: the CLI ends quietly
+        except OSError as error:
+            self.close()
+            self._file = None
+            where = "stdout" if self._stdout else f"'{self.path}'"
+            raise OutputError(f"{self.flag + ': ' if self.flag else ''}writing {where} failed "
+                              f"after {self.written} record(s), which it holds: "
+                              f"{error.strerror or error}") from None
+        self.written += counts
+        if not self._stdout:
+            try:
+                os.fsync(self._file.fileno())
+            except OSError:  # a pipe or /dev/null (-o /dev/stdout, -o /dev/null) cannot be synced
+                pass
 
     def close(self) -> None:
-        if not self._stdout:
-            self._file.close()
+        if self._file is not None and not self._stdout:
+            try:
+                self._file.close()
+            except OSError:                   # a failed flush: write() said so already
+                pass
 
 
-class CsvWriter:
+class JsonlWriter(_FlushedWriter):
+    """Appends records as JSON Lines, flushing each one so a crash loses nothing written."""
+
+    def __init__(self, path: str | os.PathLike[str], flag: str | None = None):
+        super().__init__(path, flag, None)
+
+    def write(self, record: dict[str, Any]) -> None:
+        self._put(json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n")
+
+
+class CsvWriter(_FlushedWriter):
     """One row per BenchResult, flushed per row."""
 
-    def __init__(self, path: str | os.PathLike[str]):
-        self._file: IO[str] = open(path, "w", encoding="utf-8", newline="")  # noqa: SIM115
-        self._csv = csv.DictWriter(self._file, fieldnames=CSV_COLUMNS, extrasaction="ignore")
+    def __init__(self, path: str | os.PathLike[str], flag: str | None = None):
+        super().__init__(path, flag, "")
+        self._row = io.StringIO()
+        self._csv = csv.DictWriter(self._row, fieldnames=CSV_COLUMNS, extrasaction="ignore")
         self._csv.writeheader()
-        self._file.flush()
+        try:
+            self._put(self._take(), counts=False)
+        except OutputError as error:          # the header: nothing measured yet
+            raise UsageError(str(error)) from None
+
+    def _take(self) -> str:
+        text = self._row.getvalue()
+        self._row.seek(0)
+        self._row.truncate()
+        return text
 
     def write(self, result: BenchResult) -> None:
         self._csv.writerow(result.to_dict())
-        self._file.flush()
-
-    def close(self) -> None:
-        self._file.close()
+        self._put(self._take())
 
 
 def read_jsonl(text: str) -> list[dict[str, Any]]:

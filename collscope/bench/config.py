@@ -140,8 +140,11 @@ class BenchConfig:
         if backend == "gloo" and "avg" in self.ops:
             integer = [d for d in self.dtypes if not DTYPES[d].floating]
             if integer and any(COLLECTIVES[c].reduces for c in self.collectives):
-                raise invalid(self, "ops", f"avg on gloo needs a floating dtype; "
-                                               f"{', '.join(integer)} cannot be averaged there")
+                others = ",".join(o for o in OPS if o != "avg")
+                floating = ", ".join(d for d in DTYPES if DTYPES[d].floating)
+                raise invalid(self, "ops", f"avg on gloo needs a floating dtype and "
+                                           f"{', '.join(integer)} is not one; use -o {others} "
+                                           f"with it, or avg with -d {floating} only")
 
 
 def sweep_sizes(min_bytes: int, max_bytes: int, factor: int,

@@ -49,18 +49,21 @@ class Reporter:
         self.late: list[Any] = []       # per-size LateRank of every collective, --per-rank
         self.block_started = time.time()
         self.skip_noted = False         # the note on skipped collectives, in the first header
+        self.failures: list[str] = []   # outputs that failed while measuring (said at the end)
+        # `--json -`: stdout carries the records only, so the table is not printed
+        self.table = outputs.json != "-"
 
     def __enter__(self) -> Reporter:
         from collscope.records_io import CsvWriter, JsonlWriter
         from collscope.results import RunRecord
 
         if self.outputs.json:
-            self.json = JsonlWriter(self.outputs.json)
-            self.json.write(RunRecord.for_session(
+            self.json = JsonlWriter(self.outputs.json, "--json")
+            self._write("json", RunRecord.for_session(
                 "bench", self.session, self.launcher_name, self.timing,
                 {"config": vars(self.config)}, self.versions).to_dict())
         if self.outputs.csv:
-            self.csv = CsvWriter(self.outputs.csv)
+            self.csv = CsvWriter(self.outputs.csv, "--csv")
         if sys.stderr.isatty():
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -73,7 +76,22 @@ class Reporter:
         return self
 
     def _print(self, line: str) -> None:
-        print(line, flush=True)
+        if self.table:
+            print(line, flush=True)
+
+    def _write(self, which: str, record: Any) -> None:
+        """One record to the JSON Lines or CSV writer; a write that fails ends that file (the
+        ranks go on measuring, the table keeps every result) and is said at the end."""
+        from collscope.errors import OutputError
+
+        writer = getattr(self, which)
+        if writer is None:
+            return
+        try:
+            writer.write(record)
+        except OutputError as error:
+            self.failures.append(str(error))
+            setattr(self, which, None)
 
     def collective(self, name: str, sweep: list[Any], memory_note: str | None) -> None:
         from collscope.bench import runner
@@ -122,10 +140,8 @@ class Reporter:
         self._print(row(results.get(False), results.get(True)))
         for result in results.values():
             self.block.append(result)
-            if self.json:
-                self.json.write(result.to_dict())
-            if self.csv:
-                self.csv.write(result)
+            self._write("json", result.to_dict())
+            self._write("csv", result)
         if self.progress:
             self.progress.advance(self.task)
 
@@ -167,7 +183,17 @@ class Reporter:
             ["collscope", *sys.argv[1:]], recorded_env(),
             self.versions.get("nccl") or self.versions.get("rccl"), self.block_started,
             time.time())
-        self._print(f"# Wrote JSON output to {nccl_json.write(self.outputs.nccl_json, doc)}")
+        try:
+            written = nccl_json.write(self.outputs.nccl_json, doc)
+        except OSError as error:
+            self.failures.append(f"--nccl-json: writing '{self.outputs.nccl_json}' failed for "
+                                 f"{self.current}: {error.strerror or error}")
+            return
+        line = f"# Wrote JSON output to {written}"
+        if self.table:
+            self._print(line)
+        else:                            # `--json -`: stdout carries only the records
+            sys.stderr.write(line + "\n")
 
     def __exit__(self, *exc: object) -> None:
         if exc[0] is None:

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from collscope import __version__
-from collscope.errors import RankFailure, UsageError
+from collscope.errors import OutputError, RankFailure, UsageError
 
 DESCRIPTION = """\
 Find and fix the communication bottlenecks of multi-GPU training, on torch.distributed.
@@ -77,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as error:
         sys.stderr.write(f"collscope {args.command}: {error}\n")
         return 2
-    except RankFailure as error:
+    except (RankFailure, OutputError) as error:
         sys.stderr.write(f"collscope {args.command}: {error}\n")
         return 1
     except BrokenPipeError:

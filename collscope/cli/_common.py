@@ -8,7 +8,7 @@ No torch at import."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from collscope.collectives.table import COLLECTIVES
 from collscope.config_flags import NPROC_HELP
@@ -24,26 +24,48 @@ def add_collectives_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def check_writable(flag: str, path: str | None) -> None:
-    """An output FILE given to ``flag`` must be creatable before the ranks measure (a run
-    should not end in a traceback after measuring); UsageError (exit 2) naming the flag."""
+    """An output FILE given to ``flag`` must be writable before the ranks measure (a run
+    should not end in a traceback after measuring): really opened as the writer will
+    (collscope.records_io.probe_file, which leaves nothing behind); UsageError (exit 2)
+    naming the flag and the path."""
     import os
 
     from collscope.errors import UsageError
+    from collscope.records_io import cannot_write, probe_file
 
     if not path or path == "-":      # "-": stdout (collscope.records_io.JsonlWriter)
         return
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
-        raise UsageError(f"{flag}: cannot write '{path}': folder {folder} does not exist or "
-                         "is not writable")
     if os.path.isdir(path):
         raise UsageError(f"{flag}: cannot write '{path}': it is a folder; give a file path")
+    try:
+        probe_file(path)
+    except OSError as error:
+        raise UsageError(cannot_write(flag, path, error)) from None
 
 
-def outputs_check(*outputs: tuple[str, str | None]) -> Callable[[], None]:
-    """A Job.output_check for ``(flag, path)`` pairs: check_writable on each, in order."""
+def check_writable_folder(flag: str, path: str | None) -> None:
+    """A folder given to ``flag`` (files are written into it) must be creatable and
+    writable: created with a file in it and removed again (records_io.probe_folder)."""
+    from collscope.errors import UsageError
+    from collscope.records_io import probe_folder
+
+    if not path:
+        return
+    try:
+        probe_folder(path)
+    except OSError as error:
+        raise UsageError(f"{flag}: cannot write into folder '{path}': "
+                         f"{error.strerror or error}") from None
+
+
+def outputs_check(*outputs: tuple[str, str | None],
+                  folders: Sequence[tuple[str, str | None]] = ()) -> Callable[[], None]:
+    """A Job.output_check for ``(flag, path)`` pairs: check_writable on each file, in order,
+    then check_writable_folder on each of ``folders``."""
     def check() -> None:
         for flag, path in outputs:
             check_writable(flag, path)
+        for flag, path in folders:
+            check_writable_folder(flag, path)
 
     return check

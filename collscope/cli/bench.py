@@ -4,6 +4,7 @@ bench/report.py's Reporter."""
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from contextlib import ExitStack
 from typing import Any
@@ -17,7 +18,7 @@ examples:
   collscope bench                                  # all_reduce, 8 B .. 64 MiB (CPU) / 4 GiB (GPU)
   collscope bench all -b 1K -e 256M -f 4           # every collective
   collscope bench all_gather reduce_scatter -d bfloat16 -n 50 -w 10
-  collscope bench -o all -d float,int32 --json ar.jsonl --csv ar.csv
+  collscope bench -o sum,max -d float,int32 --json ar.jsonl --csv ar.csv
   collscope bench --target-precision 0.02          # adaptive: +-2% CI of the median per size
   collscope bench --nproc 4 --backend gloo         # 4 local CPU ranks
   collscope bench --algo hierarchical -b 1M -e 64M # node-aware all_reduce, same table
@@ -32,7 +33,8 @@ examples:
 algbw = size / time and busbw = algbw x factor (2(n-1)/n all_reduce; (n-1)/n all_gather,
 reduce_scatter, alltoall; 1 broadcast, reduce, sendrecv), exactly as nccl-tests; GB/s = 1e9 B/s.
 time = mean per op over the timed loop (device events on GPUs, perf_counter on CPU).
-exit codes: 0 ok, 1 a rank failed or timed out, 2 bad input, 3 a result failed verification.
+exit codes: 0 ok, 1 a rank failed or timed out or an output file failed while measuring,
+2 bad input, 3 a result failed verification. --json - : stdout carries the records only.
 """
 
 
@@ -90,7 +92,11 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
                                  on_row=reporter.row if reporter else None,
                                  on_collective=reporter.collective if reporter else None,
                                  own_op_times=args.per_rank)
-        return 3 if runner.any_wrong(results) else 0
+        for failure in reporter.failures if reporter else []:
+            sys.stderr.write(f"collscope bench: {failure}\n")
+        if runner.any_wrong(results):
+            return 3
+        return 1 if reporter and reporter.failures else 0
 
     return launch_or_spawn(Job("bench", config.backend, config.timeout_s, args.nproc,
                                config.validate_for_job, body, output_check=outputs), argv)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from typing import Any
 
 from collscope.cli._common import add_nproc_argument, outputs_check
 from collscope.config_flags import add_flags, config_from
+from collscope.errors import OutputError
 from collscope.overlap import OverlapConfig
 
 EXAMPLES = """\
@@ -21,7 +23,8 @@ t_compute, t_comm, t_both: medians over --iters of the slowest rank's time, the 
 interleaved. Together = all_reduce(async_op=True) launched, matmul issued while it is in flight
 (GPUs: separate CUDA streams; CPU: gloo's threads), then waited for.
 overlap efficiency = (t_compute + t_comm - t_both) / min(t_compute, t_comm).
-exit codes: 0 ok, 1 a rank failed or timed out, 2 bad input.
+exit codes: 0 ok, 1 a rank failed or timed out or --json could not be written, 2 bad input.
+--json - : stdout carries the records only. At least 2 ranks.
 """
 
 
@@ -57,10 +60,15 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
             set_cpu_threads(session.launch.local_world_size)
         result = measure(config, session)
         if session.rank == 0:
-            for line in render(result, session.label):
-                print(line, flush=True)
+            if args.json != "-":         # `--json -`: stdout carries the records only
+                for line in render(result, session.label):
+                    print(line, flush=True)
             if args.json:
-                _write_json(args.json, config, result, session, launcher_name)
+                try:
+                    _write_json(args.json, config, result, session, launcher_name)
+                except OutputError as error:   # measured: the table above has the result
+                    sys.stderr.write(f"collscope overlap: {error}\n")
+                    return 1
         return 0
 
     return launch_or_spawn(Job("overlap", config.backend, config.timeout_s, args.nproc,
@@ -76,7 +84,7 @@ def _write_json(path: str, config: OverlapConfig, result: Any, session: Any,
     from collscope.records_io import JsonlWriter
     from collscope.results import RunRecord
 
-    writer = JsonlWriter(path)
+    writer = JsonlWriter(path, "--json")
     try:
         writer.write(RunRecord.for_session("overlap", session, launcher_name, result.timing,
                                            {"config": asdict(config)}).to_dict())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,7 +30,8 @@ the same group), overlap = 1 - exposed / pure, tokens/s, peak memory, first and 
 before building the model every rank estimates its memory (see README) and exits 2 with the
 estimate and what would fit when it exceeds free device memory (host memory on CPU); --force
 runs anyway. Every run prints the estimate next to the measured peak.
-exit codes: 0 ok, 1 a rank failed or timed out, 2 bad input or a model that does not fit.
+exit codes: 0 ok, 1 a rank failed or timed out or --json failed while measuring, 2 bad input
+or a model that does not fit. --json - : stdout carries the records only.
 """
 
 
@@ -91,6 +93,9 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
         finally:
             if reporter:
                 reporter.close()
+        if reporter and reporter.failure:
+            sys.stderr.write(f"collscope train: {reporter.failure}\n")
+            return 1
         return 0
 
     def host_preflight(nproc: int, backend: str) -> None:
@@ -105,6 +110,8 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
     return launch_or_spawn(Job("train", config.backend, config.timeout_s, args.nproc,
                                config.validate_for_job, body, host_preflight, rank_preflight,
-                               output_check=outputs_check(("--json", args.json))),  # rank 0's
+                               # rank 0's --json; every rank's trace file (checked by rank 0)
+                               output_check=outputs_check(("--json", args.json),
+                                                          folders=[("--trace", config.trace_dir)])),
                            argv)
 

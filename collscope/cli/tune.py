@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from collscope import __version__
-from collscope.cli._common import add_collectives_argument, check_writable
+from collscope.cli._common import add_collectives_argument, check_writable, check_writable_folder
 from collscope.config_flags import add_flags, config_from
 from collscope.errors import UsageError
 from collscope.tune.config import TuneConfig
@@ -158,6 +158,7 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
         trials = merge_trials(args.merge, space.grid())
         return _conclude(trials, space, config, args, "merged from " +
                          f"{len(args.merge)} file(s)", "")
+    check_writable_folder("--trials-dir", args.trials_dir)   # the trials write there
     return _sweep(space, config, launcher, bench, args)
 
 

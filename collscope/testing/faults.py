@@ -17,6 +17,8 @@ delay@R:MS  bench/links: rank R sleeps MS milliseconds before each launch
 blip@R:MS   links: like delay, in the first measurement only (a transient slowdown that
             the confirmation's re-run clears)
 straggle@R:MS  train: rank R sleeps MS milliseconds before each step's backward
+disk-full@0:N  records_io: the writing process's JSON Lines / CSV files fail with ENOSPC
+            once N records are in them (R is always 0: one process writes)
 ==========  =====================================================================
 
 New kinds are added here, with a line in this table, never as ad-hoc variables elsewhere.

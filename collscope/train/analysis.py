@@ -58,8 +58,19 @@ def exposed_comm(sync_ms: Sequence[float], nosync_ms: Sequence[float]) -> float:
 
 
 def exposed_comm_ci(sync_ms: Sequence[float], nosync_ms: Sequence[float]) -> MedianCI:
-    """The distribution-free 95% confidence interval of that median (bench.stats.median_ci)."""
+    """The distribution-free confidence interval of that median (bench.stats.median_ci: 95%,
+    or [min, max] and its lower coverage with too few steps)."""
     return median_ci(paired_differences(sync_ms, nosync_ms))
+
+
+def exposed_comm_ci_label(steps: int) -> str:
+    """'95% CI (order statistics)', the level exposed_comm_ci reaches with ``steps`` pairs:
+    it depends only on the count, so the header can say it before measuring (3 steps: 75%)."""
+    import math
+
+    confidence = median_ci(range(max(1, steps))).confidence
+    label = f"{math.floor(confidence * 100):.0f}% CI (order statistics"
+    return label + (")" if confidence >= 0.95 else f"; {steps} steps are too few for 95%)")
 
 
 def paired_iqr(sync_ms: Sequence[float], nosync_ms: Sequence[float]) -> float:

@@ -37,8 +37,9 @@ from collscope.train.record import TrainRecord
 BENCH_DTYPE = {torch.float32: "float", torch.bfloat16: "bfloat16", torch.float16: "half"}
 
 
-def timing_method(device: torch.device, parallel_kind: str = "ddp") -> str:
-    """How every time of a train run was measured, for the run record and the table."""
+def timing_method(device: torch.device, parallel_kind: str, steps: int) -> str:
+    """How every time of a train run was measured, for the run record and the table; the
+    exposed-comm interval's level is the one ``steps`` timed steps achieve."""
     clock = ("device events between phases on the compute stream, synchronised after each "
              "step" if device.type == "cuda" else "time.perf_counter() around each phase")
     no_sync = ("DDP no_sync(), no optimizer step (its optimizer time is the synchronised "
@@ -50,7 +51,7 @@ def timing_method(device: torch.device, parallel_kind: str = "ddp") -> str:
     return (f"{clock}; step = forward + backward + optimizer, per step the slowest rank; "
             "medians over the timed steps after warm-up; exposed comm = median over steps of "
             "(synchronised step - step without gradient sync on the same batch), with its "
-            "distribution-free 95% CI (order statistics) (" + no_sync + "); "
+            f"distribution-free {analysis.exposed_comm_ci_label(steps)} (" + no_sync + "); "
             "pure comm = collscope bench (p50, mean over ranks) of the step's messages on the "
             "same group; overlap = 1 - exposed / pure, clamped to [0, 1]")
 
@@ -384,7 +385,7 @@ def measure(session: Session, config: TrainConfig, knobs: DDPKnobs, ranks_per_no
         memory_method=memory_method, loss_first=steps.loss_first, loss_last=steps.loss_last,
         speedup_vs_ddp_default=analysis.speedup(baseline_ms, step.median),
         is_ddp_default=config.parallel == "ddp" and knobs == DDP_DEFAULT and not custom_hook,
-        timing=timing_method(session.device, config.parallel),
+        timing=timing_method(session.device, config.parallel, config.steps),
         exposed_comm_ms_ci_low=exposed_ci.low, exposed_comm_ms_ci_high=exposed_ci.high,
         exposed_comm_ci_confidence=exposed_ci.confidence, estimated_memory_bytes=estimated)
 

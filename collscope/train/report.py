@@ -148,11 +148,27 @@ class Reporter:
         self.total = len(config.grid())
         self.count = 0
         self.json: Any = None
+        self.failure: str | None = None    # the --json file failed while measuring
+        self.table = json_path != "-"      # `--json -`: stdout carries the records only
         if json_path:
             self._open_json(json_path)
 
     def _print(self, line: str) -> None:
-        print(line, flush=True)
+        if self.table:
+            print(line, flush=True)
+
+    def _write(self, record: dict[str, Any]) -> None:
+        """A failed write ends the file, not the run (the peers go on measuring; the lines on
+        stdout keep every result); the CLI says it at the end and exits 1."""
+        from collscope.errors import OutputError
+
+        if self.json is None:
+            return
+        try:
+            self.json.write(record)
+        except OutputError as error:
+            self.failure = str(error)
+            self.json = None
 
     def record(self, record: TrainRecord) -> None:
         if self.count == 0:
@@ -160,18 +176,17 @@ class Reporter:
                 self._print(line)
         self.count += 1
         self._print(measured_line(self.count, self.total, record))
-        if self.json:
-            self.json.write(record.to_dict())
+        self._write(record.to_dict())
 
     def _open_json(self, path: str) -> None:
         from collscope.records_io import JsonlWriter
         from collscope.results import RunRecord
         from collscope.train.measure import timing_method
 
-        self.json = JsonlWriter(path)
-        self.json.write(RunRecord.for_session(
+        self.json = JsonlWriter(path, "--json")
+        self._write(RunRecord.for_session(
             "train", self.session, self.launcher_name,
-            timing_method(self.session.device, self.config.parallel),
+            timing_method(self.session.device, self.config.parallel, self.config.steps),
             {"config": self.config.to_dict(),
              "grid": [vars(k) for k in self.config.grid()]}).to_dict())
 
