@@ -22,6 +22,7 @@ from collscope.report import charts as ch
 from collscope.report.store import Input, Run
 from collscope.report.svg import esc, legend_swatch, render
 from collscope.report.trace_charts import trace_charts
+from collscope.results import is_secret_name, redact_argv, redact_secrets
 from collscope.units import format_size
 
 STYLE = """
@@ -276,8 +277,9 @@ def context_rows(runs: list[Run]) -> list[tuple[str, list[str]]]:
         keys: list[str] = []
         for c in contexts:
             values = c.get(group)
-            if isinstance(values, dict):
-                keys += [str(k) for k in values if str(k) not in keys]
+            if isinstance(values, dict):     # a hand-made or old record may hold a secret
+                keys += [str(k) for k in values if str(k) not in keys
+                         and not (group == "env" and is_secret_name(str(k)))]
         for key in sorted(keys):
             rows.append((f"{group}: {key}", [
                 "" if not isinstance(c.get(group), dict) or c[group].get(key) is None
@@ -286,11 +288,12 @@ def context_rows(runs: list[Run]) -> list[tuple[str, list[str]]]:
 
 
 def _command_line(context: dict[str, Any]) -> str:
+    """The captured command line, secret-named values hidden (records of any origin)."""
     extra = context.get("extra")
     if isinstance(extra, dict) and extra.get("command_line"):
-        return str(extra["command_line"])
+        return redact_secrets(str(extra["command_line"]))
     argv = context.get("argv")
-    return " ".join(str(a) for a in argv) if isinstance(argv, list) else ""
+    return " ".join(redact_argv([str(a) for a in argv])) if isinstance(argv, list) else ""
 
 
 def _contexts_section(runs: list[Run]) -> str:
@@ -343,7 +346,7 @@ def _warnings_section(inputs: list[Input]) -> str:
     warnings = [w for source in inputs for w in source.warnings]
     if not warnings:
         return ""
-    items = "".join(f'<li class="warn">{esc(w)}</li>' for w in warnings)
+    items = "".join(f'<li class="warn">{esc(redact_secrets(w))}</li>' for w in warnings)
     return (f'<h2 id="warnings">Warnings</h2><details><summary>{len(warnings)} warning(s) from '
             f"reading the inputs (line numbers refer to each input)</summary><ul>{items}</ul>"
             "</details>")

@@ -21,6 +21,7 @@ LOGS = SHARED_FIXTURES / "nccl-tests-logs"
 LOG_NAMES = sorted(p.name for p in LOGS.glob("*.txt")) if LOGS.is_dir() else []
 FAILED_RUN = "h100_2node_16gpu_alltoall_sendrecv_nccl_network_error.txt"
 MI300X = "mi300x_8gpu_allreduce_rccl_k8s.txt"
+T4 = "t4_3node_allreduce_nccl_old_error_column_c0.txt"
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = REPO / "artifacts"
 
@@ -71,7 +72,8 @@ def test_import_of_a_failed_run_exits_2_naming_the_failure(tmp_path: Path) -> No
     log = shared_fixture("nccl-tests-logs", FAILED_RUN)
     out = tmp_path / "out.jsonl"
     proc = run_cli("import", str(log), "-o", str(out), timeout=60)
-    usage_error(proc, FAILED_RUN, "no result table", "line 22", "Test NCCL failure")
+    line = usage_error(proc, "no result table", "line 22", "Test NCCL failure")
+    assert line.startswith(f"collscope import: {log}: "), line   # the path as given, not a basename
     assert not out.exists()
     good = shared_fixture("nccl-tests-logs", MI300X)
     proc = run_cli("import", str(good), str(log), "-o", str(out), "--skip-failed", "--json",
@@ -93,6 +95,31 @@ def test_import_to_stdout_and_bad_input(tmp_path: Path) -> None:
     usage_error(run_cli("import", str(tmp_path / "none.txt"), "-o", "x.jsonl"), "LOG",
                    "cannot read")
     usage_error(run_cli("import", str(log)), "-o/--output")
+
+
+def test_secret_assignments_of_a_captured_command_line_are_never_written(tmp_path: Path) -> None:
+    # The T4 log as posted, behind a command line that sets a token (and one MPI -genv secret).
+    log = tmp_path / "sec.txt"
+    log.write_text("$ NCCL_API_TOKEN=sekrit NCCL_SOCKET_IFNAME=ens5 mpirun -np 3 -genv HF_TOKEN "
+                   "hunter2 all_reduce_perf -b 100M -e 110M -c 0 -n 1\n"
+                   + shared_fixture("nccl-tests-logs", T4).read_text())
+    proc = run_cli("import", str(log), "-o", "-", "--json", str(tmp_path / "s.json"), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    run = json.loads(proc.stdout.splitlines()[0])
+    written = proc.stdout + proc.stderr + (tmp_path / "s.json").read_text()
+    assert "sekrit" not in written and "hunter2" not in written
+    assert run["argv"][:2] == ["NCCL_API_TOKEN=<hidden>", "NCCL_SOCKET_IFNAME=ens5"]
+    assert run["extra"]["command_line"].startswith(
+        "NCCL_API_TOKEN=<hidden> NCCL_SOCKET_IFNAME=ens5 mpirun -np 3 -genv HF_TOKEN <hidden> ")
+    assert run["env"] == {"NCCL_SOCKET_IFNAME": "ens5"}
+    # The log's own srun line stays as it was (nothing secret in it).
+    assert [c["text"][:6] for c in run["extra"]["other_command_lines"]] == ["srun -"]
+    html = tmp_path / "sec.html"
+    proc = run_cli("report", str(log), "-o", str(html), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    page = html.read_text()
+    assert "sekrit" not in page + proc.stderr and "hunter2" not in page
+    assert "NCCL_API_TOKEN=&lt;hidden&gt; NCCL_SOCKET_IFNAME=ens5 mpirun" in page
 
 
 # ---------------------------------------------------------------------------------------------
