@@ -131,7 +131,8 @@ def test_compare_identical_inputs_exit_0(tmp_path: Path) -> None:
     base = bench_file(tmp_path / "base.jsonl")
     proc = run_cli("compare", str(base), str(base), timeout=60)
     assert proc.returncode == 0, proc.stderr
-    assert "matched 32 sizes: 0 regressed, 0 improved, 32 within +-5%" in proc.stdout
+    assert ("matched 32 rows (collective x placement x size; 8 distinct sizes): 0 regressed, "
+            "0 improved, 32 within +-5% (judged by time)") in proc.stdout
     assert "REGRESSED" not in proc.stdout
 
 
@@ -142,7 +143,8 @@ def test_compare_slower_copy_exits_1_and_names_the_regressed_sizes(tmp_path: Pat
     new = scaled_copy(base, tmp_path / "new.jsonl", 1.2)
     proc = run_cli("compare", str(base), str(new), timeout=60)
     assert proc.returncode == 1, proc.stderr
-    assert "matched 62 sizes: 62 regressed" in proc.stdout
+    assert "matched 62 rows (collective x placement x size; 31 distinct sizes): 62 regressed" \
+        in proc.stdout
     report = proc.stdout.split("REGRESSED beyond 5%:")[1]
     expected = ["8 B", "1 KiB", "64 KiB", "1 MiB", "1 GiB", "8 GiB"]
     for placement in ("out-of-place", "in-place"):
@@ -176,6 +178,24 @@ def test_compare_threshold_json_and_only_some_sizes(tmp_path: Path) -> None:
     usage_error(run_cli("compare", str(base), str(new), "--threshold", "lots"),
                    "--threshold", "percentage")
     usage_error(run_cli("compare", str(base), str(new), "--metric", "speed"), "--metric")
+
+
+def test_compare_says_each_malformed_line_of_either_input(tmp_path: Path) -> None:
+    base = bench_file(tmp_path / "base.jsonl")
+    garbled = tmp_path / "garb.jsonl"
+    garbled.write_text(base.read_text() + "garbage line\n{\"kind\": \"result\"}\n")
+    lines = len(base.read_text().splitlines())
+    proc = run_cli("compare", str(base), str(garbled), timeout=60)
+    assert proc.returncode == 0, proc.stderr          # the rest matched and did not regress
+    assert proc.stderr.splitlines() == [
+        f"collscope compare: garb.jsonl: line {lines + 1}: not JSON (Expecting value); skipped",
+        f"collscope compare: garb.jsonl: line {lines + 2}: result record without collective, "
+        "size_bytes, dtype, in_place, time_us, busbw_gbs; skipped"]
+    assert "within +-5%" in proc.stdout
+    # JSON to stdout stays JSON only; the warnings still go to stderr.
+    proc = run_cli("compare", str(garbled), str(base), "--json", "-", timeout=60)
+    assert proc.returncode == 0 and json.loads(proc.stdout)["matched"] == 32
+    assert len(proc.stderr.splitlines()) == 2
 
 
 def test_compare_nothing_matching_exits_2_with_one_line(tmp_path: Path) -> None:
