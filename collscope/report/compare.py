@@ -26,6 +26,11 @@ Which test decides a row (``Row.test``, printed and in the JSON):
   Mann-Whitney U test (scipy) finds new slower than base at p <= ALPHA; improved alike.
 - ``threshold`` otherwise (nccl-tests logs carry one mean time and no spread): the mean time
   (or busbw) beyond the threshold.
+
+``Row.category`` splits verdict "ok" in two: "within" (the change its test held against the
+threshold, ``change_pct``, is within it) and "not significant" (beyond it, but the CIs overlap
+or p > ALPHA): a large change the test cannot tell from noise is not "within the threshold".
+Rows come sorted by collective, placement and size (``sort_rows``), whichever test decided them.
 """
 
 from __future__ import annotations

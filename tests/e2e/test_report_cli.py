@@ -296,6 +296,35 @@ def test_report_escapes_hostile_input_and_draws_train_and_monitor(tmp_path: Path
             "&lt;script&gt;alert(1)&lt;/script&gt;", "")
 
 
+def test_report_says_what_an_input_holds_and_tabulates_overlap_records(tmp_path: Path) -> None:
+    from collscope.overlap import OverlapResult
+    from collscope.results import PredictionRecord
+
+    # `model predict --json`: predictions and no run record.
+    predictions = [PredictionRecord("all_reduce", size, 2, 8, 16, "ring", 10.0 * size, 1.0,
+                                    9.0 * size, 11.0 * size).to_dict() for size in (1, 2)]
+    overlap = OverlapResult(512, 2.0 * 512**3, "float32", 4 << 20, "float", 2, 20, 1.774,
+                            4.276, 5.233, 0.062, 1.34, 1.436, 0.4587, 0.1513, "perf_counter")
+    pred = write_records(tmp_path / "pred.jsonl", predictions)
+    ov = write_records(tmp_path / "ov.jsonl", [run_record(command="overlap"), overlap.to_dict()])
+    html = tmp_path / "r.html"
+    proc = run_cli("report", str(pred), str(ov), "-o", str(html), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.splitlines() == [
+        "collscope report: pred.jsonl: jsonl, no run record, 0 results, 2 prediction(s), "
+        "0 warning(s)",
+        "collscope report: ov.jsonl: jsonl, 1 run(s), 0 results, 1 overlap record(s), "
+        "0 warning(s)"]
+    page = html.read_text()
+    assert '<h2 id="overlap">' in page and "skipped" not in page
+    row = page.split('<h2 id="overlap">')[1].split("</tr>")[1]
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", row)
+    assert cells[:8] == ["ov.jsonl", "2", "512x512x512 float32", "4 MiB float",
+                         "1.77 (IQR 0.062)", "4.28 (IQR 1.34)", "5.23 (IQR 1.44)", "0.46"]
+    # An overlap file alone is something to report, not "nothing to plot".
+    assert run_cli("report", str(ov), "-o", str(html), timeout=60).returncode == 0
+
+
 def test_report_bad_input_exits_2_with_one_line(tmp_path: Path) -> None:
     usage_error(run_cli("report", str(tmp_path / "missing.jsonl"), "-o", "r.html"),
                    "INPUT", "cannot read")
