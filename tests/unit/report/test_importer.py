@@ -263,6 +263,9 @@ def test_wrong_values_mark_failed_results_and_secrets_stay_out() -> None:
     assert run.run.extra["failed_results"] == [7, 10]
     assert run.run.extra["footer"]["out_of_bounds"] == 2
     assert run.run.env == {"NCCL_DEBUG": "INFO", "NCCL_IB_HCA": "mlx5"}  # no *TOKEN*
+    # ... and nowhere else in the record: argv and the command line say -x NCCL_FAKE_TOKEN=<hidden>
+    assert "s3cret" not in json.dumps(run.run.to_dict())
+    assert "NCCL_FAKE_TOKEN=<hidden>" in run.run.argv
     assert (run.run.nodes, run.run.ranks_per_node) == (2, 2)
     assert run.results[0].iters == 50
     assert any(w.startswith("line 27: not understood") for w in run.warnings)
