@@ -17,10 +17,11 @@ examples:
 
 Inputs are collscope JSON Lines (bench `run`/`result`, `train`, monitor `sample`, `overlap`,
 trace, links, tune and prediction records) or nccl-tests / rccl-tests text logs, told apart by
-their content. The page shows, per collective,
-busbw and time versus message size (log axes) with every input overlaid (solid: out-of-place,
-dashed: in-place), the run contexts side by side, train sweep tables and charts, and monitor
-timelines. It opens offline: inline SVG, no CDN, nothing fetched.
+their content. The page shows, per collective, busbw and time versus message size (log axes)
+with every input overlaid (solid: out-of-place, dashed: in-place), the run contexts side by
+side (secret-named values hidden), train sweep tables and charts, overlap tables and monitor
+timelines. It opens offline: inline SVG, no CDN, nothing fetched. stderr says what each input
+holds.
 exit codes: 0 ok, 2 bad input (unreadable file, a log with no result table, nothing to report).
 """
 

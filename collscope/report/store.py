@@ -96,7 +96,6 @@ class Input:
         return ", ".join(said)
 
 
-
 def load_input(path: str | Path, name: str | None = None) -> Input:
     """Read one input file; raises InputError when it cannot be read or holds no records."""
     path = Path(path)
