@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -33,7 +34,9 @@ def is_secret_name(name: str) -> bool:
 
 # ``NAME=value`` / ``NAME: value`` where NAME looks like a secret (a tool echoing its config).
 _NAME_SEP = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]*)[ \t]*[=:][ \t]*")
-_VALUE = re.compile(r"[^\s,;'\"]+")
+# Quoted values whole: NAME="a b", and 'NAME=a b' (the whole word quoted) up to its quote.
+_VALUE = {"": re.compile(r"\"[^\"\n]*\"?|'[^'\n]*'?|[^\s,;'\"]+"),
+          '"': re.compile(r'[^"\n]+'), "'": re.compile(r"[^'\n]+")}
 
 
 def redact_secrets(text: str) -> str:
@@ -41,12 +44,32 @@ def redact_secrets(text: str) -> str:
     (tool messages quoted in reports: a tool may echo a token from its environment)."""
     kept, pos = [], 0
     for match in _NAME_SEP.finditer(text):
-        value = _VALUE.match(text, match.end())
+        quote = text[match.start() - 1:match.start()]
+        value = _VALUE.get(quote, _VALUE[""]).match(text, match.end())
         if match.start() < pos or value is None or not is_secret_name(match.group(1)):
             continue
         kept += [text[pos:match.end()], "<hidden>"]
         pos = value.end()
-    return "".join(kept) + text[pos:]
+    return _SPACED_ENV.sub(_hide_spaced, "".join(kept) + text[pos:])
+
+
+# MPI's ``-genv NAME value`` / ``-env NAME value``: the name and its value are separate words.
+_SPACED_ENV = re.compile(r"(?<!\S)(-g?env[ \t]+([A-Za-z_][A-Za-z0-9_]*)[ \t]+)([^\s'\"]+)")
+
+
+def _hide_spaced(match: re.Match[str]) -> str:
+    return match.group(1) + "<hidden>" if is_secret_name(match.group(2)) else match.group(0)
+
+
+def redact_argv(argv: Sequence[str]) -> list[str]:
+    """A captured command's words with secret values hidden, as ``redact_secrets`` does to
+    its text (``NAME=<hidden>`` words, the word after ``-genv NAME``)."""
+    words = [f"{name}=<hidden>" if sep and is_secret_name(name) else redact_secrets(word)
+             for word, (name, sep, _) in ((word, word.partition("=")) for word in argv)]
+    for i in range(len(words) - 2):
+        if words[i] in ("-genv", "-env") and is_secret_name(words[i + 1]):
+            words[i + 2] = "<hidden>"
+    return words
 
 
 def recorded_env(environ: dict[str, str] | None = None) -> dict[str, str]:

@@ -18,7 +18,7 @@ read through a code search; its per-iteration blocks are those ``-I 1`` adds):
                  "in_place":{...}, "in_place_per_iter":{...},
                  "actual_iterations", "experiment_name":""}],
      "out_of_bounds":{"count","okay"}, "average_bus_bandwidth":{"bandwidth","okay"},
-     "errors":[], "end_time":"..."}
+     "errors":[], "end_time":"...", "collscope_args":[argv] (collscope's own)}
 
 Quirks kept as util.cu has them: booleans are the strings "true"/"false"; doubles are printed
 with ``%lf`` (six decimals) and NaN as the string "nan"; ``nwrong`` is a double (null when not
@@ -28,6 +28,11 @@ own per-iteration times (a collscope process drives one rank, so its own times);
 statistics are over ``times_us`` with a population standard deviation. nccl-tests never
 overwrites: an existing FILE makes it try FILE.0, FILE.1, ... (one file per collective here,
 as one nccl-tests binary writes one).
+
+The file names no collective: readers (nccl-tests' own, collscope import) take it from the
+program name, ``args[0]``. So ``args`` is what the nccl-tests binary of that collective would
+have been given for the same sweep (``all_reduce_perf -b 65536 -e 131072 -f 2 -n 3 ...``),
+and collscope's real command line goes into the extra ``collscope_args``.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from typing import Any
 from collscope.bench.output import wrong_total
 from collscope.bench.per_rank import iteration_max
 from collscope.bench.stats import iter_stats, percentile_index
+from collscope.collectives.table import COLLECTIVES
 from collscope.results import BenchResult
 
 FILE_VERSION = 3
@@ -109,6 +115,28 @@ def result_entry(out_of_place: BenchResult | None, in_place: BenchResult | None)
     return entry
 
 
+def program_args(results: Sequence[BenchResult], config: Any) -> list[str]:
+    """The argv of the nccl-tests binary running this sweep: its program name (the one
+    field that tells the collective) and the flags collscope bench shares with nccl-tests."""
+    first = results[0]
+    spec = COLLECTIVES.get(first.collective)
+    args = [f"{first.collective}_perf", "-b", str(config.min_bytes),
+            "-e", str(max((r.size_bytes for r in results), default=config.min_bytes))]
+    args += (["-i", str(config.step_bytes)] if config.step_bytes
+             else ["-f", str(config.step_factor)])
+    args += ["-n", str(config.iters), "-w", str(config.warmup_iters), "-c", str(config.check),
+             "-z", str(int(config.blocking)), "-a", str(config.average), "-I", "1"]
+    dtypes = sorted({r.dtype for r in results})
+    ops = sorted({r.op for r in results})
+    if len(dtypes) == 1:            # nccl-tests takes one type (or all): several say nothing
+        args += ["-d", dtypes[0]]
+    if spec is not None and spec.reduces and len(ops) == 1:
+        args += ["-o", ops[0]]
+    if spec is not None and spec.rooted:
+        args += ["-r", str(config.root)]
+    return args
+
+
 def document(results: Sequence[BenchResult], config: Any,
              devices: Sequence[dict[str, Any]], argv: Sequence[str],
              env: dict[str, str], nccl_version: str | None,
@@ -123,7 +151,8 @@ def document(results: Sequence[BenchResult], config: Any,
     doc: dict[str, Any] = {
         "version": FILE_VERSION,
         "start_time": time.strftime(TIME_FORMAT, time.localtime(started)),
-        "args": list(argv), "env": [f"{k}={v}" for k, v in env.items()],
+        "args": program_args(results, config) if results else list(argv),
+        "env": [f"{k}={v}" for k, v in env.items()],
         "nccl_version": nccl_version_code(nccl_version),
         "config": {
             "nthreads": 1, "ngpus": 1, "minimum_bytes": config.min_bytes,
@@ -147,6 +176,7 @@ def document(results: Sequence[BenchResult], config: Any,
             "okay": "unchecked"},
         "errors": [],
         "end_time": time.strftime(TIME_FORMAT, time.localtime(ended)),
+        "collscope_args": list(argv),      # not util.cu's: collscope's own command line
     }
     return doc
 

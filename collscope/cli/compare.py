@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from itertools import groupby
 from typing import Any
@@ -30,7 +31,9 @@ p50 and the 95% CI of the median), a row regresses only when its p50 is beyond t
 AND the two CIs do not overlap (test ci-overlap), so noisy small sizes do not fail CI; logs
 without a spread are judged on the threshold alone (test threshold). Three or more runs of the
 same key and world size on both sides form one row, judged on their medians with a one-sided
-Mann-Whitney U test (test mann-whitney, p <= 0.05). The output names the test.
+Mann-Whitney U test (test mann-whitney, p <= 0.05). The output names the test; a change
+beyond the threshold that its test cannot tell from noise is "not significant", not "ok".
+Lines of BASE or NEW that cannot be used are listed on stderr, one line each.
 exit codes: 0 no regression, 1 some matched size regressed beyond the threshold, 2 nothing
 matched or bad input.
 """
@@ -60,6 +63,9 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
         base, new = load_inputs([args.base, args.new])
     except InputError as error:
         raise UsageError(f"BASE/NEW: {error}") from None
+    for source in (base, new):       # malformed lines are said, never dropped silently
+        for warning in source.warnings:
+            sys.stderr.write(f"collscope compare: {warning}\n")
     sides = []
     for name, source in (("BASE", base), ("NEW", new)):
         # A tune sweep compares per configuration (its medians, the configuration as algo).
@@ -96,8 +102,36 @@ def decided_by(rows: Sequence[Any]) -> str:
     from collscope.report.compare import TESTS
 
     used = {name: sum(row.test == name for row in rows) for name in TESTS}
-    return "decided by: " + "; ".join(f"{name} ({TESTS[name]}) for {count} size(s)"
+    return "decided by: " + "; ".join(f"{name} ({TESTS[name]}) for {count} row(s)"
                                       for name, count in used.items() if count)
+
+
+# What the verdict column says per Row.category: "ok" only for a change within the threshold.
+SHOWN = {"regressed": "regressed", "improved": "improved", "within": "ok",
+         "not significant": "not significant", "n/a": "n/a"}
+WHY_NOT_SIGNIFICANT = {"ci-overlap": "the 95% CIs of the medians overlap",
+                       "mann-whitney": "Mann-Whitney U p > 0.05"}
+
+
+def summary(result: Any) -> str:
+    """The count line: rows per category, and how many distinct sizes they cover."""
+    count = {c: len(result.in_category(c)) for c in SHOWN}
+    sizes = len({row.base.size_bytes for row in result.rows})
+    pct = f"{result.threshold_pct:g}%"
+    unsure = count["not significant"]
+    return (f"matched {len(result.rows)} rows (collective x placement x size; {sizes} "
+            f"distinct sizes): {count['regressed']} regressed, "
+            f"{count['improved']} improved, {count['within']} within +-{pct}"
+            + (f", {unsure} changed beyond +-{pct} but not significant" if unsure else "")
+            + (f", {count['n/a']} without a usable number" if count["n/a"] else "")
+            + f" (judged by {' and '.join(sorted({row.metric for row in result.rows}))})")
+
+
+def _what(row: Any) -> str:
+    b = row.base
+    return " ".join(p for p in (b.collective, b.dtype, "" if b.op == "none" else b.op,
+                                "" if b.algo == "flat" else b.algo,
+                                "in-place" if b.in_place else "out-of-place") if p)
 
 
 def render(result: Any, base_name: str, new_name: str) -> None:
@@ -105,7 +139,8 @@ def render(result: Any, base_name: str, new_name: str) -> None:
     that sizes are never wrapped apart)."""
     from rich.table import Table
 
-    style = {"regressed": "bold red", "improved": "green", "ok": "", "n/a": "dim"}
+    style = {"regressed": "bold red", "improved": "green", "within": "", "n/a": "dim",
+             "not significant": "yellow"}
 
     def group(row: Any) -> tuple[str, str, str, str]:
         return (row.base.collective, row.base.dtype, row.base.op, row.base.algo)
@@ -125,31 +160,25 @@ def render(result: Any, base_name: str, new_name: str) -> None:
                 table.add_row(format_size_exact(b.size_bytes), "in-place" if b.in_place else
                               "out-of-place", f"{b.time_us:g}", f"{n.time_us:g}",
                               _pct(row.time_delta_pct), f"{b.busbw_gbs:g}", f"{n.busbw_gbs:g}",
-                              _pct(row.busbw_delta_pct), row.verdict, _test(row),
-                              style=style[row.verdict])
+                              _pct(row.busbw_delta_pct), SHOWN[row.category], _test(row),
+                              style=style[row.category])
             console.print(table)
-    counts = {v: len(result.with_verdict(v)) for v in ("regressed", "improved", "ok", "n/a")}
-    metrics = sorted({row.metric for row in result.rows})
-    print(f"matched {len(result.rows)} sizes: {counts['regressed']} regressed, "
-          f"{counts['improved']} improved, {counts['ok']} within +-{result.threshold_pct:g}%"
-          + (f", {counts['n/a']} without a usable number" if counts["n/a"] else "")
-          + f" (judged by {' and '.join(metrics)})")
+    print(summary(result))
     print(decided_by(result.rows))
     if result.unmatched_base or result.unmatched_new:
         print(f"unmatched: {len(result.unmatched_base)} result(s) only in {base_name}, "
               f"{len(result.unmatched_new)} only in {new_name}")
-    for verdict in ("regressed", "improved"):
-        rows = result.with_verdict(verdict)
+    pct = f"{result.threshold_pct:g}%"
+    for category in ("regressed", "improved", "not significant"):
+        rows = result.in_category(category)
         if not rows:
             continue
-        print(f"{verdict.upper()} beyond {result.threshold_pct:g}%:")
+        why = "; ".join(sorted({WHY_NOT_SIGNIFICANT.get(row.test, row.test) for row in rows}))
+        print(f"{category.upper()} beyond {pct}:" if category != "not significant" else
+              f"CHANGED beyond {pct} but NOT SIGNIFICANT ({why}; more iterations or runs "
+              "can decide):")
         by_what: dict[str, list[str]] = {}
         for row in rows:
-            collective, dtype, op, algo = group(row)
-            what = " ".join(p for p in (collective, dtype, "" if op == "none" else op,
-                                        "" if algo == "flat" else algo,
-                                        "in-place" if row.base.in_place else "out-of-place")
-                            if p)
-            by_what.setdefault(what, []).append(format_size_exact(row.base.size_bytes))
+            by_what.setdefault(_what(row), []).append(format_size_exact(row.base.size_bytes))
         for what, sizes in by_what.items():
             print(f"  {what}: {', '.join(sizes)}")

@@ -15,11 +15,13 @@ examples:
   collscope report before.jsonl after.jsonl rccl-tests.log -o compare.html --png plots/
   collscope report train.jsonl monitor.jsonl -o train.html
 
-Inputs are collscope JSON Lines (bench `run`/`result`, `train` and monitor `sample` records) or
-nccl-tests / rccl-tests text logs, told apart by their content. The page shows, per collective,
-busbw and time versus message size (log axes) with every input overlaid (solid: out-of-place,
-dashed: in-place), the run contexts side by side, train sweep tables and charts, and monitor
-timelines. It opens offline: inline SVG, no CDN, nothing fetched.
+Inputs are collscope JSON Lines (bench `run`/`result`, `train`, monitor `sample`, `overlap`,
+trace, links, tune and prediction records) or nccl-tests / rccl-tests text logs, told apart by
+their content. The page shows, per collective, busbw and time versus message size (log axes)
+with every input overlaid (solid: out-of-place, dashed: in-place), the run contexts side by
+side (secret-named values hidden), train sweep tables and charts, overlap tables and monitor
+timelines. It opens offline: inline SVG, no CDN, nothing fetched. stderr says what each input
+holds.
 exit codes: 0 ok, 2 bad input (unreadable file, a log with no result table, nothing to report).
 """
 
@@ -56,10 +58,11 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     except InputError as error:
         raise UsageError(f"INPUT: {error}") from None
     if not any(source.results or any(run.train or run.samples or run.predictions or run.tune
-                                     or run.trace or run.links for run in source.runs)
+                                     or run.trace or run.links or run.overlap
+                                     for run in source.runs)
                for source in inputs):
-        raise UsageError("INPUT: no result, train, sample, trace, prediction, tune or link "
-                         "records in any input; nothing to plot")
+        raise UsageError("INPUT: no result, train, sample, trace, prediction, tune, link or "
+                         "overlap records in any input; nothing to plot")
     page = render_report(inputs, title=args.title)
     try:
         with open(args.output, "w", encoding="utf-8") as out:
@@ -68,10 +71,8 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
         raise UsageError(f"-o/--output: cannot write {args.output} "
                          f"({error.strerror or error})") from None
     for source in inputs:
-        counts = source.counts()
-        sys.stderr.write(f"collscope report: {source.name}: {source.kind}, {counts['runs']} "
-                         f"run(s), {counts['results']} results, {counts['train']} train, "
-                         f"{counts['samples']} samples, {len(source.warnings)} warning(s)\n")
+        sys.stderr.write(f"collscope report: {source.name}: {source.kind}, {source.holdings()}, "
+                         f"{len(source.warnings)} warning(s)\n")
     print(f"wrote {args.output}")
     if args.png:
         from collscope.report.plots import write_pngs

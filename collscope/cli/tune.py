@@ -155,7 +155,10 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     if args.merge:
         from collscope.tune.trials import merge_trials
 
-        trials = merge_trials(args.merge, space.grid())
+        unusable: list[str] = []
+        trials = merge_trials(args.merge, space.grid(), unusable)
+        for warning in unusable:       # malformed lines are said, never dropped silently
+            sys.stderr.write(f"collscope tune: {warning}\n")
         return _conclude(trials, space, config, args, "merged from " +
                          f"{len(args.merge)} file(s)", "")
     check_writable_folder("--trials-dir", args.trials_dir)   # the trials write there

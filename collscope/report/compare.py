@@ -26,6 +26,11 @@ Which test decides a row (``Row.test``, printed and in the JSON):
   Mann-Whitney U test (scipy) finds new slower than base at p <= ALPHA; improved alike.
 - ``threshold`` otherwise (nccl-tests logs carry one mean time and no spread): the mean time
   (or busbw) beyond the threshold.
+
+``Row.category`` splits verdict "ok" in two: "within" (the change its test held against the
+threshold, ``change_pct``, is within it) and "not significant" (beyond it, but the CIs overlap
+or p > ALPHA): a large change the test cannot tell from noise is not "within the threshold".
+Rows come sorted by collective, placement and size (``sort_rows``), whichever test decided them.
 """
 
 from __future__ import annotations
@@ -98,6 +103,18 @@ class Row:
     p50_delta_pct: float | None = None  # ci-overlap: the p50 slowdown it judged (+ = slower)
     p_value: float | None = None     # mann-whitney: the one-sided test's p
     runs: tuple[int, int] = (1, 1)   # results behind the row: (base, new)
+    change_pct: float | None = None  # the slowdown the test held against the threshold (+ =
+    #                                  slower): p50 for ci-overlap, else time (or -busbw)
+    threshold_pct: float = 5.0
+
+    @property
+    def category(self) -> str:
+        """The verdict, with "ok" split in two: "within" the threshold, or "not significant"
+        (changed beyond it, but the CIs overlap or the rank test's p > ALPHA)."""
+        if self.verdict != "ok":
+            return self.verdict
+        beyond = self.change_pct is not None and abs(self.change_pct) > self.threshold_pct
+        return "not significant" if beyond else "within"
 
     def to_dict(self) -> dict[str, Any]:
         b, n = self.base, self.new
@@ -109,7 +126,8 @@ class Row:
             "time_delta_pct": self.time_delta_pct,
             "base_busbw_gbs": b.busbw_gbs, "new_busbw_gbs": n.busbw_gbs,
             "busbw_delta_pct": self.busbw_delta_pct,
-            "metric": self.metric, "verdict": self.verdict, "test": self.test,
+            "metric": self.metric, "verdict": self.verdict, "category": self.category,
+            "change_pct": self.change_pct, "test": self.test,
             "p50_delta_pct": self.p50_delta_pct, "p_value": self.p_value,
             "runs_base": self.runs[0], "runs_new": self.runs[1],
             "base_ci_halfwidth": b.ci_halfwidth, "new_ci_halfwidth": n.ci_halfwidth,
@@ -127,6 +145,10 @@ class Comparison:
     def with_verdict(self, verdict: str) -> list[Row]:
         return [row for row in self.rows if row.verdict == verdict]
 
+    def in_category(self, category: str) -> list[Row]:
+        """Rows of one ``Row.category`` (a verdict, "within" or "not significant")."""
+        return [row for row in self.rows if row.category == category]
+
     @property
     def regressed(self) -> bool:
         return any(row.verdict == "regressed" for row in self.rows)
@@ -137,6 +159,9 @@ class Comparison:
             "matched": len(self.rows),
             "regressed": len(self.with_verdict("regressed")),
             "improved": len(self.with_verdict("improved")),
+            "within_threshold": len(self.in_category("within")),
+            "not_significant": len(self.in_category("not significant")),
+            "sizes": len({row.base.size_bytes for row in self.rows}),
             "unmatched_base": len(self.unmatched_base),
             "unmatched_new": len(self.unmatched_new),
             "rows": [row.to_dict() for row in self.rows],
@@ -150,11 +175,18 @@ def percent_change(base: float, new: float) -> float | None:
     return (new - base) / base * 100.0
 
 
+def slowdown_pct(time_delta: float | None, busbw_delta: float | None,
+                 metric: str) -> float | None:
+    """How much slower NEW is by ``metric`` ("time" or "busbw"), in percent (+ = slower)."""
+    if metric == "time":
+        return time_delta
+    return None if busbw_delta is None else -busbw_delta
+
+
 def verdict(time_delta: float | None, busbw_delta: float | None, metric: str,
             threshold_pct: float) -> str:
     """ok / regressed / improved by the chosen metric ("time" or "busbw")."""
-    slowdown = time_delta if metric == "time" else (None if busbw_delta is None
-                                                   else -busbw_delta)
+    slowdown = slowdown_pct(time_delta, busbw_delta, metric)
     if slowdown is None:
         return "n/a"
     if slowdown > threshold_pct:
@@ -176,9 +208,12 @@ def compare_row(base: BenchResult, new: BenchResult, threshold_pct: float,
     spread = ci_verdict(base, new, used, threshold_pct)
     if spread is not None:
         p50_delta, judged = spread
-        return Row(base, new, time_delta, busbw_delta, used, judged, "ci-overlap", p50_delta)
+        return Row(base, new, time_delta, busbw_delta, used, judged, "ci-overlap", p50_delta,
+                   change_pct=p50_delta, threshold_pct=threshold_pct)
     return Row(base, new, time_delta, busbw_delta, used,
-               verdict(time_delta, busbw_delta, used, threshold_pct))
+               verdict(time_delta, busbw_delta, used, threshold_pct),
+               change_pct=slowdown_pct(time_delta, busbw_delta, used),
+               threshold_pct=threshold_pct)
 
 
 def _cost(result: BenchResult, metric: str) -> float | None:
@@ -223,8 +258,7 @@ def repeated_row(base: list[BenchResult], new: list[BenchResult], threshold_pct:
     # Same world size on both sides, so busbw is a fixed multiple of 1/time per run: the rank
     # test on times decides for either metric; the threshold applies to the metric's delta.
     used = "time" if metric == "auto" else metric
-    slowdown = time_delta if used == "time" else (None if busbw_delta is None
-                                                  else -busbw_delta)
+    slowdown = slowdown_pct(time_delta, busbw_delta, used)
     judged, p_value = "ok", float(min(slower, faster))
     if slowdown is None:
         judged = "n/a"
@@ -236,8 +270,8 @@ def repeated_row(base: list[BenchResult], new: list[BenchResult], threshold_pct:
     representative = [sorted(side, key=lambda r: r.time_us)[(len(side) - 1) // 2]
                       for side in (base, new)]
     return Row(representative[0], representative[1], time_delta, busbw_delta,
-               used, judged, "mann-whitney",
-               p_value=p_value, runs=(len(base), len(new)))
+               used, judged, "mann-whitney", p_value=p_value, runs=(len(base), len(new)),
+               change_pct=slowdown, threshold_pct=threshold_pct)
 
 
 def _repeated(base: list[BenchResult], new: list[BenchResult],
@@ -289,6 +323,18 @@ def pair_results(base: list[BenchResult], new: list[BenchResult],
     return pairs, unmatched_base, unmatched_new
 
 
+def sort_rows(rows: list[Row], base: list[BenchResult]) -> None:
+    """Rows by collective x dtype x op x algo (in the order BASE first has them), then
+    placement (out-of-place first), size and world size, whichever test decided them; equal
+    keys keep their pairing order."""
+    first: dict[tuple[str, str, str, str], int] = {}
+    for r in base:
+        first.setdefault((r.collective, r.dtype, r.op, r.algo), len(first))
+    rows.sort(key=lambda row: (first[(row.base.collective, row.base.dtype, row.base.op,
+                                      row.base.algo)], row.base.in_place, row.base.size_bytes,
+                               row.base.world_size, row.new.world_size))
+
+
 def compare(base: list[BenchResult], new: list[BenchResult], threshold_pct: float = 5.0,
             metric: str = "auto", min_bytes: int = 0) -> Comparison:
     """Match ``new`` against ``base`` and judge every matched size (sizes < min_bytes skipped)."""
@@ -299,11 +345,10 @@ def compare(base: list[BenchResult], new: list[BenchResult], threshold_pct: floa
     base = [r for r in base if r.size_bytes >= min_bytes]
     new = [r for r in new if r.size_bytes >= min_bytes]
     repeated = _repeated(base, new)
-    order = {id(r): i for i, r in enumerate(base)}
     rows = [repeated_row(b, n, threshold_pct, metric) for b, n in repeated.values()]
     grouped = {id(r) for b, n in repeated.values() for r in (*b, *n)}
     pairs, unmatched_base, unmatched_new = pair_results(
         [r for r in base if id(r) not in grouped], [r for r in new if id(r) not in grouped])
     rows += [compare_row(b, n, threshold_pct, metric) for b, n in pairs]
-    rows.sort(key=lambda row: order[id(row.base)])   # base order (a repeated row: its median run)
+    sort_rows(rows, base)
     return Comparison(rows, unmatched_base, unmatched_new, threshold_pct, metric)

@@ -19,9 +19,10 @@ from typing import Any
 
 from collscope import __version__
 from collscope.report import charts as ch
-from collscope.report.store import Input, Run
+from collscope.report.store import OTHER_KINDS, Input, Run
 from collscope.report.svg import esc, legend_swatch, render
 from collscope.report.trace_charts import trace_charts
+from collscope.results import is_secret_name, redact_argv, redact_secrets
 from collscope.units import format_size
 
 STYLE = """
@@ -138,6 +139,10 @@ def render_report(inputs: list[Input], generated_at: float | None = None,
         body.append('<h2 id="links">Link matrices</h2>')
         blocks = "".join(_chart_block(chart) for chart in link_maps)
         body.append(f'<section><div class="charts">{blocks}</div></section>')
+    overlaps = [(run.label, record) for source in inputs for run in source.runs
+                for record in run.overlap]
+    if overlaps:
+        body.append(_overlap_section(overlaps))
     body.append(_warnings_section(inputs))
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
@@ -196,12 +201,14 @@ def _inputs_section(inputs: list[Input]) -> str:
     rows = []
     for source in inputs:
         counts = source.counts()
+        others = ", ".join(f"{counts[kind]} {label}" for kind, label in OTHER_KINDS.items()
+                           if counts[kind])
         rows.append([esc(source.name), esc(source.kind), str(counts["runs"]),
-                     str(counts["results"]), str(counts["train"]), str(counts["samples"]),
-                     str(len(source.warnings)), f"<code>{esc(source.path)}</code>"])
+                     str(counts["results"]), esc(others), str(len(source.warnings)),
+                     f"<code>{esc(source.path)}</code>"])
     return ('<h2 id="inputs">Inputs</h2>'
-            + _table(["input", "kind", "runs", "results", "train", "samples", "warnings",
-                      "path"], rows, {2, 3, 4, 5, 6}))
+            + _table(["input", "kind", "run records", "results", "other records", "warnings",
+                      "path"], rows, {2, 3, 5}))
 
 
 def _collective_section(view: ch.CollectiveView) -> str:
@@ -276,8 +283,9 @@ def context_rows(runs: list[Run]) -> list[tuple[str, list[str]]]:
         keys: list[str] = []
         for c in contexts:
             values = c.get(group)
-            if isinstance(values, dict):
-                keys += [str(k) for k in values if str(k) not in keys]
+            if isinstance(values, dict):     # a hand-made or old record may hold a secret
+                keys += [str(k) for k in values if str(k) not in keys
+                         and not (group == "env" and is_secret_name(str(k)))]
         for key in sorted(keys):
             rows.append((f"{group}: {key}", [
                 "" if not isinstance(c.get(group), dict) or c[group].get(key) is None
@@ -286,11 +294,12 @@ def context_rows(runs: list[Run]) -> list[tuple[str, list[str]]]:
 
 
 def _command_line(context: dict[str, Any]) -> str:
+    """The captured command line, secret-named values hidden (records of any origin)."""
     extra = context.get("extra")
     if isinstance(extra, dict) and extra.get("command_line"):
-        return str(extra["command_line"])
+        return redact_secrets(str(extra["command_line"]))
     argv = context.get("argv")
-    return " ".join(str(a) for a in argv) if isinstance(argv, list) else ""
+    return " ".join(redact_argv([str(a) for a in argv])) if isinstance(argv, list) else ""
 
 
 def _contexts_section(runs: list[Run]) -> str:
@@ -339,11 +348,39 @@ def _train_section(view: ch.TrainView) -> str:
             + f'<div class="charts">{_chart_block(view.chart)}</div></section>')
 
 
+def _overlap_section(overlaps: list[tuple[str, dict[str, Any]]]) -> str:
+    """`collscope overlap` records: the three medians, their IQRs and the efficiency."""
+    def ms(record: dict[str, Any], mode: str) -> str:
+        value, iqr = record.get(f"t_{mode}_ms"), record.get(f"t_{mode}_ms_iqr")
+        if not isinstance(value, (int, float)):
+            return ""
+        spread = f" (IQR {ch.format_number(iqr)})" if isinstance(iqr, (int, float)) else ""
+        return esc(f"{ch.format_number(value)}{spread}")
+
+    rows = []
+    for label, r in overlaps:
+        dim, size, eff = r.get("matmul_dim"), r.get("size_bytes"), r.get("overlap_efficiency")
+        rows.append([esc(label), esc(r.get("world_size", "")),
+                     esc(f"{dim}x{dim}x{dim} {r.get('matmul_dtype', '')}"),
+                     esc(f"{format_size(size)} {r.get('comm_dtype', '')}"
+                         if isinstance(size, int) else ""),
+                     ms(r, "compute"), ms(r, "comm"), ms(r, "both"),
+                     esc(f"{eff:.2f}" if isinstance(eff, (int, float)) else "n/a"),
+                     esc(r.get("iters", "")), esc(r.get("timing", ""))])
+    return ('<h2 id="overlap">Compute and communication overlap</h2><p class="note">'
+            "collscope overlap: a matmul and an all_reduce alone and together; times in ms, "
+            "medians over iterations of the slowest rank; overlap efficiency = (t_compute + "
+            "t_comm - t_both) / min(t_compute, t_comm): 1 the shorter hides completely, 0 "
+            "serialised, below 0 slower together, above 1 noise around fully hidden.</p>"
+            + _table(["run", "ranks", "matmul", "all_reduce", "t_compute", "t_comm", "t_both",
+                      "efficiency", "iterations", "timing"], rows, {1, 4, 5, 6, 7, 8}))
+
+
 def _warnings_section(inputs: list[Input]) -> str:
     warnings = [w for source in inputs for w in source.warnings]
     if not warnings:
         return ""
-    items = "".join(f'<li class="warn">{esc(w)}</li>' for w in warnings)
+    items = "".join(f'<li class="warn">{esc(redact_secrets(w))}</li>' for w in warnings)
     return (f'<h2 id="warnings">Warnings</h2><details><summary>{len(warnings)} warning(s) from '
             f"reading the inputs (line numbers refer to each input)</summary><ul>{items}</ul>"
             "</details>")

@@ -23,7 +23,7 @@ import math
 import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
-from pathlib import Path, PurePath
+from pathlib import Path
 from typing import Any
 
 from collscope import __version__
@@ -37,7 +37,7 @@ from collscope.parsers.nccl_tests import (
     parse_any,
     printed_unit,
 )
-from collscope.results import BenchResult, RunRecord, recorded_env
+from collscope.results import BenchResult, RunRecord, recorded_env, redact_argv, redact_secrets
 
 TIMING = "as printed by nccl-tests (mean per op over the timed loop)"
 # nccl-tests -a/--average: how the time of each rank is combined.
@@ -82,10 +82,10 @@ def import_log(text: str, source: str) -> list[ImportedRun]:
     """
     source_format, parsed = parse_any(text)
     tests = parsed.value
-    name = PurePath(source).name or source
     with_rows = [test for test in tests if test.rows]
     if not with_rows:
-        raise LogImportError(_no_table_message(name, tests, source_format, parsed.warnings))
+        raise LogImportError(redact_secrets(_no_table_message(source, tests, source_format,
+                                                              parsed.warnings)))
     runs: list[ImportedRun] = []
     by_index: dict[int, ImportedRun] = {}
     for test in with_rows:
@@ -105,7 +105,14 @@ def import_log(text: str, source: str) -> list[ImportedRun]:
         target.warnings.append(f"lines {test.first_line}-{test.last_line}: {what} printed no "
                                f"result rows{reason}")
         target.warnings.extend(test.warnings)
+    for run in runs:       # in place: the run record's extra holds the same list
+        run.warnings[:] = [redact_secrets(warning) for warning in run.warnings]
     return runs
+
+
+def _hidden(value: Any) -> Any:
+    """``redact_secrets`` of a text taken from the log; other values as they are."""
+    return redact_secrets(value) if isinstance(value, str) else value
 
 
 def _best_failure(failures: list[tuple[int, str]]) -> tuple[int, str] | None:
@@ -115,22 +122,22 @@ def _best_failure(failures: list[tuple[int, str]]) -> tuple[int, str] | None:
     return failures[0] if failures else None
 
 
-def _no_table_message(name: str, tests: list[ParsedTest], source_format: str = TEXT,
+def _no_table_message(source: str, tests: list[ParsedTest], source_format: str = TEXT,
                       warnings: list[str] | None = None) -> str:
     if source_format != TEXT:      # a structured file: say which, and why nothing was kept
         why = "; ".join((warnings or [])[:3]) or "it holds no result entries"
-        return f"{name}: {source_format} file without a usable result row ({why})"
+        return f"{source}: {source_format} file without a usable result row ({why})"
     failures = sorted(failure for test in tests for failure in test.failures)
     failure = _best_failure(failures)
     if failure:
         more = f" ({len(failures)} failure lines in all)" if len(failures) > 1 else ""
-        return (f"{name}: no result table; the log reports a failure at line {failure[0]}: "
+        return (f"{source}: no result table; the log reports a failure at line {failure[0]}: "
                 f"{failure[1]}{more}")
     headers = [test.header.line for test in tests if test.header]
     if headers:
-        return (f"{name}: the result table at line {headers[0]} has no rows (the run was cut "
+        return (f"{source}: the result table at line {headers[0]} has no rows (the run was cut "
                 "off, or the rows were left out)")
-    return f"{name}: no result table (no line looks like an nccl-tests result row)"
+    return f"{source}: no result table (no line looks like an nccl-tests result row)"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -174,23 +181,24 @@ def _import_test(test: ParsedTest, source: str, tests_in_log: int,
         "lines": [test.first_line, test.last_line],
         "table_line": test.header.line if test.header else test.rows[0].line,
         "result_lines": result_lines,
-        "label": test.label,
+        "label": _hidden(test.label),
         "program": test.program,
         "collective_source": test.collective_source,
         "world_size_method": test.world_size_method,
         "nodes_method": nodes_method,
         "devices_elided": test.devices_elided,
-        "command_line": command.text if command else None,
+        # A captured command line may set a token: secret-named values never leave the log.
+        "command_line": redact_secrets(command.text) if command else None,
         "command_line_at": command.line if command else None,
-        "other_command_lines": [{"line": c.line, "text": c.text}
+        "other_command_lines": [{"line": c.line, "text": redact_secrets(c.text)}
                                 for c in test.commands if c is not command],
         "params": asdict(test.params) if test.params else None,
         "reduced_max_bytes": test.reduced_max_bytes,
         "footer": asdict(test.footer),
         "failed_results": failed_results,
-        "failures": [{"line": line, "text": text} for line, text in test.failures],
-        "notes": [{"line": line, "text": text} for line, text in test.notes],
-        "info": dict(test.info),
+        "failures": [{"line": line, "text": redact_secrets(text)} for line, text in test.failures],
+        "notes": [{"line": line, "text": redact_secrets(text)} for line, text in test.notes],
+        "info": {key: _hidden(value) for key, value in test.info.items()},
         "iters_source": iters_source,
         "average_source": ("-a on the command line" if "-a" in args or "--average" in args
                            else "nccl-tests default (mean over ranks)"),
@@ -203,7 +211,7 @@ def _import_test(test: ParsedTest, source: str, tests_in_log: int,
     run = RunRecord(
         command="import",
         collscope_version=__version__,
-        argv=list(command.argv) if command else [],
+        argv=redact_argv(command.argv) if command else [],
         launcher="import",
         backend=_backend(test),
         world_size=world_size,

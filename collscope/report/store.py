@@ -51,10 +51,16 @@ class Run:
     tune: list[dict[str, Any]] = field(default_factory=list)      # `tune` sweep records
     trace: list[dict[str, Any]] = field(default_factory=list)     # `trace` records
     links: list[dict[str, Any]] = field(default_factory=list)     # `links` link/node records
+    overlap: list[dict[str, Any]] = field(default_factory=list)   # `overlap` records
 
 
 # Record kinds `collscope trace` writes (collscope.results); report draws them as they are.
 TRACE_KINDS = ("trace_collective", "trace_step", "trace_rank", "finding")
+# Run fields holding the other record kinds, and how `Input.holdings` names them.
+OTHER_KINDS = {"train": "train record(s)", "samples": "sample(s)",
+               "predictions": "prediction(s)", "tune": "tune record(s)",
+               "trace": "trace record(s)", "links": "links record(s)",
+               "overlap": "overlap record(s)"}
 
 
 @dataclass
@@ -72,9 +78,22 @@ class Input:
         return [result for run in self.runs for result in run.results]
 
     def counts(self) -> dict[str, int]:
-        return {"runs": len(self.runs), "results": len(self.results),
-                "train": sum(len(run.train) for run in self.runs),
-                "samples": sum(len(run.samples) for run in self.runs)}
+        """Records per kind; ``runs`` counts run records (measurements before any run record,
+        as `model predict --json` writes, form a run without one)."""
+        counts = {"runs": sum(bool(run.context) for run in self.runs),
+                  "results": len(self.results)}
+        for kind in OTHER_KINDS:
+            counts[kind] = sum(len(getattr(run, kind)) for run in self.runs)
+        return counts
+
+    def holdings(self) -> str:
+        """What the input holds, in words: "1 run(s), 32 results", "no run record, 8
+        prediction(s)" (kinds it has none of left out, runs and results always said)."""
+        counts = self.counts()
+        said = [f"{counts['runs']} run(s)" if counts["runs"] else "no run record",
+                f"{counts['results']} results"]
+        said += [f"{counts[kind]} {label}" for kind, label in OTHER_KINDS.items() if counts[kind]]
+        return ", ".join(said)
 
 
 def load_input(path: str | Path, name: str | None = None) -> Input:
@@ -211,11 +230,13 @@ def group_records(records: list[tuple[int, dict[str, Any]]], name: str,
                                 "collective, a size, nodes and busbw; skipped")
         elif kind == "tune":
             current().tune.append(record)
+        elif kind == "overlap":
+            current().overlap.append(record)
         elif kind not in ("tune_trial", "link_try"):   # raw trials / tries: the tune and
             #                                                link records sum them up
             warnings.append(f"{name}: line {number}: record kind {kind!r} is not one report "
                             "reads (run, result, train, sample, trace_*, finding, prediction, "
-                            "tune, link, node, links_summary); skipped")
+                            "tune, link, node, links_summary, overlap); skipped")
     for index, run in enumerate(runs):
         extra = run.context.get("extra")
         run.label = _run_label(name, index, len(runs),

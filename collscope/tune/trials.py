@@ -259,13 +259,23 @@ def printed_command(launcher: Launcher, bench: BenchArgs, trial: Trial, json_pat
     return shlex.join([*words, *launcher.argv(bench.argv(json_path))])
 
 
-def merge_trials(paths: Sequence[str], configs: Sequence[Config]) -> list[Trial]:
+def merge_trials(paths: Sequence[str], configs: Sequence[Config],
+                 warnings: list[str] | None = None) -> list[Trial]:
     """Trials from bench JSON Lines files run by hand (--print-commands): each file's
     configuration is read from its run record's environment, its round from the order of the
-    files' start times (the k-th run of a configuration is its round k)."""
+    files' start times (the k-th run of a configuration is its round k). Lines that are not
+    JSON objects are left out and said in ``warnings`` (report's words, file and line)."""
+    from collscope.report.store import parse_jsonl
+
     found: list[tuple[float, str, Config, list[dict[str, Any]]]] = []
     for path in paths:
-        numbered = numbered_records(Path(path))
+        try:
+            text = Path(path).read_text(encoding="utf-8", errors="replace")
+        except OSError as error:
+            raise UsageError(f"--merge: cannot read {path} ({error.strerror or error})") from None
+        numbered, problems = parse_jsonl(text, str(path))
+        if warnings is not None:
+            warnings.extend(problems)
         records = [record for _, record in numbered]
         run = next((r for r in records if r.get("kind") == "run"), None)
         if run is None or run.get("command") != "bench":

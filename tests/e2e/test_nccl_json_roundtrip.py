@@ -5,11 +5,14 @@ as `bench --json` (per-iteration statistics by the file's own definition)."""
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 
 from collscope.bench.per_rank import iteration_max
 from collscope.bench.stats import iter_stats
+from collscope.collectives.table import COLLECTIVES
 from collscope.report.importer import import_file
 from tests.helpers import read_records, run_cli
 from tests.unit.parsers import nccl_tests_json_shape
@@ -44,3 +47,24 @@ def test_bench_nccl_json_reads_back_as_the_bench_records(tmp_path) -> None:
         stats = iter_stats(iteration_max(theirs["rank_times_us"]))
         for key, stat in PER_ITER.items():
             assert mine[key] == pytest.approx(getattr(stats, stat), rel=1e-6, abs=1e-6), key
+
+
+def test_every_collectives_file_names_its_collective_for_importers(tmp_path) -> None:
+    # -c 0: without verification the columns no longer tell all_gather from alltoall, and
+    # sendrecv never could be told; only the program name says which collective a file holds.
+    nccl = tmp_path / "x.json"
+    proc = run_cli("bench", "all", "--nproc", "2", "-b", "1K", "-e", "2K", "-n", "2", "-w", "1",
+                   "-c", "0", "--nccl-json", str(nccl), timeout=240)
+    assert proc.returncode == 0, proc.stderr
+    concluded = re.findall(r"^# Collective test concluded: (\w+)$", proc.stdout, re.M)
+    written = re.findall(r"^# Wrote JSON output to (\S+)$", proc.stdout, re.M)
+    assert sorted(concluded) == sorted(COLLECTIVES) and len(written) == len(concluded)
+    for collective, path in zip(concluded, written):
+        doc = json.loads(Path(path).read_text())
+        assert doc["args"][:3] == [f"{collective}_perf", "-b", "1024"]
+        assert doc["collscope_args"][:2] == ["collscope", "bench"]
+        (run,) = import_file(path)
+        assert {r.collective for r in run.results} == {collective}, path
+        assert run.run.extra["collective_source"] == f"program name {collective}_perf"
+        assert run.run.extra["info"]["collscope_command"].startswith("collscope bench all ")
+        assert not any("guess" in w or "do not tell" in w for w in run.warnings), run.warnings

@@ -21,6 +21,7 @@ LOGS = SHARED_FIXTURES / "nccl-tests-logs"
 LOG_NAMES = sorted(p.name for p in LOGS.glob("*.txt")) if LOGS.is_dir() else []
 FAILED_RUN = "h100_2node_16gpu_alltoall_sendrecv_nccl_network_error.txt"
 MI300X = "mi300x_8gpu_allreduce_rccl_k8s.txt"
+T4 = "t4_3node_allreduce_nccl_old_error_column_c0.txt"
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = REPO / "artifacts"
 
@@ -71,7 +72,8 @@ def test_import_of_a_failed_run_exits_2_naming_the_failure(tmp_path: Path) -> No
     log = shared_fixture("nccl-tests-logs", FAILED_RUN)
     out = tmp_path / "out.jsonl"
     proc = run_cli("import", str(log), "-o", str(out), timeout=60)
-    usage_error(proc, FAILED_RUN, "no result table", "line 22", "Test NCCL failure")
+    line = usage_error(proc, "no result table", "line 22", "Test NCCL failure")
+    assert line.startswith(f"collscope import: {log}: "), line   # the path as given, not a basename
     assert not out.exists()
     good = shared_fixture("nccl-tests-logs", MI300X)
     proc = run_cli("import", str(good), str(log), "-o", str(out), "--skip-failed", "--json",
@@ -95,6 +97,31 @@ def test_import_to_stdout_and_bad_input(tmp_path: Path) -> None:
     usage_error(run_cli("import", str(log)), "-o/--output")
 
 
+def test_secret_assignments_of_a_captured_command_line_are_never_written(tmp_path: Path) -> None:
+    # The T4 log as posted, behind a command line that sets a token (and one MPI -genv secret).
+    log = tmp_path / "sec.txt"
+    log.write_text("$ NCCL_API_TOKEN=sekrit NCCL_SOCKET_IFNAME=ens5 mpirun -np 3 -genv HF_TOKEN "
+                   "hunter2 all_reduce_perf -b 100M -e 110M -c 0 -n 1\n"
+                   + shared_fixture("nccl-tests-logs", T4).read_text())
+    proc = run_cli("import", str(log), "-o", "-", "--json", str(tmp_path / "s.json"), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    run = json.loads(proc.stdout.splitlines()[0])
+    written = proc.stdout + proc.stderr + (tmp_path / "s.json").read_text()
+    assert "sekrit" not in written and "hunter2" not in written
+    assert run["argv"][:2] == ["NCCL_API_TOKEN=<hidden>", "NCCL_SOCKET_IFNAME=ens5"]
+    assert run["extra"]["command_line"].startswith(
+        "NCCL_API_TOKEN=<hidden> NCCL_SOCKET_IFNAME=ens5 mpirun -np 3 -genv HF_TOKEN <hidden> ")
+    assert run["env"] == {"NCCL_SOCKET_IFNAME": "ens5"}
+    # The log's own srun line stays as it was (nothing secret in it).
+    assert [c["text"][:6] for c in run["extra"]["other_command_lines"]] == ["srun -"]
+    html = tmp_path / "sec.html"
+    proc = run_cli("report", str(log), "-o", str(html), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    page = html.read_text()
+    assert "sekrit" not in page + proc.stderr and "hunter2" not in page
+    assert "NCCL_API_TOKEN=&lt;hidden&gt; NCCL_SOCKET_IFNAME=ens5 mpirun" in page
+
+
 # ---------------------------------------------------------------------------------------------
 # compare
 # ---------------------------------------------------------------------------------------------
@@ -104,7 +131,8 @@ def test_compare_identical_inputs_exit_0(tmp_path: Path) -> None:
     base = bench_file(tmp_path / "base.jsonl")
     proc = run_cli("compare", str(base), str(base), timeout=60)
     assert proc.returncode == 0, proc.stderr
-    assert "matched 32 sizes: 0 regressed, 0 improved, 32 within +-5%" in proc.stdout
+    assert ("matched 32 rows (collective x placement x size; 8 distinct sizes): 0 regressed, "
+            "0 improved, 32 within +-5% (judged by time)") in proc.stdout
     assert "REGRESSED" not in proc.stdout
 
 
@@ -115,7 +143,8 @@ def test_compare_slower_copy_exits_1_and_names_the_regressed_sizes(tmp_path: Pat
     new = scaled_copy(base, tmp_path / "new.jsonl", 1.2)
     proc = run_cli("compare", str(base), str(new), timeout=60)
     assert proc.returncode == 1, proc.stderr
-    assert "matched 62 sizes: 62 regressed" in proc.stdout
+    assert "matched 62 rows (collective x placement x size; 31 distinct sizes): 62 regressed" \
+        in proc.stdout
     report = proc.stdout.split("REGRESSED beyond 5%:")[1]
     expected = ["8 B", "1 KiB", "64 KiB", "1 MiB", "1 GiB", "8 GiB"]
     for placement in ("out-of-place", "in-place"):
@@ -149,6 +178,24 @@ def test_compare_threshold_json_and_only_some_sizes(tmp_path: Path) -> None:
     usage_error(run_cli("compare", str(base), str(new), "--threshold", "lots"),
                    "--threshold", "percentage")
     usage_error(run_cli("compare", str(base), str(new), "--metric", "speed"), "--metric")
+
+
+def test_compare_says_each_malformed_line_of_either_input(tmp_path: Path) -> None:
+    base = bench_file(tmp_path / "base.jsonl")
+    garbled = tmp_path / "garb.jsonl"
+    garbled.write_text(base.read_text() + "garbage line\n{\"kind\": \"result\"}\n")
+    lines = len(base.read_text().splitlines())
+    proc = run_cli("compare", str(base), str(garbled), timeout=60)
+    assert proc.returncode == 0, proc.stderr          # the rest matched and did not regress
+    assert proc.stderr.splitlines() == [
+        f"collscope compare: garb.jsonl: line {lines + 1}: not JSON (Expecting value); skipped",
+        f"collscope compare: garb.jsonl: line {lines + 2}: result record without collective, "
+        "size_bytes, dtype, in_place, time_us, busbw_gbs; skipped"]
+    assert "within +-5%" in proc.stdout
+    # JSON to stdout stays JSON only; the warnings still go to stderr.
+    proc = run_cli("compare", str(garbled), str(base), "--json", "-", timeout=60)
+    assert proc.returncode == 0 and json.loads(proc.stdout)["matched"] == 32
+    assert len(proc.stderr.splitlines()) == 2
 
 
 def test_compare_nothing_matching_exits_2_with_one_line(tmp_path: Path) -> None:
@@ -247,6 +294,35 @@ def test_report_escapes_hostile_input_and_draws_train_and_monitor(tmp_path: Path
         assert not [line for line in dom.stderr.splitlines() if ":CONSOLE" in line]
         assert "<script>alert(1)</script>" not in dom.stdout.replace(
             "&lt;script&gt;alert(1)&lt;/script&gt;", "")
+
+
+def test_report_says_what_an_input_holds_and_tabulates_overlap_records(tmp_path: Path) -> None:
+    from collscope.overlap import OverlapResult
+    from collscope.results import PredictionRecord
+
+    # `model predict --json`: predictions and no run record.
+    predictions = [PredictionRecord("all_reduce", size, 2, 8, 16, "ring", 10.0 * size, 1.0,
+                                    9.0 * size, 11.0 * size).to_dict() for size in (1, 2)]
+    overlap = OverlapResult(512, 2.0 * 512**3, "float32", 4 << 20, "float", 2, 20, 1.774,
+                            4.276, 5.233, 0.062, 1.34, 1.436, 0.4587, 0.1513, "perf_counter")
+    pred = write_records(tmp_path / "pred.jsonl", predictions)
+    ov = write_records(tmp_path / "ov.jsonl", [run_record(command="overlap"), overlap.to_dict()])
+    html = tmp_path / "r.html"
+    proc = run_cli("report", str(pred), str(ov), "-o", str(html), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.splitlines() == [
+        "collscope report: pred.jsonl: jsonl, no run record, 0 results, 2 prediction(s), "
+        "0 warning(s)",
+        "collscope report: ov.jsonl: jsonl, 1 run(s), 0 results, 1 overlap record(s), "
+        "0 warning(s)"]
+    page = html.read_text()
+    assert '<h2 id="overlap">' in page and "skipped" not in page
+    row = page.split('<h2 id="overlap">')[1].split("</tr>")[1]
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", row)
+    assert cells[:8] == ["ov.jsonl", "2", "512x512x512 float32", "4 MiB float",
+                         "1.77 (IQR 0.062)", "4.28 (IQR 1.34)", "5.23 (IQR 1.44)", "0.46"]
+    # An overlap file alone is something to report, not "nothing to plot".
+    assert run_cli("report", str(ov), "-o", str(html), timeout=60).returncode == 0
 
 
 def test_report_bad_input_exits_2_with_one_line(tmp_path: Path) -> None:

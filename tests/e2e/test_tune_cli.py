@@ -148,7 +148,7 @@ def test_compare_gates_one_tune_sweep_against_another(tmp_path):
                           merged_sweep(tmp_path, slowdown=1.5))
     proc = run_cli("compare", str(base), str(same))
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "matched 4 sizes" in proc.stdout               # 2 configurations x 2 sizes
+    assert "matched 4 rows (collective x placement x size; 2 distinct sizes)" in proc.stdout
     proc = run_cli("compare", str(base), str(slower), "--json", "-")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     rows = json.loads(proc.stdout)["rows"]
@@ -187,3 +187,19 @@ def test_merge_refuses_a_malformed_result_with_one_line(tmp_path):
                                    "not a whole number of bytes; give the files collscope bench "
                                    "--json wrote")
     assert "Traceback" not in proc.stderr
+
+
+def test_merge_says_each_malformed_line_and_still_judges_the_rest(tmp_path):
+    files = []
+    for round_, j in enumerate((1.0, 1.04, 0.97)):
+        for position, (env, time_us) in enumerate((({}, 100.0), ({"NCCL_ALGO": "Tree"}, 50.0))):
+            path = tmp_path / f"r{round_}-{position}.jsonl"
+            write_bench(path, env, round_ * 10 + position, {65536: time_us * j})
+            files.append(str(path))
+    with open(files[0], "a") as garbled:
+        garbled.write("garbage line\n")
+    proc = run_cli("tune", *GLOO, "--space", "NCCL_ALGO=Tree", "--merge", *files, "--json", "-")
+    assert proc.returncode == 0, proc.stderr
+    said = [line for line in proc.stderr.splitlines() if "garbage" in line or "line 3" in line]
+    assert said == [f"collscope tune: {files[0]}: line 3: not JSON (Expecting value); skipped"]
+    assert json.loads(proc.stdout.splitlines()[-1])["verdict"] == "faster"

@@ -177,6 +177,10 @@ def parse_nccl_tests_json(text: str) -> Parsed[list[ParsedTest]]:
     for key in ("start_time", "end_time"):
         if isinstance(data.get(key), str):
             test.info[key] = data[key]
+    # collscope bench --nccl-json: args is the nccl-tests equivalent, this the real command.
+    own = [a for a in _list(data.get("collscope_args")) if isinstance(a, str)]
+    if own:
+        test.info["collscope_command"] = shlex.join(own)
     _read_command(data, test)
     code = _int(data.get("nccl_version"))
     if code:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -49,7 +50,7 @@ def _doc() -> dict:
 
 def test_keys_and_nesting_follow_util_cu():
     doc = json.loads(dumps(_doc()))
-    assert list(doc) == TOP and doc["version"] == 3
+    assert list(doc) == [*TOP, "collscope_args"] and doc["version"] == 3   # one key of ours
     assert list(doc["config"]) == CONFIG
     assert [list(d) for d in doc["config"]["devices"]] == [DEVICE, DEVICE]
     (entry,) = doc["results"]
@@ -108,3 +109,17 @@ def test_never_overwrites_like_nccl_tests(tmp_path):
     handle, path = open_new(str(tmp_path / "fresh.json"))
     handle.close()
     assert path.endswith("fresh.json")
+
+
+def test_args_are_the_nccl_tests_binarys_and_collscope_args_the_real_command():
+    doc = json.loads(dumps(_doc()))
+    # args[0] is the one place a reader (nccl-tests' own, collscope import) finds the collective.
+    assert doc["args"] == ["all_gather_perf", "-b", "1024", "-e", "1024", "-f", "2", "-n", "3",
+                           "-w", "5", "-c", "1", "-z", "0", "-a", "1", "-I", "1", "-d", "float"]
+    assert doc["collscope_args"] == ["collscope", "bench"]
+    reduce = [dataclasses.replace(_result(True, 64, []), collective="reduce", op="max", root=1)]
+    config = BenchConfig(collectives=["reduce"], min_bytes=64, step_bytes=64, root=1, check=0)
+    args = document(reduce, config, DEVICES, ["collscope"], {}, None, 0.0, 1.0)["args"]
+    assert args[:7] == ["reduce_perf", "-b", "64", "-e", "64", "-i", "64"]
+    assert args[-6:] == ["-d", "float", "-o", "max", "-r", "1"]
+    assert args[args.index("-c") + 1] == "0"

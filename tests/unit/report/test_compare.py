@@ -195,7 +195,7 @@ def test_render_names_the_deciding_test(capsys) -> None:
     out = capsys.readouterr().out
     assert "ci-overlap (p50 +30.0%)" in out
     assert ("decided by: ci-overlap (p50 beyond the threshold and non-overlapping 95% CIs of "
-            "the medians) for 1 size(s); threshold") in out
+            "the medians) for 1 row(s); threshold") in out
 
 
 def runs(times: list[float], size: int = 1 << 20) -> list[BenchResult]:
@@ -234,3 +234,52 @@ def test_fewer_than_three_runs_keep_the_pairing_in_order() -> None:
     comparison = compare(base, new)
     assert [row.test for row in comparison.rows] == ["threshold", "threshold"]
     assert [row.verdict for row in comparison.rows] == ["regressed", "ok"]
+
+
+def test_a_large_change_that_is_not_significant_is_not_called_within_the_threshold(
+        capsys) -> None:
+    from collscope.cli.compare import render
+
+    # ci-overlap: p50 +419% but CIs of +-90% overlap; one real regression; one unchanged size.
+    wide = [with_spread(result("all_reduce", 1 << 17, 100.0), 100.0, 0.9),
+            with_spread(result("all_reduce", 1 << 18, 100.0), 100.0, 0.01),
+            with_spread(result("all_reduce", 1 << 19, 100.0), 100.0, 0.01)]
+    new = [with_spread(wide[0], 519.0, 0.9), with_spread(wide[1], 300.0, 0.01), wide[2]]
+    comparison = compare(wide, new)
+    assert [(row.verdict, row.category) for row in comparison.rows] == [
+        ("ok", "not significant"), ("regressed", "regressed"), ("ok", "within")]
+    assert comparison.rows[0].change_pct == pytest.approx(419.0)
+    counts = comparison.to_dict()
+    assert (counts["within_threshold"], counts["not_significant"], counts["sizes"]) == (1, 1, 3)
+    render(comparison, "base", "new")
+    out = capsys.readouterr().out
+    assert ("matched 3 rows (collective x placement x size; 3 distinct sizes): 1 regressed, 0 "
+            "improved, 1 within +-5%, 1 changed beyond +-5% but not significant") in out
+    assert "CHANGED beyond 5% but NOT SIGNIFICANT (the 95% CIs of the medians overlap" in out
+    assert "  all_reduce float sum in-place: 128 KiB" in out
+    assert "| not significant |" in out or "│ not significant │" in out
+
+
+def test_mann_whitney_rows_are_sorted_and_counted_as_rows_over_sizes(capsys) -> None:
+    from collscope.cli.compare import render
+
+    # Three runs a side, every new time x3 but one base run as slow: +200%, p = 0.2 (not
+    # significant). The base lists 2 MiB before 1 MiB and in-place before out-of-place.
+    base, new = [], []
+    for size in (1 << 21, 1 << 20):
+        for in_place in (True, False):
+            base += [result("all_reduce", size, t, in_place=in_place) for t in (100, 100, 300)]
+            new += [result("all_reduce", size, t, in_place=in_place) for t in (300, 300, 300)]
+    comparison = compare(base, new)
+    assert [(row.base.in_place, row.base.size_bytes) for row in comparison.rows] == [
+        (False, 1 << 20), (False, 1 << 21), (True, 1 << 20), (True, 1 << 21)]
+    assert {(row.test, row.category) for row in comparison.rows} == {
+        ("mann-whitney", "not significant")}
+    assert all(row.change_pct == pytest.approx(200.0) and row.p_value > 0.05
+               for row in comparison.rows)
+    render(comparison, "base", "new")
+    out = capsys.readouterr().out
+    assert ("matched 4 rows (collective x placement x size; 2 distinct sizes): 0 regressed, 0 "
+            "improved, 0 within +-5%, 4 changed beyond +-5% but not significant") in out
+    assert "NOT SIGNIFICANT (Mann-Whitney U p > 0.05;" in out
+    assert "within +-5% (judged" not in out

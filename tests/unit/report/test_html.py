@@ -203,3 +203,36 @@ def test_png_files_are_the_same_charts(tmp_path: Path) -> None:
     assert [p.name for p in written] == [f"{c.id}.png" for c in charts]
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in written)
     assert all(p.parent == tmp_path / "png" for p in written)
+
+
+def test_secrets_in_records_of_any_origin_are_not_rendered(tmp_path: Path) -> None:
+    # An old import or a hand-made record: a token in argv, in the command line and in env.
+    record = run_record("node0", NCCL_SOCKET_IFNAME="ens5", NCCL_API_TOKEN="sekrit1")
+    record["argv"] = ["env", "HF_TOKEN=sekrit2", "all_reduce_perf"]
+    with_line = {**record, "extra": {"command_line": "NCCL_API_TOKEN=sekrit3 all_reduce_perf"}}
+    path = write_jsonl(tmp_path / "x.jsonl", [record, *sweep(), with_line, *sweep()])
+    page = render_report([load_input(path)], generated_at=GENERATED)
+    assert "sekrit" not in page and "NCCL_API_TOKEN" not in page.split("env: ")[-1]
+    assert "env HF_TOKEN=&lt;hidden&gt; all_reduce_perf" in page
+    assert "NCCL_API_TOKEN=&lt;hidden&gt; all_reduce_perf" in page
+    assert "env: NCCL_SOCKET_IFNAME" in page
+
+
+@pytest.mark.parametrize(("words", "shown"), [
+    (["NCCL_API_TOKEN=sekrit", "NCCL_SOCKET_IFNAME=ens5"],
+     ["NCCL_API_TOKEN=<hidden>", "NCCL_SOCKET_IFNAME=ens5"]),
+    (["NCCL_API_TOKEN=two words", "x"], ["NCCL_API_TOKEN=<hidden>", "x"]),  # quoted as text
+    (["--auth-key=abc", "-b", "8"], ["--auth-key=<hidden>", "-b", "8"]),
+    (["--export=A=b,HF_TOKEN=zz"], ["--export=A=b,HF_TOKEN=<hidden>"]),
+    (["-genv", "MY_SECRET", "x", "-genv", "NCCL_IB_HCA", "mlx5"],
+     ["-genv", "MY_SECRET", "<hidden>", "-genv", "NCCL_IB_HCA", "mlx5"]),
+])
+def test_redact_argv_and_the_same_command_as_text(words: list[str], shown: list[str]) -> None:
+    import shlex
+
+    from collscope.results import redact_argv, redact_secrets
+
+    assert redact_argv(words) == shown
+    assert shlex.split(redact_secrets(shlex.join(words))) == shown
+    # Quoted the other way (NAME="a b"), the value is hidden whole too.
+    assert redact_secrets('NCCL_API_TOKEN="two words" x') == "NCCL_API_TOKEN=<hidden> x"

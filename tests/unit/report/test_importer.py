@@ -115,8 +115,8 @@ def test_failed_run_log_names_its_failure() -> None:
     path = shared_fixture("nccl-tests-logs", FAILED_RUN)
     with pytest.raises(LogImportError) as caught:
         import_file(path)
-    assert str(caught.value) == (
-        f"{FAILED_RUN}: no result table; the log reports a failure at line 22: cnode2-002: Test "
+    assert str(caught.value) == (       # named as given, like every other message about it
+        f"{path}: no result table; the log reports a failure at line 22: cnode2-002: Test "
         "NCCL failure common.cu:1279 'remote process exited or there was a network error / ' "
         "(22 failure lines in all)")
     assert isinstance(caught.value, ValueError)
@@ -263,6 +263,9 @@ def test_wrong_values_mark_failed_results_and_secrets_stay_out() -> None:
     assert run.run.extra["failed_results"] == [7, 10]
     assert run.run.extra["footer"]["out_of_bounds"] == 2
     assert run.run.env == {"NCCL_DEBUG": "INFO", "NCCL_IB_HCA": "mlx5"}  # no *TOKEN*
+    # ... and nowhere else in the record: argv and the command line say -x NCCL_FAKE_TOKEN=<hidden>
+    assert "s3cret" not in json.dumps(run.run.to_dict())
+    assert "NCCL_FAKE_TOKEN=<hidden>" in run.run.argv
     assert (run.run.nodes, run.run.ranks_per_node) == (2, 2)
     assert run.results[0].iters == 50
     assert any(w.startswith("line 27: not understood") for w in run.warnings)
@@ -323,7 +326,7 @@ _HEADER = ("#       size         count      type   redop    root     time   algb
 
 
 def test_no_table_errors() -> None:
-    with pytest.raises(LogImportError, match=r"^x\.txt: no result table \(no line looks"):
+    with pytest.raises(LogImportError, match=r"^dir/x\.txt: no result table \(no line looks"):
         import_log("", "dir/x.txt")
     with pytest.raises(LogImportError, match=r"^y: the result table at line 2 has no rows"):
         import_log("# nThread 1 nGpus 1\n" + _HEADER, "y")
