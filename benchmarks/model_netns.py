@@ -111,7 +111,9 @@ def main() -> None:
           f"{' and '.join(f'{n}x{r}' for n, r in FIT_SHAPES)} (nodes x ranks); "
           f"{args.rounds} round(s); {time.monotonic() - started:.0f} s in all")
     for g in model.groups:
-        print(f"fit {g.key.label}: alpha {g.fit.alpha_us:.4g} us, B {g.fit.busbw_gbs:.4g} GB/s, "
+        bandwidth = f"{g.fit.busbw_gbs:.4g} GB/s" if g.fit.busbw_gbs is not None else \
+            f"unidentified ({g.fit.busbw_unidentified})"
+        print(f"fit {g.key.label}: alpha {g.fit.alpha_us:.4g} us, B {bandwidth}, "
               f"{len(g.fit.outliers)} outlier(s), max |error| {g.fit.max_error_pct:.1f}%")
     print("| shape | size | measured busbw (GB/s) | predicted busbw (GB/s) | error | "
           "iteration spread | run-to-run spread | algo |")

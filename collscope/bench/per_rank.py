@@ -20,8 +20,11 @@ Decisions (pure functions, scipy.stats):
 * the *wait it causes* is the median over iterations of (median of the other ranks' own
   times - the late rank's own time);
 * a *finding* names a rank (and its host) when it is the per-size candidate in more than
-  half of the sizes and a binomial (sign) test of that count against 1/N per size gives
-  p < alpha (and it is significant in at least one size).
+  half of the sizes and a binomial (sign) test of that count against 1/N per size,
+  Bonferroni-corrected over the N ranks (the rank is picked after looking), gives p < alpha
+  (and it is significant in at least one size). With S sizes that test's smallest possible
+  p is N * (1/N)^S; when that is not below alpha, the footer says there are too few sizes
+  to decide rather than that no rank is late.
 """
 
 from __future__ import annotations
@@ -171,8 +174,8 @@ class LateFinding:
 
     def message(self) -> str:
         return (f"rank {self.rank} on {self.host} is the late rank in {self.sizes_late} of "
-                f"{self.sizes} sizes (binomial sign test vs 1/N per size: "
-                f"p={self.binom_p:.2g}); the "
+                f"{self.sizes} sizes (binomial sign test vs 1/N per size, Bonferroni over "
+                f"the ranks: p={self.binom_p:.2g}); the "
                 f"others wait a median {self.median_wait_us:.0f} us per op for it")
 
 
@@ -181,10 +184,11 @@ def finding(per_size: Sequence[LateRank | None], world_size: int, hosts: Sequenc
     """The rank that is each size's late-rank candidate in most sizes beyond chance, or None.
 
     Under no late rank each size's candidate is any of the N ranks with probability 1/N, so a
-    binomial (sign) test of how often one rank is the candidate decides; the rank must also
+    binomial (sign) test of how often one rank is the candidate decides (the same test as
+    the per-size one and trace's straggler: bench.stats.late_rank_p); the rank must also
     be the candidate in more than half of the sizes and significant in at least one.
     """
-    from scipy.stats import binomtest  # type: ignore[import-untyped]
+    from collscope.bench.stats import late_rank_p
 
     judged = [s for s in per_size if s is not None]
     if not judged or world_size < 2:
@@ -193,12 +197,32 @@ def finding(per_size: Sequence[LateRank | None], world_size: int, hosts: Sequenc
     for size in judged:
         counts.setdefault(size.rank, []).append(size)
     rank, sizes = max(counts.items(), key=lambda item: len(item[1]))
-    p = float(binomtest(len(sizes), len(judged), 1 / world_size, alternative="greater").pvalue)
+    p = late_rank_p(len(sizes), len(judged), world_size)
     if len(sizes) * 2 <= len(judged) or p >= alpha or not any(s.significant for s in sizes):
         return None
     host = hosts[rank] if rank < len(hosts) else "?"
     return LateFinding(rank=rank, host=host, sizes_late=len(sizes), sizes=len(judged),
                        binom_p=p, median_wait_us=statistics.median(s.wait_us for s in sizes))
+
+
+def finding_line(per_size: Sequence[LateRank | None], world_size: int, hosts: Sequence[str],
+                 alpha: float = ALPHA) -> str:
+    """The footer's verdict: the finding, or why there is none (too few sizes for the sign
+    test to reach ``alpha`` is not evidence that no rank is late)."""
+    from collscope.bench.stats import min_late_trials
+
+    found = finding(per_size, world_size, hosts, alpha)
+    if found is not None:
+        return found.message()
+    judged = sum(1 for s in per_size if s is not None)
+    if world_size < 2 or judged == 0:
+        return "none (no size has a per-rank verdict: needs >= 2 ranks and 2 iterations)"
+    need = min_late_trials(world_size, alpha)
+    if judged < need:
+        return (f"none: too few sizes to decide (need >= {need} for p < {alpha:g} with "
+                f"{world_size} ranks, have {judged}; the sign test over sizes cannot reach "
+                f"it even if one rank were late in all of them)")
+    return "none (no rank is the late rank in most sizes beyond chance)"
 
 
 METHOD = ("late rank = the rank with the shortest own op time (launch to completion) in the "

@@ -199,11 +199,10 @@ class Reporter:
         if exc[0] is None:
             self._end_block()
             if self.outputs.per_rank:
-                from collscope.bench.per_rank import finding
+                from collscope.bench.per_rank import finding_line
 
-                found = finding(self.late, self.session.world_size, self._hosts_by_rank())
-                self._print("# Late-rank finding: " + (found.message() if found else
-                            "none (no rank is the late rank in most sizes beyond chance)"))
+                self._print("# Late-rank finding: " + finding_line(
+                    self.late, self.session.world_size, self._hosts_by_rank()))
         if self.progress:
             self.progress.stop()
         for writer in (self.json, self.csv):

@@ -102,3 +102,15 @@ def late_rank_p(hits: int, trials: int, ranks: int) -> float:
 
     return min(1.0, ranks * float(binomtest(hits, trials, 1 / ranks,
                                             alternative="greater").pvalue))
+
+
+def min_late_trials(ranks: int, alpha: float) -> int:
+    """Fewest trials in which :func:`late_rank_p` can fall below ``alpha`` at all (one rank
+    late in every trial: p = ranks * (1/ranks)^trials); fewer cannot name a late rank."""
+    if ranks < 2 or not 0 < alpha < 1:
+        raise ValueError(f"min_late_trials needs ranks >= 2 and 0 < alpha < 1, got {ranks}, "
+                         f"{alpha}")
+    trials = 1
+    while late_rank_p(trials, trials, ranks) >= alpha:
+        trials += 1
+    return trials

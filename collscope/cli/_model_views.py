@@ -8,7 +8,7 @@ from typing import Any
 
 from collscope.console import table_console
 from collscope.model.costmodel import EXTRAPOLATED_NOTE, OUTSIDE_FOR
-from collscope.model.fit import BAND_METHOD
+from collscope.model.fit import BAND_METHOD, GROWTH_METHOD
 from collscope.units import format_size_exact
 
 
@@ -121,12 +121,19 @@ def print_fit(model: Any, output: str, held: list[int]) -> None:
         f = g.fit
         sizes = f"{format_size_exact(f.min_bytes)}-{format_size_exact(f.max_bytes)}"
         rows.append([g.key.label, str(f.rows), sizes,
-                     f"{f.alpha_us:.4g}", f"{f.busbw_gbs:.4g}", f"{f.max_error_pct:.1f}%",
+                     f"{f.alpha_us:.4g}",
+                     f"{f.busbw_gbs:.4g}" if f.identified else "unidentified",
+                     f"{f.max_error_pct:.1f}%",
                      f"{pct(f.band_low)}..{pct(f.band_high)}", str(len(f.outliers))])
     print_table("fitted groups: t = alpha + S x busbw factor / B", ["group", "rows", "sizes",
                 "alpha (us)", "B (GB/s)", "max |error|", "band", "outliers"], rows,
                 left=["group"])
     print(f"fit: {model.groups[0].fit.method}")
     print(f"band: {BAND_METHOD}")
+    print(f"B: {GROWTH_METHOD}")
+    for g in model.groups:
+        if not g.fit.identified:
+            print(f"B of {g.key.label} unidentified: {g.fit.busbw_unidentified}; predictions "
+                  "that need it are refused")
     print(f"wrote {output}: {len(model.groups)} group(s) from {len(model.contexts)} run(s)"
           + (f", node counts {held} held out" if held else ""))

@@ -130,7 +130,8 @@ def _measurements(paths: list[str], flag: str = "INPUT") -> Any:
         raise UsageError(f"{flag}: {error}") from None
     found = collect(inputs)
     if not found.groups:
-        why = f" ({found.skipped[0]})" if found.skipped else ""
+        reasons = found.skipped + found.warnings
+        why = f" ({reasons[0]})" if reasons else ""
         raise UsageError(f"{flag}: no result rows with a known node layout in "
                          f"{', '.join(paths)}{why}")
     return found
@@ -168,6 +169,11 @@ def fit(args: argparse.Namespace) -> int:
         raise UsageError("--json: '-' (stdout) is taken by -o -; give --json a file name")
     held = parse_counts(args.holdout_nodes, "--holdout-nodes") if args.holdout_nodes else []
     measurements = _measurements(args.inputs)
+    present = sorted({key.nodes for key in measurements.groups})
+    absent = [count for count in held if count not in present]
+    if absent:
+        raise UsageError(f"--holdout-nodes: no {','.join(map(str, absent))}-node data in the "
+                         f"inputs (node counts present: {', '.join(map(str, present))})")
     model = build(measurements, held)
     if not model.groups and all(key.nodes in held for key in measurements.groups):
         raise UsageError(f"--holdout-nodes: {','.join(map(str, held))} holds out every group "
@@ -279,7 +285,8 @@ def check(args: argparse.Namespace) -> int:
 # -- plan --------------------------------------------------------------------------------------
 
 
-def _train_record(path: str) -> dict[str, Any]:
+def _train_record(path: str) -> tuple[dict[str, Any], list[str]]:
+    """The DDP default (or first) train record of ``path``, and the loader's warnings."""
     from collscope.report.store import InputError, load_input
 
     try:
@@ -289,7 +296,31 @@ def _train_record(path: str) -> dict[str, Any]:
     records = [r for run in source.runs for r in run.train]
     if not records:
         raise UsageError(f"--train: {path} holds no `collscope train` records")
-    return next((r for r in records if r.get("is_ddp_default")), records[0])
+    return (next((r for r in records if r.get("is_ddp_default")), records[0]),
+            [f"--train: {line}" for line in source.warnings])
+
+
+def _train_mismatches(record: dict[str, Any], request: PlanRequest, path: str) -> list[str]:
+    """Where the --train record's setting differs from the plan's: its compute and overlap
+    carry over as measured, which the reader must know when they differ."""
+    from collscope.model.config import PLAN_DTYPES
+
+    config = record.get("config")
+    config = config if isinstance(config, dict) else {}
+    label = record.get("label")
+    notes = []
+    measured = config.get("dtype")
+    if measured and PLAN_DTYPES.get(str(measured), measured) != PLAN_DTYPES[request.dtype]:
+        fix = (f"give --dtype {measured} to match" if measured in PLAN_DTYPES
+               else f"plan --dtype accepts {', '.join(PLAN_DTYPES)}")
+        notes.append(f"--train: '{label}' in {path} was measured in {measured}, the plan "
+                     f"sizes messages in --dtype {request.dtype}; its compute per step and "
+                     f"overlap are used as measured in {measured} ({fix})")
+    preset = config.get("preset")
+    if request.preset and preset and preset != request.preset:
+        notes.append(f"--train: '{label}' in {path} trained preset {preset}, the plan is for "
+                     f"--preset {request.preset}; its compute per step is {preset}'s")
+    return notes
 
 
 def plan(args: argparse.Namespace) -> int:
@@ -304,8 +335,10 @@ def plan(args: argparse.Namespace) -> int:
     compute_ms, overlap = request.step_compute_ms, request.overlap
     compute_how = "--step-compute-ms" if compute_ms is not None else ""
     overlap_how = "--overlap" if overlap is not None else ""
+    notes: list[str] = []
     if args.train:
-        record = _train_record(args.train)
+        record, notes = _train_record(args.train)
+        notes += _train_mismatches(record, request, args.train)
         if compute_ms is None:
             compute_ms = float(record["step_time_ms_nosync"])
             compute_how = (f"{args.train}: median step without gradient sync of "
@@ -332,7 +365,9 @@ def plan(args: argparse.Namespace) -> int:
               "overlap": overlap, "overlap_source": overlap_how, "step_compute_ms": compute_ms,
               "step_compute_source": compute_how or "none (step time, tokens/s and scaling "
                                                     "efficiency need --step-compute-ms or --train)",
-              "tokens_per_rank_per_step": tokens}
+              "tokens_per_rank_per_step": tokens, "notes": notes}
+    for line in notes:              # after the plan: refused input stays one line
+        _say(f"note: {line}")
     if args.json:
         write_json(args.json, {**header, "rows": [r.to_dict() for r in rows]})
     if args.json == "-":

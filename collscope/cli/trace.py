@@ -16,6 +16,7 @@ examples:
   collscope trace traces/                         # a folder: one trace per rank
   collscope trace rank0.json.gz rank1.json.gz --steps 10:20
   collscope trace traces/ --baseline bench.jsonl all_reduce_perf.log --json trace.jsonl
+  collscope trace --baseline bench.jsonl --baseline all_reduce_perf.log traces/
   collscope train --nproc 4 --trace tr/ && collscope trace tr/
   collscope trace host*/traces/*.json.gz --clock-align on   # hosts whose clocks differ
 
@@ -46,7 +47,10 @@ def add_parser(commands: Any) -> None:
                     "late, and how far each collective falls short of the cluster's measured "
                     "bandwidth.", epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("traces", nargs="+", metavar="TRACE", help="trace files or folders")
+    # nargs="*": --baseline takes files up to the next flag and may take TRACE with them
+    # (`--baseline bl.jsonl traces/`); handle() gives those back, then requires one.
+    p.add_argument("traces", nargs="*", metavar="TRACE",
+                   help="trace files or folders (at least one)")
     add_flags(p, TraceConfig)
     p.add_argument("--json", metavar="FILE",
                    help="write JSON Lines: a run record, then trace_collective, trace_step, "
@@ -54,11 +58,32 @@ def add_parser(commands: Any) -> None:
     p.set_defaults(handler=handle)
 
 
+def traces_after_baseline(traces: list[str], baseline: list[str],
+                          ) -> tuple[list[str], list[str]]:
+    """(TRACE, --baseline) once TRACE is given back: ``--baseline`` takes every value up to
+    the next flag, so in `trace --baseline bl.jsonl traces/` it took the trace too. When no
+    TRACE is left, its trailing values that name a trace (a folder, a .json / .json.gz file;
+    baselines are bench JSON Lines and nccl-tests logs) are TRACE; the first value stays a
+    baseline. `--baseline FILE` repeated, or TRACE first, needs none of this."""
+    from pathlib import Path
+
+    from collscope.trace.analyze import TRACE_SUFFIXES
+
+    if traces or len(baseline) < 2:
+        return traces, baseline
+    split = len(baseline)
+    while split > 1 and (baseline[split - 1].endswith(TRACE_SUFFIXES)
+                         or Path(baseline[split - 1]).is_dir()):
+        split -= 1
+    return baseline[split:], baseline[:split]
+
+
 def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from collscope.trace.analyze import analyse
     from collscope.trace.report import render, write_json_records
 
-    config = config_from(TraceConfig, args, paths=args.traces)
+    traces, baseline = traces_after_baseline(args.traces, args.baseline)
+    config = config_from(TraceConfig, args, paths=traces, baseline=baseline)
     check_writable("--json", args.json)      # before the analysis, not a traceback after it
     result = analyse(config)
     if args.json:

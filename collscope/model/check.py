@@ -75,7 +75,7 @@ class CheckReport:
 def check(model: CostModel, measurements: Measurements,
           flat: tuple[str, ...] = FLAT_ALGOS) -> CheckReport:
     """Errors of every measured row; ``flat`` rows are predicted with the fastest of these."""
-    report = CheckReport(skipped=list(measurements.skipped),
+    report = CheckReport(skipped=[*measurements.warnings, *measurements.skipped],
                          method=f"{METHOD}; predicted: flat rows by the fastest of "
                                 f"{' and '.join(flat)}, hierarchical rows by the hierarchical "
                                 "formula")

@@ -11,6 +11,7 @@ from collscope.model.formulas import ALGOS
 from collscope.train.config import PRESETS
 
 PLAN_HOOKS = ("none", "bf16", "fp16", "hierarchical")
+DDP_BUCKET_CAP_MB = 25.0    # DDP's default bucket_cap_mb
 PLAN_DTYPES = {"bfloat16": "bfloat16", "float32": "float"}   # flag value -> bench dtype name
 
 
@@ -57,7 +58,7 @@ class PlanRequest:
     nodes: list[int] = flag(REQUIRED, "--nodes", metavar="N[,N...]", parse=parse_counts)
     ranks_per_node: int = flag(REQUIRED, "--ranks-per-node", type=int, metavar="R")
     parallel: str = flag("ddp", "--parallel", show_default=False, help="ddp or fsdp")
-    bucket_cap_mb: float = flag(25.0, "--bucket-cap-mb", type=float, shown="25, DDP's",
+    bucket_cap_mb: float = flag(DDP_BUCKET_CAP_MB, "--bucket-cap-mb", type=float, shown="25, DDP's",
                                 help="DDP bucket cap")
     comm_hook: str = flag("none", "--comm-hook", show_default=False,
                           help="none, bf16, fp16, hierarchical")
@@ -75,6 +76,10 @@ class PlanRequest:
         if self.preset is None and self.params is None:
             raise UsageError(f"--preset/--params: give one: a preset ({', '.join(PRESETS)}) "
                              "or a parameter count")
+        if self.preset is not None and self.params is not None:
+            raise UsageError(f"--preset/--params: give one, not both (--preset {self.preset} "
+                             f"fixes the parameter count at its own; --params {self.params} "
+                             "is for a model without a preset)")
         if self.preset is not None and self.preset not in PRESETS:
             raise invalid(self, "preset", f"'{self.preset}' is not accepted; use "
                                           f"{', '.join(PRESETS)}")
@@ -86,6 +91,15 @@ class PlanRequest:
             raise invalid(self, "parallel", f"'{self.parallel}' is not accepted; use ddp, fsdp")
         if self.parallel == "fsdp" and self.preset is None:
             raise UsageError("--parallel fsdp: needs --preset (FSDP shards per decoder layer)")
+        # DDP's knobs mean nothing to FSDP (it reduce-scatters each layer in --dtype): refused
+        # rather than silently ignored, so a plan never seems to reflect a hook it did not use.
+        if self.parallel == "fsdp" and self.comm_hook != "none":
+            raise UsageError(f"--comm-hook {self.comm_hook}: DDP communication hooks do not "
+                             "apply to --parallel fsdp; drop it or plan --parallel ddp")
+        if self.parallel == "fsdp" and self.bucket_cap_mb != DDP_BUCKET_CAP_MB:
+            raise UsageError(f"--bucket-cap-mb {self.bucket_cap_mb:g}: DDP's bucket cap does "
+                             "not apply to --parallel fsdp (it communicates per layer); drop "
+                             "it or plan --parallel ddp")
         if not self.bucket_cap_mb > 0:
             raise invalid(self, "bucket_cap_mb", f"{self.bucket_cap_mb:g} must be > 0")
         if self.comm_hook not in PLAN_HOOKS:

@@ -55,6 +55,9 @@ class Group:
     fit: GroupFit
 
     def level(self) -> Level:
+        if self.fit.busbw_gbs is None or not self.fit.identified:
+            raise ModelError(f"B of {self.key.label} is unidentified: "
+                             f"{self.fit.busbw_unidentified}")
         return Level(self.fit.alpha_us / steps(self.key.collective, self.key.world_size),
                      self.fit.busbw_gbs, self.key.label)
 
@@ -73,7 +76,12 @@ class Group:
             raise ValueError(f"algo {data['algo']!r} is not one of {', '.join(GROUP_ALGOS)}")
         for name in ("nodes", "ranks_per_node", "rows", "sizes", "min_bytes", "max_bytes"):
             _require(data, name, _is_int(data[name]) and data[name] >= 1, "an integer >= 1")
+        unidentified = data.get("busbw_unidentified") or ""
+        _require(data, "busbw_unidentified", isinstance(unidentified, str), "a string")
         for name, (accepts, accepted) in FIT_NUMBERS.items():
+            if name == "busbw_gbs" and unidentified:
+                _require(data, name, data[name] is None, "null (B is unidentified)")
+                continue
             _require(data, name, _is_number(data[name]) and accepts(data[name]), accepted)
         spread = data.get("repeat_spread")
         _require(data, "repeat_spread", spread is None or _is_number(spread) and spread >= 0,
@@ -184,7 +192,7 @@ def build(measurements: Measurements, held_out_nodes: list[int] | None = None) -
     """Fit every group of ``measurements`` (node counts in ``held_out_nodes`` left out)."""
     held = sorted(set(held_out_nodes or []))
     groups: list[Group] = []
-    diagnostics = list(measurements.skipped)
+    diagnostics = [*measurements.warnings, *measurements.skipped]
     for key, samples in measurements.groups.items():
         if key.nodes in held:
             continue
@@ -194,6 +202,10 @@ def build(measurements: Measurements, held_out_nodes: list[int] | None = None) -
             diagnostics.append(f"{key.label}: not fitted: {error}")
             continue
         groups.append(Group(key, fit))
+        if not fit.identified:
+            diagnostics.append(f"{key.label}: B unidentified: {fit.busbw_unidentified}; "
+                               "predictions that need it are refused (sweep sizes where time "
+                               "grows, e.g. a larger -e)")
         for outlier in fit.outliers:
             diagnostics.append(f"{key.label}: outlier row {outlier.source}: "
                                f"{outlier.time_us:g} us is {outlier.error_pct:+.0f}% off the "
@@ -209,17 +221,17 @@ def _consistency(groups: list[Group]) -> list[str]:
     model gives them one B, so one of them ran another algorithm or setting."""
     notes = []
     for collective in sorted({g.key.collective for g in groups}):
-        multis = [g for g in groups if g.key.collective == collective and g.key.nodes >= 2
-                  and g.key.algo == "flat"]
+        multis = [(g, g.fit.busbw_gbs) for g in groups if g.key.collective == collective
+                  and g.key.nodes >= 2 and g.key.algo == "flat" and g.fit.busbw_gbs is not None]
         if len(multis) < 2:
             continue
-        high = max(multis, key=lambda g: g.fit.busbw_gbs)
-        low = min(multis, key=lambda g: g.fit.busbw_gbs)
-        ratio = high.fit.busbw_gbs / low.fit.busbw_gbs
+        high, high_bw = max(multis, key=lambda item: item[1])
+        low, low_bw = min(multis, key=lambda item: item[1])
+        ratio = high_bw / low_bw
         if ratio > 1.15:
             notes.append(f"{collective}: inter-node B of {high.key.label} "
-                         f"({high.fit.busbw_gbs:.4g} GB/s) is {ratio:.2f}x that of "
-                         f"{low.key.label} ({low.fit.busbw_gbs:.4g} GB/s): another algorithm "
+                         f"({high_bw:.4g} GB/s) is {ratio:.2f}x that of "
+                         f"{low.key.label} ({low_bw:.4g} GB/s): another algorithm "
                          "or setting at one node count; predictions use the nearest node count")
     return notes
 
@@ -248,6 +260,14 @@ def available_algos(model: CostModel, collective: str, nodes: int, ranks_per_nod
             found[algo] = missing_inter
         else:
             found[algo] = ""
+    # A prediction that rests on an unidentified B would present the solver's arbitrary value
+    # as a bandwidth: the algorithm is unavailable instead (auto takes another, or refuses).
+    for algo, why in found.items():
+        blind = [g for g in used_groups(algo, nodes, ranks_per_node, intra, inter)
+                 if not g.fit.identified]
+        if not why and blind:
+            found[algo] = "; ".join(f"B of {g.key.label} is unidentified: "
+                                    f"{g.fit.busbw_unidentified}" for g in blind)
     return found
 
 

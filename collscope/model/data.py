@@ -43,6 +43,9 @@ class Measurements:
     groups: dict[GroupKey, list[Sample]] = field(default_factory=dict)
     contexts: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    # The loader's warnings (report.store): malformed lines skipped, guesses made. fit and
+    # check say each one (once the run has not been refused, so bad input stays one line).
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def rows(self) -> int:
@@ -74,7 +77,7 @@ def _int(value: Any) -> int:
 def collect(inputs: list[Input]) -> Measurements:
     """Every usable result row of ``inputs``, grouped; what was skipped and why."""
     groups: dict[GroupKey, list[Sample]] = defaultdict(list)
-    found = Measurements()
+    found = Measurements(warnings=[w for source in inputs for w in source.warnings])
     for source in inputs:
         for run in source.runs:
             if not run.results:

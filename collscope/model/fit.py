@@ -16,6 +16,15 @@ its size (the other placement, another run) agrees with it within 10 %: repeats 
 show the system. Rows are flagged worst first, each leaving the neighbourhoods before the next
 is judged. Outliers (at most a third of the rows) are reported and left out of one refit.
 
+B is *identified* only when the data show time growing with size: the least-squares slope
+of log(time) against log(size) over the fitted rows is > 0 with a one-sided t-test p < 0.01
+(scipy.stats.linregress; in log space, as the fit, so relative noise weighs alike; a t-test
+rather than a rank test because two sizes measured twice each can show growth far beyond
+their repeat noise, which no rank test of 4 rows can), and the solver did not leave 1/B at
+its lower bound. Otherwise (a sweep whose times fall or stay flat as size grows, too few
+rows to tell) the solver's value is no bandwidth: the group keeps its alpha, ``busbw_gbs``
+is None and ``busbw_unidentified`` says why; predictions that need that B refuse (costmodel).
+
 The uncertainty band of the group is the 5th-95th percentile of the inliers' log residuals,
 widened to the spread of repeated sizes (half the log range of the repeated rows of one size,
 median over sizes): run-to-run where one size and placement was measured in distinct runs; a
@@ -45,6 +54,10 @@ BAND_METHOD = ("5th-95th percentile of the fit's log residuals, widened to the s
                "repeated sizes (run-to-run where a size and placement was measured in more than "
                "one run; otherwise in-place and out-of-place rows pooled, said per group); not "
                "extrapolation error (model check measures that)")
+GROWTH_ALPHA = 0.01       # slope test that time grows with size: B identified below it
+GROWTH_METHOD = (f"B identified when the slope of log time against log size over the fitted "
+                 f"rows is > 0 by a one-sided t-test (scipy.stats.linregress) at p < "
+                 f"{GROWTH_ALPHA:g} and 1/B is not at the solver's bound")
 SPREAD_ACROSS_RUNS = "run-to-run spread (same size and placement in distinct runs)"
 SPREAD_POOLED = ("in-place vs out-of-place spread (no size repeated across runs: placements "
                  "pooled)")
@@ -78,7 +91,7 @@ class Outlier:
 @dataclass
 class GroupFit:
     alpha_us: float
-    busbw_gbs: float
+    busbw_gbs: float | None       # None: unidentified (busbw_unidentified says why)
     rows: int                     # rows the final fit used
     sizes: int                    # distinct sizes among them
     min_bytes: int
@@ -93,6 +106,13 @@ class GroupFit:
     outliers: list[Outlier] = field(default_factory=list)
     method: str = METHOD
     spread_method: str = ""       # what repeat_spread compares (SPREAD_ACROSS_RUNS, ...)
+    size_trend_slope: float | None = None  # of log time against log size (inliers)
+    size_trend_p: float | None = None      # one-sided t-test p that it is > 0
+    busbw_unidentified: str = ""  # why B is not identified; "" when it is
+
+    @property
+    def identified(self) -> bool:
+        return self.busbw_gbs is not None and not self.busbw_unidentified
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -121,8 +141,9 @@ def require_scipy() -> None:
                           ) from error
 
 
-def _robust_fit(x: Sequence[float], t: Sequence[float]) -> tuple[float, float]:
-    """(alpha_us, 1/B) minimising the soft_l1 loss of log residuals; x = S f(n) / 1e3."""
+def _robust_fit(x: Sequence[float], t: Sequence[float]) -> tuple[float, float, bool]:
+    """(alpha_us, 1/B, whether 1/B ended at its lower bound) minimising the soft_l1 loss of
+    log residuals; x = S f(n) / 1e3."""
     import numpy as np
     from scipy.optimize import least_squares, nnls  # type: ignore[import-untyped]
 
@@ -140,7 +161,37 @@ def _robust_fit(x: Sequence[float], t: Sequence[float]) -> tuple[float, float]:
     solution = least_squares(residuals, x0, bounds=([0.0, 1e-12], [np.inf, np.inf]),
                              loss="soft_l1", f_scale=SOFT_L1_SCALE, xtol=1e-14, ftol=1e-14,
                              gtol=1e-14, max_nfev=2000)
-    return float(solution.x[0] * alpha_scale), float(solution.x[1] * inv_scale)
+    # active_mask -1: the lower bound holds 1/B (any smaller would fit as well or better).
+    return (float(solution.x[0] * alpha_scale), float(solution.x[1] * inv_scale),
+            bool(solution.active_mask[1] == -1))
+
+
+def _size_trend(rows: Sequence[Sample]) -> tuple[float, float]:
+    """(slope of log time against log size, its one-sided t-test p that it is > 0)."""
+    from scipy.stats import linregress  # type: ignore[import-untyped]
+
+    if len(rows) < 3:
+        return math.nan, 1.0
+    result = linregress([math.log(s.size_bytes) for s in rows],
+                        [math.log(s.time_us) for s in rows], alternative="greater")
+    slope, p = float(result.slope), float(result.pvalue)
+    return (slope, 1.0) if math.isnan(slope) or math.isnan(p) else (slope, p)
+
+
+def _unidentified(slope: float, p: float, rows: int, at_bound: bool) -> str:
+    """Why the rows do not identify B, or "" when they do."""
+    if math.isnan(slope):
+        return (f"{rows} rows: too few to test that time grows with size (the slope test "
+                "needs >= 3)")
+    test = (f"slope of log time against log size {slope:+.3g} over {rows} rows, one-sided "
+            f"t-test p={p:.2g}")
+    if slope <= 0:
+        return f"time does not grow with size ({test})"
+    if p >= GROWTH_ALPHA:
+        return f"time does not grow with size beyond chance ({test} >= {GROWTH_ALPHA:g})"
+    if at_bound:
+        return "1/B is at the solver's bound (the fit has no use for a size term)"
+    return ""
 
 
 def fit_group(samples: Sequence[Sample], collective: str, world_size: int) -> GroupFit:
@@ -154,7 +205,7 @@ def fit_group(samples: Sequence[Sample], collective: str, world_size: int) -> Gr
         raise FitError(f"one size only ({rows[0].size_bytes} bytes): alpha and B need two")
     # One pass: flag against the robust fit of all rows, then refit the rest. (Repeating it
     # would shrink the scale each round and peel off the model's own smooth misfit.)
-    alpha, inverse = _robust_fit(_x(rows, factor), [s.time_us for s in rows])
+    alpha, inverse, at_bound = _robust_fit(_x(rows, factor), [s.time_us for s in rows])
     model = _model(alpha, inverse, _x(rows, factor))
     residuals = [math.log(s.time_us / m) for s, m in zip(rows, model)]
     flagged = _flag_outliers(rows, residuals)
@@ -162,7 +213,8 @@ def fit_group(samples: Sequence[Sample], collective: str, world_size: int) -> Gr
     if len({s.size_bytes for s in inliers}) < 2:
         inliers, flagged = list(rows), []
     if flagged:
-        alpha, inverse = _robust_fit(_x(inliers, factor), [s.time_us for s in inliers])
+        alpha, inverse, at_bound = _robust_fit(_x(inliers, factor),
+                                               [s.time_us for s in inliers])
     model = _model(alpha, inverse, _x(inliers, factor))
     residuals = [math.log(s.time_us / m) for s, m in zip(inliers, model)]
     spread, spread_method = _repeat_spread(inliers)
@@ -176,15 +228,19 @@ def fit_group(samples: Sequence[Sample], collective: str, world_size: int) -> Gr
         expected = _model(alpha, inverse, _x([row], factor))[0]
         outliers.append(Outlier(row.size_bytes, row.time_us, expected,
                                 (row.time_us / expected - 1) * 100, row.source))
+    slope, trend_p = _size_trend(inliers)
+    why = _unidentified(slope, trend_p, len(inliers), at_bound)
     return GroupFit(
-        alpha_us=alpha, busbw_gbs=1.0 / inverse, rows=len(inliers),
+        alpha_us=alpha, busbw_gbs=None if why else 1.0 / inverse, rows=len(inliers),
         sizes=len({s.size_bytes for s in inliers}),
         min_bytes=min(s.size_bytes for s in inliers), max_bytes=max(s.size_bytes for s in inliers),
         residual_p05=quantile(residuals, 0.05), residual_p95=quantile(residuals, 0.95),
         residual_rms=math.sqrt(sum(r * r for r in residuals) / len(residuals)),
         max_error_pct=max(abs(math.expm1(r)) for r in residuals) * 100,
         repeat_spread=spread, band_low=min(low, 0.0), band_high=max(high, 0.0),
-        outliers=outliers, spread_method=spread_method)
+        outliers=outliers, spread_method=spread_method,
+        size_trend_slope=None if math.isnan(slope) else slope,
+        size_trend_p=trend_p, busbw_unidentified=why)
 
 
 def _confirmed(rows: Sequence[Sample], index: int) -> bool:

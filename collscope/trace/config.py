@@ -31,7 +31,9 @@ class TraceConfig:
     baseline: list[str] = list_flag(
         "--baseline", nargs="+", action="extend", metavar="FILE",
         show_default=False, help="collscope bench --json output and/or nccl-tests / "
-                                 "rccl-tests logs (give TRACE first, or repeat --baseline)")
+                                 "rccl-tests logs: one or more per --baseline, which may be "
+                                 "repeated; folders and .json / .json.gz files at the end of "
+                                 "its list are TRACE when no TRACE is given elsewhere")
     steps: StepSelection = flag(None, "--steps", metavar="A:B", parse=parse_steps,
                                 help="ProfilerSteps A to B-1 (default: all but the last, as "
                                      "HolisticTraceAnalysis)")

@@ -3,8 +3,12 @@ stake (milliseconds per step)."""
 
 from __future__ import annotations
 
+from collections import defaultdict
+
 from collscope.results import FindingRecord, TraceCollectiveRecord
+from collscope.trace import intervals as iv
 from collscope.trace.across import Across
+from collscope.trace.calls import CommCall
 from collscope.trace.rank import RankTrace
 
 SMALL_ALL_REDUCE_BYTES = 1 << 20      # below ~1 MiB an all-reduce is latency-bound on fabrics
@@ -24,46 +28,89 @@ def _rank(rank: int) -> int | None:
     return None if rank < 0 else rank
 
 
+def _small_all_reduces(traces: list[RankTrace], rows: list[TraceCollectiveRecord],
+                       ) -> dict[int, tuple[float, float, dict[int, float]]]:
+    """Per row rank (-1: pooled), the latency-bound all-reduces: (calls per step, exposed ms
+    per step, exposed ms over the window per traced rank).
+
+    A row under 1 MiB counts all its calls (one size); a row of unknown size counts those
+    whose own kernel is under LATENCY_BOUND_US (a row with p50 8 us may hold 450 us calls that
+    are not latency-bound). Their time counts where no compute runs: what they cost the step.
+    """
+    from collscope.trace.table import window_calls
+
+    by_rank = {t.rank: t for t in traces}
+    picked: dict[int, dict[int, list[CommCall]]] = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        if r.collective != "all_reduce" or not r.calls_per_step:
+            continue
+        if r.size_bytes is not None and r.size_bytes >= SMALL_ALL_REDUCE_BYTES:
+            continue
+        if r.size_bytes is None and r.kernel_us_p50 >= LATENCY_BOUND_US:
+            continue
+        owners = traces if r.rank < 0 else [by_rank[r.rank]] if r.rank in by_rank else []
+        key = (r.collective, r.dtype, r.size_bytes, r.group)
+        for trace in owners:
+            picked[r.rank][trace.rank].extend(
+                c for c in window_calls(trace)
+                if (c.collective, c.dtype, c.size_bytes, c.group) == key
+                and (r.size_bytes is not None or c.dur_us < LATENCY_BOUND_US))
+    result = {}
+    for rank, per_trace in picked.items():
+        steps = _steps(by_rank.get(rank)) if rank >= 0 else sum(map(_steps, traces))
+        exposed = {t: _exposed_ms(by_rank[t], calls) for t, calls in per_trace.items()}
+        count = sum(len(calls) for calls in per_trace.values())
+        result[rank] = (count / steps, sum(exposed.values()) / steps, exposed)
+    return result
+
+
+def _exposed_ms(trace: RankTrace, calls: list[CommCall]) -> float:
+    """Milliseconds the calls run while no compute runs on the rank (interval unions)."""
+    busy = iv.union((c.start_us, c.start_us + c.dur_us) for c in calls)
+    return iv.total(iv.difference(busy, trace.compute_busy)) / 1e3
+
+
 def findings(traces: list[RankTrace], rows: list[TraceCollectiveRecord],
              across: Across | None) -> list[FindingRecord]:
     """``rows``: the collectives table, per rank or pooled over ranks (rank -1: each finding
     then names no rank)."""
     found: list[FindingRecord] = []
-    by_rank = {t.rank: t for t in traces}
     # Rank-wise rules report the worst rank (a job's ranks usually share the same problem).
-    small = [r for r in rows if r.collective == "all_reduce" and r.calls_per_step and (
-        r.size_bytes < SMALL_ALL_REDUCE_BYTES if r.size_bytes is not None
-        else r.kernel_us_p50 < LATENCY_BOUND_US)]
-    per_rank_small: dict[int, tuple[float, float]] = {}
-    for r in small:
-        calls, ms = per_rank_small.get(r.rank, (0.0, 0.0))
-        steps = _steps(by_rank.get(r.rank)) if r.rank >= 0 else sum(map(_steps, traces))
-        per_rank_small[r.rank] = (calls + (r.calls_per_step or 0),
-                                  ms + r.kernel_ms_total / steps)
-    if per_rank_small:
-        rank, (calls, ms) = max(per_rank_small.items(), key=lambda kv: kv[1][1])
+    small = _small_all_reduces(traces, rows)
+    claimed: dict[int, float] = {}      # rank -> exposed ms the small-all-reduce finding claims
+    if small:
+        rank, (calls, ms, per_trace) = max(small.items(), key=lambda kv: kv[1][1])
         if calls >= MANY_PER_STEP:
+            claimed = per_trace
             found.append(FindingRecord(
                 id="small-all-reduces", level="warn", rank=_rank(rank), at_stake_ms=ms,
-                title=f"{calls:g} small all-reduces per step",
-                detail="each pays the collective's latency; fewer, larger messages amortise it",
+                title=f"{calls:.4g} small all-reduces per step",
+                detail="each pays the collective's latency; fewer, larger messages amortise it. "
+                       "At stake: per step, the time these calls run with no compute running "
+                       "(a row of unknown size counts only its calls under "
+                       f"{LATENCY_BOUND_US:g} us; the comm-exposed finding does not count this "
+                       "time again)",
                 fix="DDP: raise bucket_cap_mb (collscope train --sweep bucket_cap_mb=25,50,100 "
                     "measures it); FSDP: larger wrapping units",
                 test=f"rule: >= {MANY_PER_STEP} all-reduces per step under 1 MiB (size unknown: "
-                     f"p50 kernel < {LATENCY_BOUND_US:g} us)"))
+                     f"calls whose own kernel < {LATENCY_BOUND_US:g} us, in rows whose p50 is)"))
     exposed = [t for t in traces if t.overlap_percent is not None and t.steps
                and t.overlap_percent < EXPOSED_OVERLAP_PERCENT]
     if exposed:
         worst = max(exposed, key=lambda t: t.exposed_comm_ms)
         step_ms = sum(s.step_ms for s in worst.steps)
         share = 100.0 * worst.exposed_comm_ms / step_ms if step_ms > 0 else 0.0
+        taken = min(claimed.get(worst.rank, 0.0), worst.exposed_comm_ms)
         if share >= EXPOSED_SHARE_PERCENT:
             found.append(FindingRecord(
                 id="comm-exposed", level="warn", rank=worst.rank,
-                at_stake_ms=worst.exposed_comm_ms / _steps(worst),
+                at_stake_ms=(worst.exposed_comm_ms - taken) / _steps(worst),
                 title=f"communication is exposed: {worst.overlap_percent:.1f}% overlapped, "
                       f"{share:.0f}% of step time waits on it",
-                detail="compute does not run while the collectives do",
+                detail="compute does not run while the collectives do" + (
+                    f"; at stake: the exposed time per step less the "
+                    f"{taken / _steps(worst):.3g} ms/step the small-all-reduces finding claims"
+                    if taken > 0 else "; at stake: the exposed time per step"),
                 fix="DDP: gradient_as_bucket_view=True and buckets that fill in backward order "
                     "(static_graph=True); FSDP: forward/backward prefetch; keep collectives on "
                     "their own stream",

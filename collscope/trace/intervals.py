@@ -7,7 +7,8 @@ as HolisticTraceAnalysis' ``merge_kernel_intervals`` does.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import bisect
+from collections.abc import Callable, Iterable
 
 Interval = tuple[float, float]
 
@@ -47,6 +48,22 @@ def intersection(a: list[Interval], b: list[Interval]) -> list[Interval]:
 def clip(disjoint: list[Interval], start: float, end: float) -> list[Interval]:
     """The part of disjoint sorted intervals inside [start, end]."""
     return [(max(a, start), min(b, end)) for a, b in disjoint if b > start and a < end]
+
+
+def clipper(disjoint: list[Interval]) -> Callable[[float, float], list[Interval]]:
+    """``clip`` of these disjoint sorted intervals to many windows, each by bisection (a trace
+    holds hundreds of thousands of kernels and may have hundreds of steps)."""
+    ends = [b for _, b in disjoint]
+
+    def clipped(start: float, end: float) -> list[Interval]:
+        out: list[Interval] = []
+        for i in range(bisect.bisect_right(ends, start), len(disjoint)):
+            a, b = disjoint[i]
+            if a >= end:
+                break
+            out.append((max(a, start), min(b, end)))
+        return out
+    return clipped
 
 
 def difference(a: list[Interval], b: list[Interval]) -> list[Interval]:

@@ -123,8 +123,9 @@ def _steps_table(console: Any, result: Any, style: Any) -> None:
     trace = result.traces[0]
     if not trace.steps:
         return
-    table = Table(title=f"Steps of rank {trace.rank} (ms; exposed = comm with no compute "
-                        "running; idle = step - busy)", box=style, title_justify="left")
+    table = Table(title=f"Steps of rank {trace.rank} (ms of what ran inside each step's span, "
+                        "whenever launched; exposed = comm with no compute running; idle = step "
+                        "- busy)", box=style, title_justify="left")
     for name in ("step", "step", "compute", "comm", "exposed comm", "overlap %", "idle"):
         table.add_column(name, justify="right")
     for s in trace.steps:

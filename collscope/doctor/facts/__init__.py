@@ -153,6 +153,8 @@ def inventory(facts: Facts) -> dict[str, Any]:
         },
         "driver_version": facts.driver_version,
         "rocm_version": facts.host.rocm_version,
+        "stack_versions": [{"what": what, "version": version, "source": where}
+                           for what, version, where in facts.stack_versions()],
         "rccl_or_nccl_version": facts.rccl_or_nccl_version,
         "torch": None if facts.torch is None else asdict(facts.torch),
         "host": asdict(facts.host),

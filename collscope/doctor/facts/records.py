@@ -193,6 +193,41 @@ class Facts:
         return self.host.amdgpu_version if self.vendor == "amd" else self.host.nvidia_driver
 
     @property
+    def driver_source(self) -> str | None:
+        """Where ``driver_version`` was read."""
+        if any(g.driver_version for g in self.gpus):
+            return self.gpu_source
+        if self.vendor == "amd":
+            return "/sys/module/amdgpu/version" if self.host.amdgpu_version else None
+        return "/proc/driver/nvidia/version" if self.host.nvidia_driver else None
+
+    def stack_versions(self) -> list[tuple[str, str, str]]:
+        """(what, version, where it was read) of the GPU software stack, each kept apart: the
+        CUDA a driver supports is not the CUDA torch or NCCL were built for (an NCCL log's
+        "2.18.3+cuda12.2" is NCCL's build; its "cudaDriverVersion 12020" is the driver's)."""
+        log = probes.NCCL_LOG_FILE
+        found: list[tuple[str, str, str]] = []
+        nccl = self.nccl_log
+        if self.vendor == "amd":
+            if self.host.rocm_version:
+                found.append(("ROCm", self.host.rocm_version, "/opt/rocm/.info/version"))
+            elif nccl and nccl.rocm_version:
+                found.append(("ROCm", nccl.rocm_version, f"{log}: RCCL's ROCm version line"))
+            if self.torch and self.torch.hip:
+                found.append(("torch built for HIP", self.torch.hip, "torch.version.hip"))
+            return found
+        if nccl and nccl.cuda_driver_version:
+            code = nccl.cuda_driver_version
+            found.append(("driver CUDA", f"{code // 1000}.{code % 1000 // 10}",
+                          f"{log}: cudaDriverVersion {code}"))
+        if self.torch and self.torch.cuda:
+            found.append(("torch built for CUDA", self.torch.cuda, "torch.version.cuda"))
+        if nccl and nccl.cuda_version:
+            found.append(("NCCL built for CUDA", nccl.cuda_version,
+                          f"{log}: NCCL version {nccl.version}{nccl.version_suffix or ''}"))
+        return found
+
+    @property
     def rccl_or_nccl_version(self) -> str | None:
         if self.torch and self.torch.nccl_version:
             return self.torch.nccl_version

@@ -55,9 +55,11 @@ def check_gpu_inventory(facts: Facts) -> Iterable[Verdict]:
     # "each" only when every GPU reports its memory (a partial capture lists fewer)
     sizes += " each" if reported and len(reported) == len(gpus) else \
         f" ({len(reported)} of {len(gpus)} GPUs report it)" if reported else ""
-    detail = (f"{count} GPU(s): {models}; memory {sizes}"
-              f"; driver {facts.driver_version or 'unknown'}; {version}"
-              f" (source: {facts.gpu_source or 'torch'}).")
+    driver = facts.driver_version
+    detail = (f"{count} GPU(s): {models} (source: {facts.gpu_source or 'torch'}); memory "
+              f"{sizes}; driver {driver or 'unknown'}"
+              + (f" (source: {facts.driver_source})" if driver and facts.driver_source else "")
+              + f"; {version}.")
     yield Verdict("ok", f"{count} GPU(s): {models}", detail)
     if len([n for n in names if n != "unknown model"]) > 1:
         yield Verdict("warn", "Mixed GPU models in one node",
@@ -67,13 +69,12 @@ def check_gpu_inventory(facts: Facts) -> Iterable[Verdict]:
 
 
 def _stack_version(facts: Facts) -> str:
-    if facts.vendor == "amd":
-        rocm = facts.host.rocm_version or (facts.nccl_log.rocm_version if facts.nccl_log else None)
-        hip = facts.torch.hip if facts.torch else None
-        return f"ROCm {rocm or 'unknown'}" + (f" (torch built for HIP {hip})" if hip else "")
-    cuda = (facts.torch.cuda if facts.torch else None) or \
-        (facts.nccl_log.cuda_version if facts.nccl_log else None)
-    return f"CUDA {cuda or 'unknown'}"
+    """Each version with what it is and its source; nothing credited to the GPU tool that did
+    not print it (an NCCL log's "+cuda12.2" is NCCL's build CUDA, not the driver's)."""
+    versions = facts.stack_versions()
+    if not versions:
+        return "ROCm unknown" if facts.vendor == "amd" else "driver CUDA unknown"
+    return "; ".join(f"{what} {version} (source: {where})" for what, version, where in versions)
 
 
 def _lines(text: str) -> list[str]:

@@ -103,3 +103,29 @@ def test_finding_counts_candidates_so_one_noisy_size_does_not_hide_the_rank():
     late[2] = replace(late[2], significant=False)       # a size where noise hid it
     found = finding(late, 4, ["a", "b", "c", "d"])
     assert found is not None and found.rank == 1 and found.sizes_late == 5
+
+
+@pytest.mark.parametrize("ranks,need", [(2, 8), (3, 6), (4, 5), (8, 4)])
+def test_min_late_trials_is_where_ranks_times_one_over_ranks_to_the_k_drops_below_alpha(
+        ranks, need):
+    from collscope.bench.stats import late_rank_p, min_late_trials
+
+    assert min_late_trials(ranks, 0.01) == need
+    assert late_rank_p(need, need, ranks) < 0.01 <= late_rank_p(need - 1, need - 1, ranks)
+
+
+def test_too_few_sizes_is_said_not_no_late_rank():
+    from collscope.bench.per_rank import finding_line
+
+    # Review item 7: 3 ranks, 3 sizes, rank 2 late in every one of them (each size's own
+    # test significant); the sign test over sizes cannot go below 3 * (1/3)^3 = 0.11.
+    late = [late_rank(_series(3, 20, 2, seed=s)) for s in range(3)]
+    assert all(v is not None and v.significant and v.rank == 2 for v in late)
+    line = finding_line(late, 3, ["a", "b", "c"])
+    assert line.startswith("none: too few sizes to decide (need >= 6 for p < 0.01 with 3 ranks")
+    assert "beyond chance" not in line
+    # Enough sizes: the rank is named; jitter with enough sizes: the plain "none".
+    enough = [late_rank(_series(3, 20, 2, seed=s)) for s in range(6)]
+    assert finding_line(enough, 3, ["a", "b", "c"]).startswith("rank 2 on c")
+    quiet = [late_rank(_series(3, 20, None, seed=s)) for s in range(6)]
+    assert "beyond chance" in finding_line(quiet, 3, ["a", "b", "c"])
