@@ -37,6 +37,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from collscope.results import FindingRecord
+
 ALPHA = 0.01
 
 
@@ -223,6 +225,22 @@ def finding_line(per_size: Sequence[LateRank | None], world_size: int, hosts: Se
                 f"{world_size} ranks, have {judged}; the sign test over sizes cannot reach "
                 f"it even if one rank were late in all of them)")
     return "none (no rank is the late rank in most sizes beyond chance)"
+
+
+def finding_record(per_size: Sequence[LateRank | None], world_size: int,
+                   hosts: Sequence[str], alpha: float = ALPHA) -> FindingRecord:
+    """The footer's verdict as a ``finding`` record (warn when a rank is named, else info)."""
+    found = finding(per_size, world_size, hosts, alpha)
+    return FindingRecord(
+        id="bench.late-rank", level="warn" if found else "info",
+        title=(f"rank {found.rank} on {found.host} is the late rank" if found
+               else "no late rank named"),
+        detail=finding_line(per_size, world_size, hosts, alpha),
+        fix=("look at what that rank does before each launch: a slower host, a noisy "
+             "neighbour, CPU binding, or a GPU clocked down" if found else ""),
+        at_stake_ms=found.median_wait_us / 1e3 if found else 0.0,
+        rank=found.rank if found else None,
+        test=f"binomial sign test over sizes vs 1/N (Bonferroni over ranks), p < {alpha:g}")
 
 
 METHOD = ("late rank = the rank with the shortest own op time (launch to completion) in the "

@@ -199,10 +199,14 @@ class Reporter:
         if exc[0] is None:
             self._end_block()
             if self.outputs.per_rank:
-                from collscope.bench.per_rank import finding_line
+                from collscope.bench.per_rank import finding_line, finding_record
 
+                hosts = self._hosts_by_rank()
                 self._print("# Late-rank finding: " + finding_line(
-                    self.late, self.session.world_size, self._hosts_by_rank()))
+                    self.late, self.session.world_size, hosts))
+                if self.json:            # the verdict in the records too (--json -: only there)
+                    self.json.write(finding_record(self.late, self.session.world_size,
+                                                   hosts).to_dict())
         if self.progress:
             self.progress.stop()
         for writer in (self.json, self.csv):

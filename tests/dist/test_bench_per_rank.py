@@ -30,7 +30,11 @@ def test_planted_delay_names_rank_2_in_every_size(tmp_path):
     assert sorted(late) == [65536, 131072, 262144, 524288, 1048576]
     assert set(late.values()) == {"2"}, proc.stdout
     assert "# Late-rank finding: rank 2 on " in proc.stdout
-    results = read_records(out)[1:]
+    records = read_records(out)
+    results = [r for r in records if r["kind"] == "result"]
+    (found,) = [r for r in records if r["kind"] == "finding"]
+    assert (found["id"], found["level"], found["rank"]) == ("bench.late-rank", "warn", 2)
+    assert found["at_stake_ms"] > 1.0 and "binomial" in found["test"]
     for result in results:               # rank 0's records keep every rank's series, <= -n
         assert len(result["rank_op_us"]) == 4 and len(result["rank_times_us"]) == 4
         assert all(len(series) == 40 for series in result["rank_op_us"])

@@ -6,7 +6,14 @@ import random
 
 import pytest
 
-from collscope.bench.per_rank import OpClock, finding, iteration_max, late_rank, report_lines
+from collscope.bench.per_rank import (
+    OpClock,
+    finding,
+    finding_record,
+    iteration_max,
+    late_rank,
+    report_lines,
+)
 from collscope.testing.faults import Fault
 
 
@@ -61,6 +68,13 @@ def test_finding_needs_most_sizes_beyond_chance():
     # Late in half the sizes only: not "most".
     mixed = late[:3] + quiet[:3]
     assert finding(mixed, 4, hosts) is None
+    record = finding_record(late, 4, hosts).to_dict()
+    assert (record["kind"], record["level"], record["rank"]) == ("finding", "warn", 2)
+    assert record["detail"] == found.message()
+    assert record["at_stake_ms"] == pytest.approx(found.median_wait_us / 1e3)
+    none = finding_record(quiet, 4, hosts)
+    assert (none.level, none.rank, none.at_stake_ms) == ("info", None, 0.0)
+    assert none.detail.startswith("none")
 
 
 def test_iteration_max_is_the_slowest_process_per_iteration():
