@@ -119,11 +119,12 @@ def test_summary_mean_is_weighted_by_the_seconds_each_sample_covers():
 
 def test_jsonl_that_cannot_take_the_run_record_is_bad_input_before_the_command(capsys,
                                                                                 tmp_path):
-    # /dev/full opens fine (the up-front check passes) but refuses every write: ENOSPC.
+    # /dev/full opens fine but refuses every write (ENOSPC): the up-front check, which opens the
+    # file and writes nothing to it, catches it before the command starts.
     marker = tmp_path / "ran"
     line = usage_error_in_process(capsys, ["monitor", "--jsonl", "/dev/full", "--",
                                            sys.executable, "-c", f"open({str(marker)!r}, 'w')"])
-    assert line == "collscope monitor: --jsonl: cannot write /dev/full: No space left on device"
+    assert line == "collscope monitor: --jsonl: cannot write '/dev/full': No space left on device"
     assert not marker.exists()
 
 
