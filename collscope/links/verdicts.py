@@ -49,7 +49,9 @@ class Threshold:
     def text(self) -> str:
         return (f"{self.scope}: slow below {self.fraction:.0%} of the median "
                 f"{self.reference_gbs:.4g} GB/s = {self.limit_gbs:.4g} GB/s (median over "
-                f"{self.links} links between healthy nodes; robust spread MAD x 1.4826 = "
+                f"{self.links} links between healthy "
+                f"{'ranks' if self.scope.startswith('inside') else 'nodes'}; robust spread "
+                "MAD x 1.4826 = "
                 f"{self.mad_gbs:.3g} GB/s)")
 
 

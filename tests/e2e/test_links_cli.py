@@ -54,61 +54,47 @@ def test_help_shows_examples():
     assert proc.returncode == 0 and "srun" in proc.stdout and "torchrun" in proc.stdout
 
 
-def test_a_slow_sender_fails_the_gate_with_its_links_named(tmp_path):
+def test_a_slow_sender_is_named_and_a_transient_one_cleared_by_the_confirmation(tmp_path):
+    """One run, two planted senders: rank 2 sleeps 50 ms before every exchange (a slow
+    sender), rank 1 25 ms in the first measurement only (a transient slowdown; shorter, so
+    that rank 2 is still late for rank 1 when both sleep)."""
     from collscope.testing.faults import FAULT_ENV
     from tests.helpers import cli_env, read_records
 
     out = tmp_path / "links.jsonl"
     proc = run_cli("links", "--nproc", "4", "-b", "4M", "-n", "3", "-w", "1", "--json",
-                   str(out), "--timeout", "60", env=cli_env(**{FAULT_ENV: "delay@2:50"}),
-                   timeout=120)
+                   str(out), "--timeout", "60",
+                   env=cli_env(**{FAULT_ENV: "delay@2:50,blip@1:25"}), timeout=120)
     assert proc.returncode == 1, proc.stderr
     records = read_records(out)
     links = [r for r in records if r["kind"] == "link"]
-    slow = {(r["src_rank"], r["dst_rank"]) for r in links if r["verdict"] != "ok"}
-    # The receivers waited 50 ms per exchange for rank 2's data (4 MiB moves in a few ms):
-    # everything rank 2 sends fails, so rank 2 is named, not its three links.
-    assert {(2, 0), (2, 1), (2, 3)} <= slow
-    assert all(r["verdict"] == "gpu" for r in links if r["src_rank"] == 2)
+    sends = {rank: [r for r in links if r["src_rank"] == rank] for rank in range(4)}
+    # The receivers waited 50 ms per exchange for rank 2's data (4 MiB moves in a few ms),
+    # in both tries: everything rank 2 sends fails, so rank 2 is named, not its three links.
+    assert all(r["verdict"] == "gpu" and len(r["tries_gbs"]) == 2 for r in sends[2])
     (node,) = [r for r in records if r["kind"] == "node"]
     assert node["slow_ranks"] == [2]
     assert f"SLOW RANK {node['host']} rank 2 (cpu): inside the node, every link it sends" \
         in proc.stdout
-    assert all(len(r["tries_gbs"]) == 2 for r in links if (r["src_rank"], r["dst_rank"]) in slow)
-    from_2 = max(r["gbs"] for r in links if r["src_rank"] == 2)
-    others = sorted(r["gbs"] for r in links if r["src_rank"] != 2)
-    assert from_2 < others[len(others) // 2] / 5
-    assert "verdict: FAIL" in proc.stdout
-
-
-def test_a_transient_slowdown_is_cleared_by_the_confirmation_rerun(tmp_path):
-    from collscope.testing.faults import FAULT_ENV
-    from tests.helpers import cli_env, read_records
-
-    out = tmp_path / "links.jsonl"
-    proc = run_cli("links", "--nproc", "4", "-b", "4M", "-n", "3", "-w", "1", "--json",
-                   str(out), "--timeout", "60", env=cli_env(**{FAULT_ENV: "blip@2:50"}),
-                   timeout=120)
-    records = read_records(out)
-    links = [r for r in records if r["kind"] == "link"]
-    retried = [r for r in links if len(r["tries_gbs"]) == 2]
-    # Rank 2 sent slowly in the first measurement only: its links failed, ran again, passed.
-    assert {(2, 0), (2, 1), (2, 3)} <= {(r["src_rank"], r["dst_rank"]) for r in retried}
-    for link in retried:
-        assert link["gbs"] == pytest.approx(max(link["tries_gbs"]))
-    from_2 = [r for r in links if r["src_rank"] == 2]
-    assert all(r["tries_gbs"][1] > 5 * r["tries_gbs"][0] for r in from_2)
-    summary = records[-1]
-    (first, *_) = summary["confirmations"]
-    assert first["failing_before"] >= 3 and "confirmation 1:" in proc.stdout
-    # Judged on the best try against the first measurement's threshold. (Noisy CPU pairs on
-    # 2 cores may still fail twice, so the exit code is checked against the verdicts.)
-    (limit,) = summary["thresholds"]
+    assert max(r["gbs"] for r in sends[2]) < min(r["gbs"] for r in sends[0] + sends[3]) / 5
+    # Rank 1 sent slowly to ranks 0 and 3 in the first measurement only (rank 2, sleeping
+    # longer, did not wait for it): those links failed, ran again (whole rounds), and keep
+    # their best try, far faster than the first.
+    cleared = [r for r in sends[1] if r["dst_rank"] != 2]
+    assert all(len(r["tries_gbs"]) == 2 and r["tries_gbs"][1] > 5 * r["tries_gbs"][0]
+               and r["gbs"] == pytest.approx(max(r["tries_gbs"])) for r in cleared)
     retries = [r for r in records if r["kind"] == "link_try" and r["attempt"] == 1]
-    assert {(r["src_rank"], r["dst_rank"]) for r in retries} >= {(2, 0), (2, 1), (2, 3)}
+    assert {(r["src_rank"], r["dst_rank"]) for r in retries} >= {
+        (1, 0), (1, 3), (2, 0), (2, 1), (2, 3)}
+    summary = records[-1]
+    (first,) = summary["confirmations"]
+    assert first["failing_before"] >= 5 and "confirmation 1:" in proc.stdout
+    # Judged on the best try against the first measurement's threshold. (Noisy CPU pairs on
+    # 2 cores may still fail twice, so verdicts are checked against that threshold.)
+    (limit,) = summary["thresholds"]
     for link in links:
         assert (link["verdict"] == "ok") == (link["gbs"] >= limit["limit_gbs"]), link
-    assert proc.returncode == (1 if any(r["verdict"] != "ok" for r in links) else 0)
+    assert "verdict: FAIL" in proc.stdout
 
 
 def test_a_hung_rank_ends_every_rank_within_the_timeout_naming_the_round(tmp_path):
