@@ -156,13 +156,19 @@ def test_compare_gates_one_tune_sweep_against_another(tmp_path):
     assert all(row["verdict"] == "regressed" for row in rows)
 
 
-def test_json_to_stdout_carries_the_records_and_nothing_else(tmp_path):
+def _three_rounds_tree_twice_as_fast(tmp_path) -> list[str]:
+    """Trial files of 3 rounds: defaults at 100 us, NCCL_ALGO=Tree at 50 us (65536 bytes)."""
     files = []
     for round_, j in enumerate((1.0, 1.04, 0.97)):
         for position, (env, time_us) in enumerate((({}, 100.0), ({"NCCL_ALGO": "Tree"}, 50.0))):
             path = tmp_path / f"r{round_}-{position}.jsonl"
             write_bench(path, env, round_ * 10 + position, {65536: time_us * j})
             files.append(str(path))
+    return files
+
+
+def test_json_to_stdout_carries_the_records_and_nothing_else(tmp_path):
+    files = _three_rounds_tree_twice_as_fast(tmp_path)
     env_out = tmp_path / "best.env"
     proc = run_cli("tune", *GLOO, "--space", "NCCL_ALGO=Tree", "--merge", *files,
                    "--json", "-", "--env-out", str(env_out))
@@ -190,12 +196,7 @@ def test_merge_refuses_a_malformed_result_with_one_line(tmp_path):
 
 
 def test_merge_says_each_malformed_line_and_still_judges_the_rest(tmp_path):
-    files = []
-    for round_, j in enumerate((1.0, 1.04, 0.97)):
-        for position, (env, time_us) in enumerate((({}, 100.0), ({"NCCL_ALGO": "Tree"}, 50.0))):
-            path = tmp_path / f"r{round_}-{position}.jsonl"
-            write_bench(path, env, round_ * 10 + position, {65536: time_us * j})
-            files.append(str(path))
+    files = _three_rounds_tree_twice_as_fast(tmp_path)
     with open(files[0], "a") as garbled:
         garbled.write("garbage line\n")
     proc = run_cli("tune", *GLOO, "--space", "NCCL_ALGO=Tree", "--merge", *files, "--json", "-")
