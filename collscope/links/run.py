@@ -170,18 +170,21 @@ def run(config: LinksConfig, session: Session,
     nodes = [NodeInfo(node=n, host=devices[ranks[0]]["host"], ranks=ranks,
                       nics=sorted({info[r]["nic"] for r in ranks if info[r]["nic"]}))
              for n, ranks in enumerate(by_node)]
-    links = link_records(measured, devices, info, config)
+    judging = session.rank == 0          # rank 0 judges; the others run the rounds it names
+    links: list[LinkRecord] = link_records(measured, devices, info, config) if judging else []
     node_records, thresholds = judge(links, nodes, config.fraction, config.expected_fraction)
     confirmations = []
     by_scope = {phase.scope: phase for phase in phases}
     for attempt in range(config.confirm):
-        todo: list[Any] = [confirm.rounds_to_confirm(links) if session.rank == 0 else None]
+        todo: list[Any] = [confirm.rounds_to_confirm(links)]
         with session.watchdog.step("links confirmation plan broadcast"):
             dist.broadcast_object_list(todo, src=0)
         if not todo[0]:
             break
         again = rounds.run([(by_scope[scope], index) for scope, index in todo[0]],
                            attempt + 1)
+        if not judging:
+            continue
         failing = confirm.failing_directions(links)
         confirm.merge_tries(measured, again, failing)
         links = link_records(measured, devices, info, config)
@@ -189,7 +192,7 @@ def run(config: LinksConfig, session: Session,
                                 fixed=thresholds)
         confirmations.append(confirm.Confirmation(attempt + 1, len(todo[0]), len(failing), len(
             confirm.failing_directions(links))))
-    if session.rank != 0:
+    if not judging:
         return None
     return Outcome(links, node_records, thresholds, phases, time.monotonic() - started,
                    rounds.seconds, confirmations)
