@@ -33,7 +33,11 @@ def is_secret_name(name: str) -> bool:
 
 
 # ``NAME=value`` / ``NAME: value`` where NAME looks like a secret (a tool echoing its config).
-_NAME_SEP = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]*)[ \t]*[=:][ \t]*")
+# The name may be quoted and closed before the separator ("HF_TOKEN": "..." in JSON).
+_NAME_SEP = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]*)([\"']?)[ \t]*[=:][ \t]*")
+# An authorization scheme word is not the secret: the credential after it is.
+_SCHEMES = ("bearer", "basic", "token", "digest")
+_NEXT_WORD = re.compile(r"[ \t]+[^\s,;'\"]+")
 # Quoted values whole: NAME="a b", and 'NAME=a b' (the whole word quoted) up to its quote.
 _VALUE = {"": re.compile(r"\"[^\"\n]*\"?|'[^'\n]*'?|[^\s,;'\"]+"),
           '"': re.compile(r'[^"\n]+'), "'": re.compile(r"[^'\n]+")}
@@ -44,17 +48,23 @@ def redact_secrets(text: str) -> str:
     (tool messages quoted in reports: a tool may echo a token from its environment)."""
     kept, pos = [], 0
     for match in _NAME_SEP.finditer(text):
-        quote = text[match.start() - 1:match.start()]
+        quote = "" if match.group(2) else text[match.start() - 1:match.start()]
         value = _VALUE.get(quote, _VALUE[""]).match(text, match.end())
         if match.start() < pos or value is None or not is_secret_name(match.group(1)):
             continue
+        end = value.end()
+        if value.group(0).lower() in _SCHEMES and (credential := _NEXT_WORD.match(text, end)):
+            end = credential.end()
         kept += [text[pos:match.end()], "<hidden>"]
-        pos = value.end()
-    return _SPACED_ENV.sub(_hide_spaced, "".join(kept) + text[pos:])
+        pos = end
+    text = "".join(kept) + text[pos:]
+    return _SPACED_FLAG.sub(_hide_spaced, _SPACED_ENV.sub(_hide_spaced, text))
 
 
 # MPI's ``-genv NAME value`` / ``-env NAME value``: the name and its value are separate words.
 _SPACED_ENV = re.compile(r"(?<!\S)(-g?env[ \t]+([A-Za-z_][A-Za-z0-9_]*)[ \t]+)([^\s'\"]+)")
+# A secret-named option and its value as two words: ``--token abc``, ``--password abc``.
+_SPACED_FLAG = re.compile(r"(?<!\S)(--?([A-Za-z][A-Za-z0-9_-]*)[ \t]+)([^\s'\"-][^\s'\"]*)")
 
 
 def _hide_spaced(match: re.Match[str]) -> str:
@@ -66,9 +76,12 @@ def redact_argv(argv: Sequence[str]) -> list[str]:
     its text (``NAME=<hidden>`` words, the word after ``-genv NAME``)."""
     words = [f"{name}=<hidden>" if sep and is_secret_name(name) else redact_secrets(word)
              for word, (name, sep, _) in ((word, word.partition("=")) for word in argv)]
-    for i in range(len(words) - 2):
-        if words[i] in ("-genv", "-env") and is_secret_name(words[i + 1]):
+    for i in range(len(words) - 1):
+        if i + 2 < len(words) and words[i] in ("-genv", "-env") and is_secret_name(words[i + 1]):
             words[i + 2] = "<hidden>"
+        elif words[i].startswith("-") and "=" not in words[i] and \
+                is_secret_name(words[i].lstrip("-")) and not words[i + 1].startswith("-"):
+            words[i + 1] = "<hidden>"            # --token abc
     return words
 
 

@@ -226,6 +226,8 @@ def test_secrets_in_records_of_any_origin_are_not_rendered(tmp_path: Path) -> No
     (["--export=A=b,HF_TOKEN=zz"], ["--export=A=b,HF_TOKEN=<hidden>"]),
     (["-genv", "MY_SECRET", "x", "-genv", "NCCL_IB_HCA", "mlx5"],
      ["-genv", "MY_SECRET", "<hidden>", "-genv", "NCCL_IB_HCA", "mlx5"]),
+    (["run", "--token", "abc", "--password", "p", "-b", "8"],           # option, value apart
+     ["run", "--token", "<hidden>", "--password", "<hidden>", "-b", "8"]),
 ])
 def test_redact_argv_and_the_same_command_as_text(words: list[str], shown: list[str]) -> None:
     import shlex
@@ -236,3 +238,15 @@ def test_redact_argv_and_the_same_command_as_text(words: list[str], shown: list[
     assert shlex.split(redact_secrets(shlex.join(words))) == shown
     # Quoted the other way (NAME="a b"), the value is hidden whole too.
     assert redact_secrets('NCCL_API_TOKEN="two words" x') == "NCCL_API_TOKEN=<hidden> x"
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ('{"HF_TOKEN": "abc123", "n": 1}', '{"HF_TOKEN": <hidden>, "n": 1}'),   # JSON: name quoted
+    ("{'HF_TOKEN': 'abc 123'}", "{'HF_TOKEN': <hidden>}"),
+    ("Authorization: Bearer abc123 next", "Authorization: <hidden> next"),  # the credential
+    ("ib_hca: mlx5_0 GPU 0: H100", "ib_hca: mlx5_0 GPU 0: H100"),            # nothing secret
+])
+def test_redact_secrets_in_echoed_configs(text: str, shown: str) -> None:
+    from collscope.results import redact_secrets
+
+    assert redact_secrets(text) == shown
