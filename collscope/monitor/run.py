@@ -110,24 +110,22 @@ class JsonlSink:
 
         self.path = path
         self.failed = False
-        try:
-            self._writer = JsonlWriter(path)
-        except OSError as error:
-            raise self._usage_error(error) from None
-
-    def _usage_error(self, error: OSError) -> UsageError:
-        return UsageError(f"--jsonl: cannot write {self.path}: {error.strerror or error}")
+        self._writer = JsonlWriter(path, "--jsonl")      # UsageError (exit 2) if it can't open
 
     def write_first(self, record: dict[str, Any]) -> None:
+        from collscope.errors import OutputError
+
         try:
             self._writer.write(record)
-        except OSError as error:
-            raise self._usage_error(error) from None
+        except OutputError as error:       # nothing sampled yet: bad input, exit 2
+            raise UsageError(str(error)) from None
 
     def __call__(self, sample: SampleRecord) -> None:
+        from collscope.errors import OutputError
+
         try:
             self._writer.write(sample.to_dict())
-        except OSError:
+        except OutputError:
             self.failed = True
             raise           # the sampler keeps the first error for the end of the run
 
@@ -135,10 +133,7 @@ class JsonlSink:
         return f"--jsonl {self.path}"
 
     def close(self) -> None:
-        try:
-            self._writer.close()
-        except OSError:
-            self.failed = True   # unflushed lines (disk full): already reported as failed
+        self._writer.close()
 
 
 def _open_text(path: str, out: IO[str]) -> Any:

@@ -129,26 +129,18 @@ def test_jsonl_that_cannot_take_the_run_record_is_bad_input_before_the_command(c
 
 
 def test_samples_lost_mid_run_are_reported_and_the_run_does_not_exit_0(tmp_path, monkeypatch):
-    import errno
-
-    import collscope.records_io as records_io
     from collscope.monitor.run import run_monitor
+    from collscope.testing.faults import FAULT_ENV
 
-    class FillsUp(records_io.JsonlWriter):
-        """Takes the run record, then the disk is full."""
-
-        def write(self, record):
-            if record.get("kind") == "sample":
-                raise OSError(errno.ENOSPC, "No space left on device")
-            super().write(record)
-
-    monkeypatch.setattr(records_io, "JsonlWriter", FillsUp)
+    # The real writer's failure path: the file system fills up after the run record.
+    monkeypatch.setenv(FAULT_ENV, "disk-full@0:1")
     path = tmp_path / "m.jsonl"
     out, err = io.StringIO(), io.StringIO()
     config = MonitorConfig(interval_s=0.1, duration_s=0.25, jsonl=str(path), gpu_backend="none")
     assert run_monitor(config, out=out, err=err) == 1
-    assert f"collscope monitor: sink --jsonl {path} failed for some samples: OSError: [Errno " \
-           "28] No space left on device" in err.getvalue()
+    assert f"collscope monitor: sink --jsonl {path} failed for some samples: " in err.getvalue()
+    assert f"--jsonl: writing '{path}' failed after 1 record(s), which it holds: No space " \
+           "left on device" in err.getvalue()
     assert [json.loads(line)["kind"] for line in path.read_text().splitlines()] == ["run"]
 
 
