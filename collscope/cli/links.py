@@ -81,6 +81,9 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
                 writer.finish(outcome, bool(code))
             if not to_stdout:
                 render(outcome, config)
+            if writer and writer.failure:    # measured and shown, but the file is short
+                sys.stderr.write(f"collscope links: {writer.failure}\n")
+                code = 1
         return links_run.agree_exit(session, code)
 
     return launch_or_spawn(Job("links", config.backend, config.timeout_s, args.nproc,

@@ -22,43 +22,54 @@ class LinksWriter:
 
         self.devices = session.layout.devices
         self.size_bytes = config.size_bytes
-        self.out = JsonlWriter(path)
+        self.failure: str | None = None      # a write that failed mid-run (disk full)
+        self.out = JsonlWriter(path, "--json")
         phases = phases_for(config, ranks_by_node(self.devices))
         extra = {"config": dict(vars(config)),
                  "rounds": {p.scope: len(p.rounds) for p in phases}}
         self.out.write(RunRecord.for_session("links", session, launcher, TIMING, extra,
                                              started_at=started).to_dict())
 
+    def _write(self, records: list[Any]) -> None:
+        """Write records; a failure is kept for the end of the run (rank 0 must go on: the
+        other ranks wait for it in the next round), and the file is written no further."""
+        from collscope.errors import OutputError
+
+        try:
+            for record in records:
+                if self.failure is None:
+                    self.out.write(record.to_dict())
+        except OutputError as error:
+            self.failure = str(error)
+
     def tries(self, attempt: int, measured: list[dict[str, Any]]) -> None:
         from collscope.links.run import median_gbs
         from collscope.results import LinkTryRecord
 
+        records = []
         for m in measured:
             time_us, gbs = median_gbs(self.size_bytes, m["times"])
-            self.out.write(LinkTryRecord(
+            records.append(LinkTryRecord(
                 scope=m["scope"], round=m["round"], attempt=attempt, src_rank=m["src"],
                 dst_rank=m["dst"], src_host=self.devices[m["src"]]["host"],
                 dst_host=self.devices[m["dst"]]["host"], size_bytes=self.size_bytes,
-                times_us=[t * 1e6 for t in m["times"]], time_us=time_us, gbs=gbs).to_dict())
+                times_us=[t * 1e6 for t in m["times"]], time_us=time_us, gbs=gbs))
+        self._write(records)
 
     def finish(self, outcome: Any, failed: bool) -> None:
         from dataclasses import asdict
 
         from collscope.results import LinksSummaryRecord
 
-        try:
-            for record in [*outcome.links, *outcome.nodes]:
-                self.out.write(record.to_dict())
-            rounds = {p.scope: len(p.rounds) for p in outcome.phases}
-            rounds["confirmation"] = sum(c.rounds for c in outcome.confirmations)
-            self.out.write(LinksSummaryRecord(
-                verdict="fail" if failed else "pass",
-                slow_nodes=[n.host for n in outcome.nodes if n.verdict == "slow"],
-                thresholds=[asdict(t) for t in outcome.thresholds],
-                confirmations=[asdict(c) for c in outcome.confirmations], rounds=rounds,
-                seconds=outcome.seconds).to_dict())
-        finally:
-            self.out.close()
+        rounds = {p.scope: len(p.rounds) for p in outcome.phases}
+        rounds["confirmation"] = sum(c.rounds for c in outcome.confirmations)
+        self._write([*outcome.links, *outcome.nodes, LinksSummaryRecord(
+            verdict="fail" if failed else "pass",
+            slow_nodes=[n.host for n in outcome.nodes if n.verdict == "slow"],
+            thresholds=[asdict(t) for t in outcome.thresholds],
+            confirmations=[asdict(c) for c in outcome.confirmations], rounds=rounds,
+            seconds=outcome.seconds)])
+        self.out.close()
 
 
 TIMING = ("per pair and direction: median over -n iterations of perf_counter from posting a "

@@ -116,3 +116,18 @@ def test_a_hung_rank_ends_every_rank_within_the_timeout_naming_the_round(tmp_pat
     records = read_records(out)
     assert [r["kind"] for r in records] == ["run", "link_try", "link_try"]
     assert {(r["src_rank"], r["dst_rank"]) for r in records[1:]} == {(1, 2), (2, 1)}
+
+
+def test_a_json_file_that_fills_up_mid_run_is_said_once_and_every_rank_finishes(tmp_path):
+    from collscope.testing.faults import FAULT_ENV
+    from tests.helpers import cli_env, read_records
+
+    out = tmp_path / "links.jsonl"
+    proc = run_cli("links", "--nproc", "3", "-b", "64K", "-n", "1", "-w", "0", "--json",
+                   str(out), "--timeout", "30", env=cli_env(**{FAULT_ENV: "disk-full@0:3"}),
+                   timeout=90)
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr and "verdict: " in proc.stdout   # judged and shown
+    assert f"collscope links: --json: writing '{out}' failed after 3 record(s), which it " \
+           "holds: No space left on device" in proc.stderr.splitlines()
+    assert [r["kind"] for r in read_records(out)] == ["run", "link_try", "link_try"]
