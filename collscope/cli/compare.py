@@ -116,10 +116,9 @@ WHY_NOT_SIGNIFICANT = {"ci-overlap": "the 95% CIs of the medians overlap",
 def summary(result: Any) -> str:
     """The count line: rows per category, and how many distinct sizes they cover."""
     count = {c: len(result.in_category(c)) for c in SHOWN}
-    sizes = len({row.base.size_bytes for row in result.rows})
     pct = f"{result.threshold_pct:g}%"
     unsure = count["not significant"]
-    return (f"matched {len(result.rows)} rows (collective x placement x size; {sizes} "
+    return (f"matched {len(result.rows)} rows (collective x placement x size; {result.sizes} "
             f"distinct sizes): {count['regressed']} regressed, "
             f"{count['improved']} improved, {count['within']} within +-{pct}"
             + (f", {unsure} changed beyond +-{pct} but not significant" if unsure else "")

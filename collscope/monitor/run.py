@@ -230,8 +230,9 @@ def run_monitor(config: MonitorConfig, launch: Any = None, out: IO[str] | None =
                     json.dump(summary.to_dict(), handle, indent=1)
                     handle.write("\n")
             except OSError as error:
-                err.write(f"collscope monitor: --summary-json: cannot write {path}: "
-                          f"{error.strerror or error}\n")
+                from collscope.records_io import cannot_write
+
+                err.write(f"collscope monitor: {cannot_write('--summary-json', path, error)}\n")
                 code = code or 1
         stream = err if config.command or config.json_to_stdout else out
         stream.write("\n".join(format_summary(summary)) + "\n")

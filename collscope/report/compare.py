@@ -153,6 +153,11 @@ class Comparison:
     def regressed(self) -> bool:
         return any(row.verdict == "regressed" for row in self.rows)
 
+    @property
+    def sizes(self) -> int:
+        """Distinct message sizes among the matched rows (a row is size x placement x ...)."""
+        return len({row.base.size_bytes for row in self.rows})
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "threshold_pct": self.threshold_pct, "metric": self.metric,
@@ -161,7 +166,7 @@ class Comparison:
             "improved": len(self.with_verdict("improved")),
             "within_threshold": len(self.in_category("within")),
             "not_significant": len(self.in_category("not significant")),
-            "sizes": len({row.base.size_bytes for row in self.rows}),
+            "sizes": self.sizes,
             "unmatched_base": len(self.unmatched_base),
             "unmatched_new": len(self.unmatched_new),
             "rows": [row.to_dict() for row in self.rows],
