@@ -92,9 +92,23 @@ class Cluster:
                 results.append(subprocess.CompletedProcess(agent.args, agent.returncode,
                                                            out, err))
         finally:
-            for agent in agents:
-                agent.kill()
+            stop_agents(agents)
         return results
+
+
+def stop_agents(agents: Sequence[subprocess.Popen[str]], grace_s: float = 15) -> None:
+    """End torchrun agents still running: SIGTERM first, which torchrun passes on to its
+    workers (they run in sessions of their own, so killing the agent alone would leave them
+    running, and loading the host, until their own timeout); SIGKILL after ``grace_s``."""
+    running = [agent for agent in agents if agent.poll() is None]
+    for agent in running:
+        agent.terminate()
+    for agent in running:
+        try:
+            agent.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            agent.kill()
+            agent.wait()
 
 
 def _cap(namespace: str, interface: str, rate: str) -> None:

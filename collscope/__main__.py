@@ -1,3 +1,3 @@
-from collscope.cli import main
+from collscope.cli import run
 
-raise SystemExit(main())
+run()

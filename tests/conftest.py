@@ -12,6 +12,12 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Property tests judge correctness, never speed: no per-example deadline (hypothesis' default
+# 200 ms fails a test when a loaded 2-core CI host stalls one example).
+settings.register_profile("collscope", deadline=None)
+settings.load_profile("collscope")
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_FIXTURES = REPO.parent / "shared" / "fixtures"

@@ -41,6 +41,8 @@ def two_torchrun_agents(module_args: list[str], envs: list[dict[str, str]] | Non
     """``python -m MODULE_ARGS`` as a two-node job: two torchrun agents (one rank each) on
     127.0.0.1 meeting through a c10d rendezvous; (exit code, stdout, stderr) per agent.
     ``module_args`` may hold "{agent}", replaced by each agent's index (0 or 1)."""
+    from benchmarks.netns_cluster import stop_agents
+
     port = free_port()
     agents = []
     for node in range(2):
@@ -54,8 +56,7 @@ def two_torchrun_agents(module_args: list[str], envs: list[dict[str, str]] | Non
     try:
         outputs = [agent.communicate(timeout=timeout) for agent in agents]
     finally:
-        for agent in agents:
-            agent.kill()
+        stop_agents(agents)
     return [(agent.returncode, out, err) for agent, (out, err) in zip(agents, outputs)]
 
 

@@ -65,6 +65,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def run() -> None:
+    """The ``collscope`` command and ``python -m collscope``: main, then leave the process
+    (at once in a rank that closed its own group: ``runtime.spawn.leave_process`` says why)."""
+    from collscope.runtime.spawn import leave_process
+
+    raise SystemExit(leave_process(main()))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()

@@ -129,9 +129,16 @@ class Session:
                 dist.barrier()
 
     def close(self) -> None:
+        global owned_group_closed
         self.watchdog.close()
         if self.owns_group and dist.is_initialized():
             dist.destroy_process_group()
+            owned_group_closed = True
+
+
+# Set once this process has closed a group it started (spawn.leave_process reads it): a rank
+# that ends by interpreter finalization after that can abort, see there.
+owned_group_closed = False
 
 
 VISIBLE_DEVICE_VARIABLES = ("HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")

@@ -22,7 +22,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 SPAWNED_ENV = "COLLSCOPE_SPAWNED"
 # Seconds the parent gives surviving ranks after a rank exited with its own code (or after
@@ -47,6 +47,27 @@ def quiet_closed_stdout() -> None:
         os.close(devnull)
     except (OSError, ValueError):
         pass
+
+
+def leave_process(code: int, exit_now: Callable[[int], object] = os._exit) -> int:
+    """The exit code for ``SystemExit``, or, in a rank that closed its own group, exit now.
+
+    gloo's C++ worker threads can outlive ``destroy_process_group`` (a DDP reducer keeps the
+    group alive). If the interpreter then finalizes, a late worker that takes the GIL to free a
+    tensor is ended by ``pthread_exit`` inside a noexcept destructor: "terminate called without
+    an active exception" and SIGABRT, turning a finished run into a failed rank. By this point
+    every result is written and closed (the commands close their writers as they return), so
+    the rank flushes its streams and leaves without finalization, as the failure paths do."""
+    dist = sys.modules.get("collscope.runtime.dist")
+    if dist is None or not getattr(dist, "owned_group_closed", False):
+        return code
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):   # a reader gone away, or a closed stream
+            pass
+    exit_now(code)
+    return code
 
 
 def free_loopback_port() -> int:

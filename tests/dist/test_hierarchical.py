@@ -15,7 +15,9 @@ SCRIPT = REPO / "tests" / "dist" / "scripts" / "hierarchical_equals_flat.py"
 
 
 
-@pytest.mark.parametrize("world, ranks_per_node", [(4, 2), (6, 2)])
+# 3 nodes x 2: an odd node count, where the inter-node ring is not a pair exchange. (2 x 2 is
+# run as a bench by the next test and as a train hook in test_train.)
+@pytest.mark.parametrize("world, ranks_per_node", [(6, 2)])
 def test_hierarchical_equals_flat_and_ddp_hook_matches_plain_ddp(world, ranks_per_node,
                                                                  tmp_path):
     proc = subprocess.run(

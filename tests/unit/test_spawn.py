@@ -1,4 +1,8 @@
-from collscope.runtime.spawn import KILL_GRACE_S, combined_exit_code, kill_grace_s
+import io
+import sys
+from types import SimpleNamespace
+
+from collscope.runtime.spawn import KILL_GRACE_S, combined_exit_code, kill_grace_s, leave_process
 
 
 def test_combined_exit_code_priorities():
@@ -42,3 +46,43 @@ def test_spawn_ends_the_job_soon_after_one_rank_exits_with_its_own_code(monkeypa
     started = time.monotonic()
     assert spawn.spawn_local(2, ["bench"], timeout_s=60.0) == 2
     assert time.monotonic() - started < 20
+
+
+class _Stream(io.StringIO):
+    flushed = False
+
+    def flush(self) -> None:
+        self.flushed = True
+
+
+def test_a_rank_that_closed_its_group_flushes_and_leaves_without_finalization(monkeypatch):
+    exits: list[int] = []
+    out, err = _Stream(), _Stream()
+    monkeypatch.setattr(sys, "stdout", out)
+    monkeypatch.setattr(sys, "stderr", err)
+    monkeypatch.setitem(sys.modules, "collscope.runtime.dist",
+                        SimpleNamespace(owned_group_closed=True))
+    leave_process(3, exit_now=exits.append)
+    assert exits == [3] and out.flushed and err.flushed
+
+
+def test_other_processes_exit_normally(monkeypatch):
+    exits: list[int] = []
+    monkeypatch.setitem(sys.modules, "collscope.runtime.dist",
+                        SimpleNamespace(owned_group_closed=False))
+    assert leave_process(2, exit_now=exits.append) == 2 and exits == []
+    monkeypatch.delitem(sys.modules, "collscope.runtime.dist")      # never joined a group
+    assert leave_process(0, exit_now=exits.append) == 0 and exits == []
+
+
+def test_a_closed_stdout_does_not_stop_the_exit(monkeypatch):
+    class Gone(_Stream):
+        def flush(self) -> None:
+            raise BrokenPipeError
+
+    exits: list[int] = []
+    monkeypatch.setattr(sys, "stdout", Gone())
+    monkeypatch.setitem(sys.modules, "collscope.runtime.dist",
+                        SimpleNamespace(owned_group_closed=True))
+    leave_process(141, exit_now=exits.append)
+    assert exits == [141]

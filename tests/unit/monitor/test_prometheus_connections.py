@@ -32,7 +32,9 @@ def test_scrape_succeeds_within_a_second_while_other_connections_sit_idle():
             assert took < 1.0 and b"collscope_cpu_percent" in body
         start = time.monotonic()
         exporter.close()
-        assert time.monotonic() - start < 1.0                             # not held by them
+        # Not held by them: an idle client that blocked the server would cost its 5 s
+        # connection timeout; serve_forever's 0.5 s poll plus a loaded host stays well below.
+        assert time.monotonic() - start < 2.5
     finally:
         idle.close()
         half.close()
