@@ -110,8 +110,9 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
     return launch_or_spawn(Job("train", config.backend, config.timeout_s, args.nproc,
                                config.validate_for_job, body, host_preflight, rank_preflight,
-                               # rank 0's --json; every rank's trace file (checked by rank 0)
-                               output_check=outputs_check(("--json", args.json),
-                                                          folders=[("--trace", config.trace_dir)])),
+                               # rank 0 writes --json; every rank its trace, on its node
+                               output_check=outputs_check(("--json", args.json)),
+                               node_output_check=outputs_check(
+                                   folders=[("--trace", config.trace_dir)])),
                            argv)
 

@@ -144,7 +144,7 @@ def run_cluster(config: Any, argv: list[str]) -> int:
 
     # Local rank 0 of each node writes its node's bundle: it alone checks --collect.
     return launch_or_spawn(Job("doctor", config.backend, config.timeout_s, config.nproc,
-                               validate, body, output_check=check_collect, writers="node"),
+                               validate, body, node_output_check=check_collect),
                            argv)
 
 

@@ -33,17 +33,18 @@ class Job:
     rank_preflight: Callable[[Session], None] | None = None
     # That the outputs can be written (raises UsageError naming the flag and the path), made
     # only where they will be written: by the parent before spawning local ranks, else once
-    # the group exists by rank 0 (writers "rank0") or each node's local rank 0 ("node", for
-    # per-node files); every rank then exits 2 together and rank 0 says why, once.
+    # the group exists by rank 0 (output_check: rank 0's files) and by each node's local
+    # rank 0 (node_output_check: files every node writes, such as per-rank traces, where a
+    # path may exist on one host only); every rank then exits 2 together and rank 0 says
+    # why, once.
     output_check: Callable[[], None] | None = None
-    writers: str = "rank0"
+    node_output_check: Callable[[], None] | None = None
 
-    def __post_init__(self) -> None:
-        if self.writers not in WRITERS:
-            raise ValueError(f"Job.writers: {self.writers!r}; use one of {', '.join(WRITERS)}")
-
-
-WRITERS = ("rank0", "node")
+    def output_checks(self, rank: int, local_rank: int) -> list[Callable[[], None]]:
+        """The checks this process makes: rank 0's files on rank 0, a node's files on its
+        local rank 0 (the parent of local ranks is both)."""
+        checks = [(self.output_check, rank == 0), (self.node_output_check, local_rank == 0)]
+        return [check for check, mine in checks if check is not None and mine]
 
 
 def launch_or_spawn(job: Job, argv: Sequence[str]) -> int:
@@ -64,8 +65,8 @@ def _spawn(job: Job, argv: Sequence[str]) -> int:
 
     if job.nproc is not None and job.nproc < 1:
         raise UsageError(f"--nproc: {job.nproc} must be >= 1")
-    if job.output_check is not None:   # one process, before any rank starts
-        job.output_check()
+    for check in job.output_checks(0, 0):   # one process, before any rank starts
+        check()
     backend = resolve_backend(job.backend)
     nproc = job.nproc or (gpu_count() if backend in ("nccl", "ucc") else 0) or 2
     check_ranks_fit(nproc, gpu_count(), backend, "--nproc")
@@ -130,19 +131,18 @@ def _outputs_checked_together(job: Job, session: Session) -> bool:
 
     from collscope.runtime.guard import guard
 
-    assert job.output_check is not None
-    writer = session.rank == 0 if job.writers == "rank0" else session.launch.local_rank == 0
     problem = None
-    if writer:
+    for check in job.output_checks(session.rank, session.launch.local_rank):
         try:
-            job.output_check()
+            check()
         except UsageError as error:
             problem = str(error)
+            break
     host = session.layout.devices[session.rank]["host"]
     problems: list[Any] = [None] * session.world_size
     with guard(session, "output check agreement (all_gather_object)"):
         dist.all_gather_object(problems, (host, problem))
-    message = agreed_problem(problems, named_hosts=job.writers == "node" and
+    message = agreed_problem(problems, named_hosts=job.node_output_check is not None and
                              session.layout.nodes > 1)
     if message is None:
         return True
@@ -184,7 +184,7 @@ def run_rank(job: Job, launch: LaunchInfo, launcher_name: str,
             if session.rank != 0:
                 return 2  # every rank fails the same check; rank 0 says it once
             raise
-        if job.output_check is not None and not outputs_checked and \
+        if (job.output_check or job.node_output_check) and not outputs_checked and \
                 not _outputs_checked_together(job, session):
             return 2
         if job.rank_preflight is not None and not _preflight_together(job, session):

@@ -22,13 +22,17 @@ BENCH = ["bench", "-b", "1K", "-e", "1K", "-n", "2", "-w", "1", "--backend", "gl
 MISSING = "/nonexistent-collscope/dir/out.jsonl"
 
 
-def _two_ranks(per_rank_args: list[list[str]]) -> list[tuple[int, str]]:
+def _two_ranks(per_rank_args: list[list[str]], nodes: int = 1) -> list[tuple[int, str]]:
+    """Two ranks on one node, or (nodes=2) one rank on each of two nodes: each is then its
+    node's local rank 0."""
     port = str(free_port())
+    per_node = 2 // nodes
     ranks = [subprocess.Popen(
         [sys.executable, "-m", "collscope", *args], stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True, cwd=REPO,
-        env=cli_env(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="2",
-                    LOCAL_WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=port))
+        env=cli_env(RANK=str(rank), LOCAL_RANK=str(rank % per_node), WORLD_SIZE="2",
+                    LOCAL_WORLD_SIZE=str(per_node), GROUP_RANK=str(rank // per_node),
+                    MASTER_ADDR="127.0.0.1", MASTER_PORT=port))
         for rank, args in enumerate(per_rank_args)]
     try:
         outputs = [rank.communicate(timeout=90) for rank in ranks]
@@ -56,6 +60,28 @@ def test_only_the_writing_rank_checks(tmp_path: Path):
                                                [*BENCH, "--json", MISSING]])
     assert (code0, code1) == (0, 0), err0 + err1
     assert [r["kind"] for r in read_records(out)][0] == "run"
+
+
+TRAIN = ["train", "--hidden", "32", "--layers", "1", "--heads", "2", "--seq-len", "8",
+         "--steps", "2", "--warmup", "2", "--backend", "gloo", "--timeout", "20"]
+UNWRITABLE = "/proc/collscope-traces"
+
+
+def test_each_node_checks_the_trace_folder_its_ranks_write(tmp_path: Path):
+    # Every rank writes its trace on its own node, so each node's local rank 0 checks the
+    # folder: here it exists on node 0 only, and every rank exits 2 before training.
+    started = time.monotonic()
+    (code0, err0), (code1, err1) = _two_ranks(
+        [[*TRAIN, "--json", str(tmp_path / "t.jsonl"), "--trace", str(tmp_path / "traces")],
+         [*TRAIN, "--json", MISSING, "--trace", UNWRITABLE]], nodes=2)
+    assert (code0, code1) == (2, 2), err0 + err1
+    (line,) = err0.strip().splitlines()
+    # Rank 1 writes no --json, so its missing --json folder is not a problem; its trace is.
+    assert line.startswith(f"collscope train: --trace: cannot write into folder "
+                           f"'{UNWRITABLE}'"), line
+    assert err1 == ""
+    assert not (tmp_path / "t.jsonl").exists()
+    assert time.monotonic() - started < 30
 
 
 def test_doctor_all_ranks_checks_collect_on_each_nodes_writer():

@@ -24,9 +24,18 @@ def test_agreed_problem(problems, named_hosts, line):
     assert agreed_problem(problems, named_hosts) == line
 
 
-def test_writers_are_validated():
-    with pytest.raises(ValueError, match="Job.writers: 'all'; use one of rank0, node"):
-        Job("bench", "gloo", 10, 2, lambda *_: None, lambda *_: 0, writers="all")
+def test_rank_0_checks_its_files_and_each_nodes_local_rank_0_the_nodes_files():
+    def mine() -> None: ...
+
+    def nodes() -> None: ...
+
+    job = Job("train", "gloo", 10, 2, lambda *_: None, lambda *_: 0, output_check=mine,
+              node_output_check=nodes)
+    assert job.output_checks(rank=0, local_rank=0) == [mine, nodes]
+    assert job.output_checks(rank=8, local_rank=0) == [nodes]    # node 1's first rank
+    assert job.output_checks(rank=1, local_rank=1) == []
+    only_rank0 = Job("bench", "gloo", 10, 2, lambda *_: None, lambda *_: 0, output_check=mine)
+    assert only_rank0.output_checks(rank=8, local_rank=0) == []
 
 
 def test_started_by_hand_the_parent_checks_before_any_rank_starts(monkeypatch):
