@@ -68,11 +68,20 @@ def test_a_rank_that_closed_its_group_flushes_and_leaves_without_finalization(mo
 
 def test_other_processes_exit_normally(monkeypatch):
     exits: list[int] = []
+    monkeypatch.setattr("collscope.runtime.spawn.spawned_ranks", False)
     monkeypatch.setitem(sys.modules, "collscope.runtime.dist",
                         SimpleNamespace(owned_group_closed=False))
     assert leave_process(2, exit_now=exits.append) == 2 and exits == []
     monkeypatch.delitem(sys.modules, "collscope.runtime.dist")      # never joined a group
     assert leave_process(0, exit_now=exits.append) == 0 and exits == []
+
+
+def test_the_parent_of_local_ranks_leaves_at_once(monkeypatch):
+    exits: list[int] = []
+    monkeypatch.delitem(sys.modules, "collscope.runtime.dist", raising=False)
+    monkeypatch.setattr("collscope.runtime.spawn.spawned_ranks", True)
+    leave_process(1, exit_now=exits.append)
+    assert exits == [1]
 
 
 def test_a_closed_stdout_does_not_stop_the_exit(monkeypatch):
