@@ -20,6 +20,7 @@ from pathlib import Path, PurePosixPath
 
 from collscope.doctor.probes import RawCapture
 from collscope.errors import UsageError
+from collscope.parsers.decode import DecodeError, decode_capture
 
 TOP_DIR = "collscope-doctor"
 MAX_MEMBER_BYTES = 16 * 1024 * 1024
@@ -126,9 +127,17 @@ def _read_tar(tar: tarfile.TarFile) -> RawCapture:
         handle = tar.extractfile(member)
         if handle is None:
             continue
-        files[name] = handle.read(MAX_MEMBER_BYTES + 1)[:MAX_MEMBER_BYTES].decode(
-            "utf-8", errors="replace")
+        files[name] = _text(handle.read(MAX_MEMBER_BYTES + 1)[:MAX_MEMBER_BYTES])
     return files
+
+
+def _text(data: bytes) -> str:
+    """A member's text as captured (parsers.decode: BOM, UTF-16, ANSI, NULs, compressed); a
+    member that claims a compression and does not decompress is read as it is."""
+    try:
+        return decode_capture(data)
+    except DecodeError:
+        return data.decode("utf-8", errors="replace")
 
 
 def _read_dir(root: Path) -> RawCapture:
@@ -151,8 +160,7 @@ def _read_dir(root: Path) -> RawCapture:
             if total > MAX_TOTAL_BYTES or len(files) >= MAX_MEMBERS:
                 raise UsageError(f"--from: directory {str(root)!r} is too large for a bundle")
             try:
-                files[name] = full.read_bytes()[:MAX_MEMBER_BYTES].decode("utf-8",
-                                                                          errors="replace")
+                files[name] = _text(full.read_bytes()[:MAX_MEMBER_BYTES])
             except OSError:
                 continue
     return files

@@ -28,6 +28,7 @@ from typing import Any
 
 from collscope import __version__
 from collscope.collectives.table import COLLECTIVES, bus_factor
+from collscope.parsers.decode import DecodeError, decode_capture
 from collscope.parsers.nccl_tests import (
     TEXT,
     ParsedTest,
@@ -69,8 +70,12 @@ def to_records(runs: list[ImportedRun]) -> list[dict[str, Any]]:
 
 
 def import_file(path: str | Path) -> list[ImportedRun]:
-    """``import_log`` of a file (read as UTF-8, undecodable bytes replaced)."""
-    text = Path(path).read_text(encoding="utf-8", errors="replace")
+    """``import_log`` of a file, decoded as captured (``parsers.decode``: compressed, UTF-16,
+    a BOM, Latin-1 lines, ANSI colours)."""
+    try:
+        text = decode_capture(Path(path).read_bytes())
+    except DecodeError as error:
+        raise LogImportError(f"{path}: {error}") from None
     return import_log(text, str(path))
 
 

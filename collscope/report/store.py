@@ -22,6 +22,7 @@ from pathlib import Path, PurePath
 from typing import Any
 
 from collscope.collectives.table import COLLECTIVES
+from collscope.parsers.decode import DecodeError, decode_capture
 from collscope.report.importer import LogImportError, import_log
 from collscope.results import BenchResult
 
@@ -100,9 +101,11 @@ def load_input(path: str | Path, name: str | None = None) -> Input:
     """Read one input file; raises InputError when it cannot be read or holds no records."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = decode_capture(path.read_bytes())
     except OSError as error:
         raise InputError(f"{path}: cannot read it ({error.strerror or error})") from None
+    except DecodeError as error:
+        raise InputError(f"{path}: {error}") from None
     return parse_input(text, str(path), name)
 
 
