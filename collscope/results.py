@@ -388,6 +388,12 @@ class TraceRankRecord:
     clock_offset_ci_us: list[float] = field(default_factory=list)
     clock_spread_us: float | None = None
     clock_calls: int = 0
+    # Its clock's drift against the reference's (Theil-Sen slope, ppm) and its 95% CI; None:
+    # not estimated. Applied: part of its offset (clock_offset_us then holds at the run
+    # record's clock_alignment.drift_origin_us), by the rule in clock_alignment.method.
+    clock_drift_ppm: float | None = None
+    clock_drift_ci_ppm: list[float] = field(default_factory=list)
+    clock_drift_applied: bool = False
     kind: str = "trace_rank"
 
     def to_dict(self) -> dict[str, Any]:
