@@ -118,8 +118,8 @@ def decide(mode: str, hosts: list[str | None], offsets: list[RankOffset],
                        f"(>= {MIN_CALLS} shared per pair of ranks) links the ranks; times "
                        "compared on the traces' own clocks")
     if not_estimable:
-        named = ", ".join(str(r) for r in not_estimable)
-        return False, (f"offsets not estimable for rank(s) {named}: no chain of synchronising "
+        missing = ", ".join(str(r) for r in not_estimable)
+        return False, (f"offsets not estimable for rank(s) {missing}: no chain of synchronising "
                        f"calls (>= {MIN_CALLS} shared per pair of ranks) links them to rank "
                        f"{offsets[0].rank}; times compared on the traces' own clocks")
     clear = [o for o in offsets if abs(o.offset_us) >= max(CLEAR_MARGIN * o.spread_us,
