@@ -10,8 +10,10 @@ and counted, and an unclear stream withholds the straggler verdict.
 
 The late rank of a call is the one that was ready for it last (its kernel started last; on
 gloo, it issued the c10d op last): the others sat in the collective waiting for it. Ranks on
-different hosts have different clocks: each rank's offset is estimated from the ends of the
-matched synchronising collectives (:mod:`collscope.trace.clock`) and, when applied (``auto``:
+different hosts have different clocks: each rank's offset (and drift, where established) is
+estimated from the ends of the matched synchronising collectives (:mod:`collscope.trace.clock`;
+calls of sub-groups too, chained when too few span every rank, streams without Seq of a group
+without the reference matched against the group's lowest rank) and, when applied (``auto``:
 several hosts, or offsets clearly above their spread), subtracted before the ready times are
 compared. When the aligned ends still disagree by more than the skew judged, lateness is not
 decidable and no straggler is named.

@@ -145,7 +145,7 @@ def drifting_job(offsets: dict[int, float], drifts: dict[int, float], late_rank:
                       host=f"node{r}") for r in range(ranks)]
 
 
-def test_aligned_starts_use_the_drift_and_lateness_stays_decidable():
+def test_aligned_starts_use_the_drift_and_lateness_stays_decidable(monkeypatch):
     # Rank 1 drifts 200 ppm: 2 ms over the 10 s trace. A constant offset would leave a
     # +-1 ms trend (spread ~500 us: a 1 ms lateness within 3 x it, not decidable, and rank 1
     # "late" wherever its clock runs ahead); the drift model aligns the ends to ~10 us.
@@ -178,6 +178,13 @@ def test_aligned_starts_use_the_drift_and_lateness_stays_decidable():
                "(applied: CI" in line for line in lines), lines
     assert any(line.startswith("#   rank 2: ") and "(not applied: " in line
                for line in lines), lines
+    # The failure mode the drift term fixes: with constant offsets only, rank 1's trend is
+    # its spread (~500 us MAD) and the 1 ms lateness is within 3 x it: not decidable.
+    monkeypatch.setattr("collscope.trace.offsets._solve_slopes", lambda *args: {})
+    constant = match(traces, "auto")
+    assert constant.clock is not None and not constant.clock.decidable
+    assert constant.clock.residual_spread_us == pytest.approx(500.0, rel=0.1)
+    assert constant.straggler is None
 
 
 def printed(clock_: Any) -> list[str]:
