@@ -377,17 +377,17 @@ class TraceRankRecord:
     late_calls: int
     wait_caused_ms: float
     calls: int
-    late_by_call: list[float] = field(default_factory=list)  # ms this rank started after the
-                                                              # earliest rank, per matched call
-    late_steps: int = 0               # steps whose most-delayed call waited on it (the
-                                      # straggler test's trials)
-    # Its clock minus the reference rank's (run record's clock_alignment says the method and
-    # whether it was applied): median over synchronising collectives of end - reference end,
-    # the median's CI, and the MAD of the residual ends; None: not estimated.
+    late_by_call: list[float] = field(default_factory=list)  # ms after the earliest, per call
+    late_steps: int = 0               # steps whose most-delayed call waited on it (the trials)
+    # Its clock vs the reference rank's (method, drift rule, t0: the run record's
+    # clock_alignment): offset (CI), residual spread, calls, drift ppm (CI), applied; None: not.
     clock_offset_us: float | None = None
     clock_offset_ci_us: list[float] = field(default_factory=list)
     clock_spread_us: float | None = None
     clock_calls: int = 0
+    clock_drift_ppm: float | None = None
+    clock_drift_ci_ppm: list[float] = field(default_factory=list)
+    clock_drift_applied: bool = False
     kind: str = "trace_rank"
 
     def to_dict(self) -> dict[str, Any]:

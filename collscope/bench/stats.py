@@ -114,3 +114,29 @@ def min_late_trials(ranks: int, alpha: float) -> int:
     while late_rank_p(trials, trials, ranks) >= alpha:
         trials += 1
     return trials
+
+
+@dataclass(frozen=True)
+class SlopeCI:
+    """A robust slope of y against x and its confidence interval."""
+
+    slope: float
+    low: float
+    high: float
+    confidence: float
+
+    @property
+    def excludes_zero(self) -> bool:
+        return self.low > 0 or self.high < 0
+
+
+def theil_sen(x: Sequence[float], y: Sequence[float], confidence: float = 0.95) -> SlopeCI:
+    """Theil-Sen slope (the median of the pairwise slopes: robust to ~29% outliers) with its
+    distribution-free CI (``scipy.stats.theilslopes``: Kendall's-tau ranks of the pairwise
+    slopes). O(n^2) pairs: callers subsample long series. Needs two distinct x."""
+    from scipy.stats import theilslopes  # type: ignore[import-untyped]
+
+    if len(set(x)) < 2 or len(x) != len(y):
+        raise ValueError("theil_sen needs as many y as x and at least two distinct x")
+    fit = theilslopes(y, x, alpha=confidence)
+    return SlopeCI(float(fit[0]), float(fit[2]), float(fit[3]), confidence)   # slope, lo, hi

@@ -30,9 +30,12 @@ get_comm_comp_overlap); busbw with nccl-tests' factors and the p50 kernel time; 
 the rank ready last for a matched call (its kernel start; gloo: its c10d op), on clocks
 aligned to the lowest rank's when --clock-align applies: per rank the median over
 synchronising collectives (all_reduce, all_gather, reduce_scatter, alltoall, barrier) of its
-end - that rank's end, spread = MAD; lateness undecidable when the skew judged <= 3 x that
-spread (straggler: per step the rank its most-delayed call waited on; one-sided binomial test
-over the steps, Bonferroni-corrected);
+end - that rank's end, less a Theil-Sen drift where established (its 95% CI excludes 0 and
+the CI's bound nearest 0 moves the aligned times over the trace by more than the spread;
+chained through sub-groups by weighted least squares when fewer than 3 calls span every
+rank), spread = MAD; lateness undecidable when the skew
+judged <= 3 x that spread (straggler: per step the rank its most-delayed call waited on;
+one-sided binomial test over the steps, Bonferroni-corrected);
 efficiency = busbw / the --baseline busbw at the same size and rank count.
 exit codes: 0 ok (also when there is no communication), 2 bad input.
 """

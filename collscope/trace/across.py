@@ -10,8 +10,10 @@ and counted, and an unclear stream withholds the straggler verdict.
 
 The late rank of a call is the one that was ready for it last (its kernel started last; on
 gloo, it issued the c10d op last): the others sat in the collective waiting for it. Ranks on
-different hosts have different clocks: each rank's offset is estimated from the ends of the
-matched synchronising collectives (:mod:`collscope.trace.clock`) and, when applied (``auto``:
+different hosts have different clocks: each rank's offset (and drift, where established) is
+estimated from the ends of the matched synchronising collectives (:mod:`collscope.trace.clock`;
+calls of sub-groups too, chained when too few span every rank, streams without Seq of a group
+without the reference matched against the group's lowest rank) and, when applied (``auto``:
 several hosts, or offsets clearly above their spread), subtracted before the ready times are
 compared. When the aligned ends still disagree by more than the skew judged, lateness is not
 decidable and no straggler is named.
@@ -142,7 +144,37 @@ def _keyed(ordered: dict[int, list[CommCall]], one_clock: bool,
             for stream, pairs in found.pairs.items():
                 for i, j in pairs:
                     per_rank[r][_order_key(stream, i)] = streams[r][stream][j]
+        shifts += _subgroup_shifts(streams, per_rank, one_clock)
     return per_rank, shifts
+
+
+def _subgroup_shifts(streams: dict[int, dict[StreamKey, list[CommCall]]],
+                     per_rank: dict[int, dict[tuple[object, ...], CommCall]],
+                     one_clock: bool) -> list[RankShifts]:
+    """Streams the reference rank does not have (a sub-group without it), matched against
+    the lowest rank that has them (the same shift search), so that their ends can chain the
+    clock offsets through sub-groups (:mod:`clock`)."""
+    rank_ids = sorted(streams)
+    own: dict[int, dict[StreamKey, list[CommCall]]] = defaultdict(dict)
+    for r in rank_ids[1:]:
+        for stream, calls in streams[r].items():
+            if all(stream not in streams[q] for q in rank_ids if q < r):
+                own[r][stream] = calls
+    shifts = []
+    for local, local_streams in own.items():
+        for stream, calls in local_streams.items():
+            for i, call in enumerate(calls):
+                per_rank[local][_order_key(stream, i)] = call
+        for r in (q for q in rank_ids if q > local):
+            theirs = {s: streams[r][s] for s in local_streams if s in streams[r]}
+            if not theirs:
+                continue
+            found = find_shifts(local_streams, theirs, r, local, one_clock)
+            shifts.append(found)
+            for stream, pairs in found.pairs.items():
+                for i, j in pairs:
+                    per_rank[r][_order_key(stream, i)] = streams[r][stream][j]
+    return shifts
 
 
 def match(ranks: list[RankTrace], clock_align: str = "auto") -> Across:
@@ -157,15 +189,11 @@ def match(ranks: list[RankTrace], clock_align: str = "auto") -> Across:
     rank_ids = sorted(per_rank)
     common = set.intersection(*(set(calls) for calls in per_rank.values())) if rank_ids else set()
     total = sum(len(calls) for calls in ordered.values())
-    ends = [{r: per_rank[r][key].start_us + per_rank[r][key].dur_us for r in rank_ids}
-            for key in common
-            if all(per_rank[r][key].collective in SYNCHRONISING for r in rank_ids)]
-    clock = align(clock_align, [t.host for t in sorted(ranks, key=lambda t: t.rank)], ends,
-                  rank_ids)
-    shifts = {r: clock.shift_us(r) for r in rank_ids}
+    clock = align(clock_align, [t.host for t in sorted(ranks, key=lambda t: t.rank)],
+                  synchronising_ends(per_rank), rank_ids)
     matched = []
     for key in common:
-        starts = {r: per_rank[r][key].ready_us - shifts[r] for r in rank_ids}
+        starts = {r: clock.aligned_us(r, per_rank[r][key].ready_us) for r in rank_ids}
         late = max(starts, key=lambda r: (starts[r], r))
         latest = starts[late]
         others = [s for r, s in starts.items() if r != late]
@@ -198,7 +226,10 @@ def match(ranks: list[RankTrace], clock_align: str = "auto") -> Across:
         judge(clock, [m.delay_us for m in matched], "median over calls of the late rank's delay")
     if not clock.decidable:
         straggler, finding = None, clock.decision
-    unclear = [(found, stream) for found in rank_shifts for stream in found.unclear]
+    # Streams matched against another rank than the reference (sub-groups without it) only
+    # feed the clock offsets, never the calls judged here: they do not withhold the verdict.
+    unclear = [(found, stream) for found in rank_shifts if found.reference == rank_ids[0]
+               for stream in found.unclear]
     if unclear:
         found, stream = unclear[0]
         straggler, finding = None, (
@@ -216,6 +247,20 @@ def match(ranks: list[RankTrace], clock_align: str = "auto") -> Across:
                   "synchronising calls agree (see the matching lines); late rank = the one "
                   f"ready last on {clocks} (kernel start; gloo: the issuing c10d op)",
                   finding, clock, rank_shifts)
+
+
+def synchronising_ends(per_rank: dict[int, dict[tuple[object, ...], CommCall]],
+                       ) -> list[dict[int, float]]:
+    """Per call matched on two or more ranks whose collective synchronises its group, rank ->
+    its end (own clock): the calls of every group, sub-groups too (clock.align chains them
+    when too few span every rank)."""
+    holders: dict[tuple[object, ...], dict[int, CommCall]] = defaultdict(dict)
+    for r, calls in per_rank.items():
+        for key, call in calls.items():
+            holders[key][r] = call
+    return [{r: c.start_us + c.dur_us for r, c in calls.items()}
+            for calls in holders.values()
+            if len(calls) >= 2 and all(c.collective in SYNCHRONISING for c in calls.values())]
 
 
 def _worst_per_step(matched: list[MatchedCall]) -> dict[int, MatchedCall]:

@@ -114,11 +114,14 @@ def check_overlap(traces: list[RankTrace], across: Across | None) -> None:
     """The ranks' traces overlap in time, on aligned clocks where the offsets were applied
     (hosts seconds apart need not overlap on their own clocks)."""
     clock = across.clock if across is not None else None
-    shift = clock.shift_us if clock is not None else (lambda rank: 0.0)
+
+    def aligned(rank: int, at_us: float) -> float:
+        return clock.aligned_us(rank, at_us) if clock is not None else at_us
+
     first = traces[0]
-    low, high = first.first_ts - shift(first.rank), first.last_ts - shift(first.rank)
+    low, high = aligned(first.rank, first.first_ts), aligned(first.rank, first.last_ts)
     for trace in traces[1:]:
-        if trace.last_ts - shift(trace.rank) < low or trace.first_ts - shift(trace.rank) > high:
+        if aligned(trace.rank, trace.last_ts) < low or aligned(trace.rank, trace.first_ts) > high:
             hint = ("" if clock is not None and clock.applied else
                     " (or of hosts whose clocks are that far apart: --clock-align on)")
             raise TraceInputError(f"{trace.path}: its events do not overlap in time with "
@@ -158,7 +161,10 @@ class TraceResult:
                 clock_offset_us=offset.offset_us if offset else None,
                 clock_offset_ci_us=[offset.ci_low_us, offset.ci_high_us] if offset else [],
                 clock_spread_us=offset.spread_us if offset else None,
-                clock_calls=offset.calls if offset else 0))
+                clock_calls=offset.calls if offset else 0,
+                clock_drift_ppm=offset.drift_ppm if offset else None,
+                clock_drift_ci_ppm=offset.drift_ci_ppm if offset else [],
+                clock_drift_applied=offset.drift_applied if offset else False))
         return records
 
     def step_records(self) -> list[TraceStepRecord]:

@@ -170,9 +170,14 @@ def _clock_lines(console: Any, clock: Any) -> None:
     if not clock.offsets:
         return
     console.print(f"# clock offsets vs rank {clock.reference} ({clock.method}):")
+    spread = "median |pair residual|" if clock.chained else "MAD"
     for o in clock.offsets:
         if o.rank == clock.reference:
             continue
         ci = f"{math.floor(100 * o.ci_confidence)}% CI {o.ci_low_us:+.1f}..{o.ci_high_us:+.1f}"
-        console.print(f"#   rank {o.rank}: {o.offset_us:+.1f} us ({ci}), spread (MAD) "
-                      f"{o.spread_us:.1f} us over {o.calls} calls")
+        at = (f" at t0 = {o.origin_us:.1f} us on rank {clock.reference}'s clock"
+              if o.drift_applied else "")
+        drift = ("" if o.drift_ppm is None else
+                 f"; drift {o.drift_ppm:+.3g} ppm ({o.drift_decision})")
+        console.print(f"#   rank {o.rank}: {o.offset_us:+.1f} us ({ci}){at}, spread ({spread}) "
+                      f"{o.spread_us:.1f} us over {o.calls} calls{drift}")
