@@ -33,8 +33,9 @@ without a spread are judged on the threshold alone (test threshold). Three or mo
 same key and world size on both sides form one row, judged on their medians with a one-sided
 Mann-Whitney U test (test mann-whitney, p <= 0.05). When one side ran a size more often (a log
 with a second run appended), each extra run is compared with the other side's last run, so a
-regression in any run of NEW fails the gate; results of NEW left unjudged are warned about. The output names the test; a change
-beyond the threshold that its test cannot tell from noise is "not significant", not "ok".
+regression in any run of NEW fails the gate; results of NEW left unjudged are warned about.
+The output names the test; a change beyond the threshold that its test cannot tell from noise
+is "not significant", not "ok".
 Lines of BASE or NEW that cannot be used are listed on stderr, one line each.
 exit codes: 0 no regression, 1 some matched size regressed beyond the threshold, 2 nothing
 matched or bad input.
