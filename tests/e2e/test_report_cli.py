@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 import shutil
@@ -368,3 +369,18 @@ def test_compare_judges_a_slower_run_appended_to_new_and_warns_of_unjudged_ones(
     proc = run_cli("compare", str(base), str(mixed), timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert re.search(r"warning: \d+ result\(s\) of mixed.jsonl not judged", proc.stderr)
+
+
+def test_import_reads_a_log_given_twice_or_copied_once(tmp_path: Path) -> None:
+    log = shared_fixture("nccl-tests-logs", MI300X)
+    copy = tmp_path / "copy.txt.gz"
+    copy.write_bytes(gzip.compress(log.read_bytes()))          # a copy, compressed
+    once, out = tmp_path / "once.jsonl", tmp_path / "out.jsonl"
+    assert run_cli("import", str(log), "-o", str(once), timeout=60).returncode == 0
+    proc = run_cli("import", str(log), str(log), str(copy), "-o", str(out), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert f"warning: {log}: the same file as {log}; read once" in proc.stderr
+    assert f"warning: {copy}: the same content as {log}" in proc.stderr
+    records = read_records(out)
+    assert records == read_records(once)
+    assert sum(r["kind"] == "run" for r in records) == 1
