@@ -113,6 +113,7 @@ from collscope.parsers.nccl_tests.records import (
     error_tolerance,
     printed_unit,
 )
+from collscope.parsers.nccl_tests.tasks import split_tasks
 
 __all__ = [
     "ELEMENT_SIZES", "REDUCTION_OPS", "CommandLine", "DeviceLine", "Footer", "ParsedTest",
@@ -133,8 +134,31 @@ def parse_nccl_tests(text: str) -> Parsed[list[ParsedTest]]:
     # A BOM (a log saved by an editor, or passed as text by a caller that did not decode it
     # with parsers.decode) would glue itself to line 1 and hide the line from every pattern.
     text = text.removeprefix("\ufeff")
+    lines = text.splitlines()
+    tasks = split_tasks(lines)
+    if not tasks:
+        return _parse_lines(lines)
+    # Independent tests interleaved by srun -l (tasks.py): one set of tests per task.
+    tests: list[ParsedTest] = []
+    warnings: list[str] = []
+    for task, task_lines in tasks:
+        parsed = _parse_lines(task_lines)
+        said = (f"lines 1-{len(lines)}: srun -l task {task}'s lines read apart from the other "
+                f"{len(tasks) - 1} task(s) that printed their own test "
+                f"(tasks {', '.join(t for t, _ in tasks)})")
+        for test in parsed.value:
+            test.label = test.label or f"srun task {task}"
+            test.index = len(tests)
+            tests.append(test)
+        if parsed.value:
+            parsed.value[0].warnings.insert(0, said)
+        warnings.extend([said, *parsed.warnings])
+    return Parsed(value=tests, warnings=warnings)
+
+
+def _parse_lines(lines: list[str]) -> Parsed[list[ParsedTest]]:
     reader = Reader()
-    lines, stripped = strip_prefix(text.splitlines())
+    lines, stripped = strip_prefix(lines)
     if stripped:
         reader.block.warnings.append(stripped)
     for number, line in enumerate(lines, start=1):

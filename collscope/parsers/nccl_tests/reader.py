@@ -5,13 +5,8 @@ from __future__ import annotations
 
 import re
 
-from collscope.parsers.nccl_tests import patterns
+from collscope.parsers.nccl_tests import glued, patterns
 from collscope.parsers.nccl_tests.command_line import parse_command_line
-from collscope.parsers.nccl_tests.glued import (
-    rejoined_row,
-    row_after_debug,
-    row_heads_before_debug,
-)
 from collscope.parsers.nccl_tests.records import (
     CommandLine,
     DeviceLine,
@@ -263,7 +258,7 @@ class Reader:
                 self.block.versions.setdefault(version.group(1).lower(), version.group(2))
             if debug.group(1) in ("WARN", "ERROR", "ABORT"):
                 self.block.failures.append((self.line_no, stripped))
-            row = None if commented else row_after_debug(
+            row = None if commented else glued.row_after_debug(
                 stripped, debug.end(), self.line_no, self.block.header, self.block.rows)
             if row is None:
                 self._noise("NCCL/RCCL debug output", stripped)
@@ -397,7 +392,7 @@ class Reader:
         assert self.split_row is not None
         number, held, heads = self.split_row
         self.split_row = None
-        row = rejoined_row(heads, stripped, number, self.block.header, self.block.rows)
+        row = glued.rejoined_row(heads, stripped, number, self.block.header, self.block.rows)
         if row is not None:
             row.cycle = self.cycle
             self.block.rows.append(row)
@@ -411,8 +406,8 @@ class Reader:
         return False
 
     def _row(self, line: str, hold: bool = True) -> None:
-        heads = row_heads_before_debug(line, self.block.header,
-                                       {d.host for d in self.block.devices}) if hold else []
+        heads = glued.row_heads_before_debug(line, self.block.header,
+                                             {d.host for d in self.block.devices}) if hold else []
         if heads:
             self.split_row = (self.line_no, line, heads)   # its rest may be on the next line
             return

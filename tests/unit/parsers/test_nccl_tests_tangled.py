@@ -69,3 +69,47 @@ def test_injected_debug_line_whose_rest_does_not_complete_the_row_stays_a_warnin
     assert all(row.in_place is None for row in rows)
     assert any("line 41:" in w for w in test.warnings)
     assert len(test.rows) in (len(_row_1m(clean)[0].rows) - 1, len(_row_1m(clean)[0].rows))
+
+
+MI300X = ("nccl-tests-logs", "mi300x_8gpu_allreduce_rccl_k8s.txt")
+
+
+def _interleaved(first: list[str], second: list[str]) -> str:
+    """Two tasks' outputs as `srun -l` interleaves them, line by line, labelled 0: and 1:."""
+    out = []
+    for a, b in zip(first, second, strict=True):
+        out += [f"0: {a}", f"1: {b}"]
+    return "\n".join(out) + "\n"
+
+
+def test_two_tests_interleaved_by_srun_labels_are_read_apart() -> None:
+    # nccl-tests without MPI under `srun -l -n 2`: each task runs a whole test of its own.
+    lines = shared_fixture(*MI300X).read_text().splitlines()
+    (alone,) = parse_nccl_tests("\n".join(lines)).value
+    assert alone.hosts and len(alone.devices) == alone.world_size == 8
+    row = next(line for line in lines if line.split()[:1] == ["1048576"])
+    time_text = row.split()[5]
+    slower = [line.replace(time_text, "99.99", 1) if line == row else line for line in lines]
+    parsed = parse_nccl_tests(_interleaved(lines, slower))
+    first, second = parsed.value
+    for test in (first, second):
+        assert len(test.rows) == len(alone.rows)               # each size once, not twice
+        assert [d.rank for d in test.devices] == [d.rank for d in alone.devices]
+        assert test.hosts == alone.hosts and test.world_size == alone.world_size
+        assert not any("more than once" in w for w in test.warnings)
+    assert (first.label, second.label) == ("srun task 0", "srun task 1")
+    times = [next(r.out_of_place.time_us for r in t.rows if r.size_bytes == 1048576)
+             for t in (first, second)]
+    assert times == [float(time_text), 99.99]
+    assert any("srun -l task 1's lines read apart" in w for w in parsed.warnings)
+
+
+def test_srun_labels_of_one_mpi_test_are_not_split() -> None:
+    # With MPI only task 0 prints the test; task 1 prints a launcher line: one test.
+    lines = shared_fixture(*MI300X).read_text().splitlines()
+    noise = ["" for _ in lines]
+    noise[0] = "cpu-bind=MASK - node1, task  1  1 [7086]: mask 0x2 set"
+    text = "\n".join(f"0: {line}\n1: {extra}" if extra else f"0: {line}"
+                     for line, extra in zip(lines, noise, strict=True))
+    (test,) = parse_nccl_tests(text).value
+    assert len(test.rows) == len(parse_nccl_tests("\n".join(lines)).value[0].rows)
