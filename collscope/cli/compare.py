@@ -31,8 +31,11 @@ p50 and the 95% CI of the median), a row regresses only when its p50 is beyond t
 AND the two CIs do not overlap (test ci-overlap), so noisy small sizes do not fail CI; logs
 without a spread are judged on the threshold alone (test threshold). Three or more runs of the
 same key and world size on both sides form one row, judged on their medians with a one-sided
-Mann-Whitney U test (test mann-whitney, p <= 0.05). The output names the test; a change
-beyond the threshold that its test cannot tell from noise is "not significant", not "ok".
+Mann-Whitney U test (test mann-whitney, p <= 0.05). When one side ran a size more often (a log
+with a second run appended), each extra run is compared with the other side's last run, so a
+regression in any run of NEW fails the gate; results of NEW left unjudged are warned about.
+The output names the test; a change beyond the threshold that its test cannot tell from noise
+is "not significant", not "ok".
 Lines of BASE or NEW that cannot be used are listed on stderr, one line each.
 exit codes: 0 no regression, 1 some matched size regressed beyond the threshold, 2 nothing
 matched or bad input.
@@ -78,6 +81,11 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
         raise UsageError(f"nothing matches: no result of {new.name} has the collective, dtype, "
                          f"op, placement, size and algo of one in {base.name}"
                          + (f" (sizes >= {min_bytes} B)" if min_bytes else ""))
+    if result.unmatched_new:
+        # Not a regression, but not judged either: a CI gate must not pass them silently.
+        sys.stderr.write(f"collscope compare: warning: {len(result.unmatched_new)} result(s) "
+                         f"of {new.name} not judged: BASE has no result of their collective, "
+                         "dtype, op, placement, size, algo and world size\n")
     if args.json:
         write_json(args.json, {"base": base.path, "new": new.path, **result.to_dict()})
     if args.json != "-":

@@ -27,7 +27,8 @@ examples:
 Each test of a log becomes a `run` record (hosts and devices from the '# Using devices' block,
 versions, env from the command line) followed by one `result` per printed row and placement,
 with time, algbw and busbw exactly as printed (the schema of `collscope bench --json`).
-Lines the importer cannot use are listed with their line numbers on stderr.
+Lines the importer cannot use are listed with their line numbers on stderr. A log given twice,
+or a copy of one (same decoded content), is read once, with a warning.
 exit codes: 0 ok, 2 bad input (a log with no result table, an unreadable file).
 """
 
@@ -54,12 +55,17 @@ def add_parser(commands: Any) -> None:
 def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from collscope.records_io import JsonlWriter
     from collscope.report.importer import LogImportError, import_file, to_records
+    from collscope.report.store import distinct_inputs
 
     if args.output == "-" and args.json == "-":
         raise UsageError("--json: '-' (stdout) is taken by -o -; give --json a file name")
+    # The same log twice (or two copies of it) would write every run twice: read it once.
+    logs, repeats = distinct_inputs(args.logs)
+    for repeat in repeats:
+        _say(f"warning: {repeat}")
     # Read every log first: a failure exits with its one line and nothing written or printed.
     outcomes: list[tuple[str, list[Any] | None, str]] = []
-    for log in args.logs:
+    for log in logs:
         try:
             outcomes.append((log, import_file(log), ""))
         except OSError as error:

@@ -122,8 +122,12 @@ def _say(line: str) -> None:
 
 def _measurements(paths: list[str], flag: str = "INPUT") -> Any:
     from collscope.model.data import collect
-    from collscope.report.store import InputError, load_inputs
+    from collscope.report.store import InputError, distinct_inputs, load_inputs
 
+    # Copies of one input are not repeated runs: counting them would fake a zero spread.
+    paths, repeats = distinct_inputs(paths)
+    for repeat in repeats:
+        _say(f"warning: {flag}: {repeat}")
     try:
         inputs = load_inputs(paths)
     except InputError as error:

@@ -5,7 +5,8 @@ logs through the importer). The layout of a row comes from its run record: ``nod
 ``ranks_per_node`` as ``collscope bench`` writes them (from the launcher), or as the importer
 found them in a log (distinct hosts of the ``# Using devices`` block, a ``====== N-node ======``
 separator; ``extra.nodes_method`` says which). Rows whose layout is unknown, that failed
-verification or that have no time are skipped, each with a reason.
+verification or that have no time are skipped, each with a reason; so are the rows of every
+dtype and op but one in a group (``_one_type``).
 """
 
 from __future__ import annotations
@@ -76,7 +77,9 @@ def _int(value: Any) -> int:
 
 def collect(inputs: list[Input]) -> Measurements:
     """Every usable result row of ``inputs``, grouped; what was skipped and why."""
-    groups: dict[GroupKey, list[Sample]] = defaultdict(list)
+    # Per group, the rows of each (dtype, op): -d all -o all measures several in one run.
+    groups: dict[GroupKey, dict[tuple[str, str], list[Sample]]] = defaultdict(
+        lambda: defaultdict(list))
     found = Measurements(warnings=[w for source in inputs for w in source.warnings])
     for source in inputs:
         for run in source.runs:
@@ -104,13 +107,36 @@ def collect(inputs: list[Input]) -> Measurements:
                     continue
                 key = GroupKey(result.collective, nodes, per_node,
                                "hierarchical" if result.algo == "hierarchical" else "flat")
-                groups[key].append(Sample(result.size_bytes, result.time_us, where, run.label,
-                                          placement))
+                groups[key][(result.dtype, result.op)].append(
+                    Sample(result.size_bytes, result.time_us, where, run.label, placement))
             if bad:
                 found.skipped.append(f"{run.label}: {bad} rows of an unknown collective or "
                                      "without a size and time; skipped")
-    found.groups = dict(sorted(groups.items()))
+    found.groups = {key: _one_type(key, kinds, found.skipped)
+                    for key, kinds in sorted(groups.items())}
     return found
+
+
+def _one_type(key: GroupKey, kinds: dict[tuple[str, str], list[Sample]],
+              skipped: list[str]) -> list[Sample]:
+    """The rows of one dtype and op: a reduction's time depends on its element type and
+    operation (int8 prod and double sum are not one curve), and the model has one alpha and B
+    per group. The combination with the most rows is kept (nccl-tests' default float sum, or
+    float for data movement, on a tie); each other one is skipped with a line."""
+    def rank(kind: tuple[str, str]) -> tuple[int, bool, bool, tuple[str, str]]:
+        dtype, op = kind
+        return (len(kinds[kind]), dtype == "float", op in ("sum", "none"), kind)
+
+    chosen = max(kinds, key=rank)
+    others = sorted(kind for kind in kinds if kind != chosen)
+    if others:
+        what = ", ".join(f"{dtype} {op} ({len(kinds[(dtype, op)])})"
+                         for dtype, op in others[:6])
+        what += f" and {len(others) - 6} more" if len(others) > 6 else ""
+        skipped.append(f"{key.label}: fitted on {chosen[0]} {chosen[1]} "
+                       f"({len(kinds[chosen])} rows); rows of other dtypes/ops skipped, since "
+                       f"one group is one dtype and op: {what}")
+    return kinds[chosen]
 
 
 def _context(run: Run, nodes: int, per_node: int, how: str) -> dict[str, Any]:

@@ -4,8 +4,11 @@ Pure: results in, a ``Comparison`` out. Results are matched by collective, dtype
 placement, size and algorithm. When each side holds exactly one result for such a key they are
 matched whatever their world sizes (busbw is then the fair measure, see ``metric``); when a side
 holds several (one log with 1-, 2-, 4- and 8-node runs, a JSONL with repeated runs), results of
-equal world size are paired in the order they appear, and what stays unpaired is reported as
-unmatched, never guessed.
+equal world size are paired in the order they appear; when one side ran a key and world size
+more often than the other (a log with a second run appended), each extra run is paired with the
+other side's last result of that key and world size, so every run is judged and a regression
+in any run of NEW fails the gate. What has no result of equal world size on the other side is
+reported as unmatched, never guessed.
 
 A row regresses when the new result is slower than the base by more than the threshold:
 time up by more than ``threshold_pct`` percent (metric "time"), or busbw down by more than
@@ -317,11 +320,23 @@ def pair_results(base: list[BenchResult], new: list[BenchResult],
         for result in base_group:
             partner = next((r for r in free if r.world_size == result.world_size), None)
             if partner is None:
+                # BASE ran this more often than NEW: judge the extra run against NEW's last.
+                partner = next((r for r in reversed(new_group)
+                                if r.world_size == result.world_size), None)
+            if partner is None:
                 unmatched_base.append(result)
             else:
-                free.remove(partner)
+                free = [r for r in free if r is not partner]
                 pairs.append((result, partner))
                 used_new.add(id(partner))
+        for extra in free:
+            # NEW ran this more often than BASE (a log with a run appended): every run of NEW
+            # is judged, against BASE's last run of equal world size.
+            partner = next((r for r in reversed(base_group)
+                            if r.world_size == extra.world_size), None)
+            if partner is not None:
+                pairs.append((partner, extra))
+                used_new.add(id(extra))
     order = {id(result): index for index, result in enumerate(base)}
     pairs.sort(key=lambda pair: order[id(pair[0])])
     unmatched_new = [result for result in new if id(result) not in used_new]

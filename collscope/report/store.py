@@ -13,6 +13,7 @@ file.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -113,6 +114,42 @@ def load_inputs(paths: list[str]) -> list[Input]:
     """Several inputs, each named by its file name (or more of its path where names repeat)."""
     names = display_names(paths)
     return [load_input(path, name) for path, name in zip(paths, names)]
+
+
+def distinct_inputs(paths: list[str]) -> tuple[list[str], list[str]]:
+    """(the paths with every repeat of an input left out, one line per repeat left out).
+
+    An input is a repeat when it resolves to a path given before it or its decoded content
+    (``parsers.decode``: a .gz copy of a log included) has the same SHA-256 as one given
+    before: the same measurements counted twice would fake a second run (``model fit`` would
+    call the zero spread between the copies run-to-run variation). Unreadable paths are kept
+    for the reader to report."""
+    kept: list[str] = []
+    said: list[str] = []
+    by_path: dict[Path, str] = {}
+    by_digest: dict[str, str] = {}
+    for path in paths:
+        try:
+            resolved = Path(path).resolve()
+            data = Path(path).read_bytes()
+        except OSError:
+            kept.append(path)
+            continue
+        if resolved in by_path:
+            said.append(f"{path}: the same file as {by_path[resolved]}; read once")
+            continue
+        try:
+            data = decode_capture(data).encode()
+        except DecodeError:
+            pass
+        digest = hashlib.sha256(data).hexdigest()
+        if digest in by_digest:
+            said.append(f"{path}: the same content as {by_digest[digest]} (SHA-256 "
+                        f"{digest[:12]}); read once")
+            continue
+        by_path[resolved] = by_digest[digest] = path
+        kept.append(path)
+    return kept, said
 
 
 def display_names(paths: list[str]) -> list[str]:

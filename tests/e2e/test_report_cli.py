@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 import shutil
@@ -346,3 +347,40 @@ def test_help_of_the_three_commands() -> None:
         assert proc.returncode == 0
         for word in words:
             assert word in proc.stdout
+
+
+def test_compare_judges_a_slower_run_appended_to_new_and_warns_of_unjudged_ones(
+        tmp_path: Path) -> None:
+    log = shared_fixture("nccl-tests-logs", MI300X)
+    base = tmp_path / "base.jsonl"
+    assert run_cli("import", str(log), "-o", str(base), timeout=60).returncode == 0
+    slow = scaled_copy(base, tmp_path / "slow.jsonl", 1.5)
+    appended = tmp_path / "appended.jsonl"
+    appended.write_text(base.read_text() + slow.read_text())
+    proc = run_cli("compare", str(base), str(appended), timeout=60)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "matched 124 rows (collective x placement x size; 31 distinct sizes): 62 regressed, " \
+           "0 improved, 62 within" in proc.stdout
+    assert "not judged" not in proc.stderr
+    # A NEW holding results BASE has no counterpart for: exit by the judged rows, but said.
+    other = shared_fixture("nccl-tests-logs", "mi300x_2node_16gpu_allreduce_rccl.txt")
+    mixed = tmp_path / "mixed.jsonl"
+    assert run_cli("import", str(log), str(other), "-o", str(mixed), timeout=60).returncode == 0
+    proc = run_cli("compare", str(base), str(mixed), timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert re.search(r"warning: \d+ result\(s\) of mixed.jsonl not judged", proc.stderr)
+
+
+def test_import_reads_a_log_given_twice_or_copied_once(tmp_path: Path) -> None:
+    log = shared_fixture("nccl-tests-logs", MI300X)
+    copy = tmp_path / "copy.txt.gz"
+    copy.write_bytes(gzip.compress(log.read_bytes()))          # a copy, compressed
+    once, out = tmp_path / "once.jsonl", tmp_path / "out.jsonl"
+    assert run_cli("import", str(log), "-o", str(once), timeout=60).returncode == 0
+    proc = run_cli("import", str(log), str(log), str(copy), "-o", str(out), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert f"warning: {log}: the same file as {log}; read once" in proc.stderr
+    assert f"warning: {copy}: the same content as {log}" in proc.stderr
+    records = read_records(out)
+    assert records == read_records(once)
+    assert sum(r["kind"] == "run" for r in records) == 1

@@ -73,8 +73,10 @@ Printed numbers are kept exactly: floats parsed from the text plus the printed s
 
 from __future__ import annotations
 
+import math
 import re
 
+from collscope.collectives.table import COLLECTIVES, bus_factor
 from collscope.parsers.common import Parsed
 from collscope.parsers.nccl_tests.command_line import parse_command_line
 from collscope.parsers.nccl_tests.inference import (
@@ -111,6 +113,7 @@ from collscope.parsers.nccl_tests.records import (
     error_tolerance,
     printed_unit,
 )
+from collscope.parsers.nccl_tests.tasks import split_tasks
 
 __all__ = [
     "ELEMENT_SIZES", "REDUCTION_OPS", "CommandLine", "DeviceLine", "Footer", "ParsedTest",
@@ -128,8 +131,34 @@ def _line_of(message: str) -> int:
 
 def parse_nccl_tests(text: str) -> Parsed[list[ParsedTest]]:
     """All test blocks of an nccl-tests / rccl-tests log, with every warning (line-numbered)."""
+    # A BOM (a log saved by an editor, or passed as text by a caller that did not decode it
+    # with parsers.decode) would glue itself to line 1 and hide the line from every pattern.
+    text = text.removeprefix("\ufeff")
+    lines = text.splitlines()
+    tasks = split_tasks(lines)
+    if not tasks:
+        return _parse_lines(lines)
+    # Independent tests interleaved by srun -l (tasks.py): one set of tests per task.
+    tests: list[ParsedTest] = []
+    warnings: list[str] = []
+    for task, task_lines in tasks:
+        parsed = _parse_lines(task_lines)
+        said = (f"lines 1-{len(lines)}: srun -l task {task}'s lines read apart from the other "
+                f"{len(tasks) - 1} task(s) that printed their own test "
+                f"(tasks {', '.join(t for t, _ in tasks)})")
+        for test in parsed.value:
+            test.label = test.label or f"srun task {task}"
+            test.index = len(tests)
+            tests.append(test)
+        if parsed.value:
+            parsed.value[0].warnings.insert(0, said)
+        warnings.extend([said, *parsed.warnings])
+    return Parsed(value=tests, warnings=warnings)
+
+
+def _parse_lines(lines: list[str]) -> Parsed[list[ParsedTest]]:
     reader = Reader()
-    lines, stripped = strip_prefix(text.splitlines())
+    lines, stripped = strip_prefix(lines)
     if stripped:
         reader.block.warnings.append(stripped)
     for number, line in enumerate(lines, start=1):
@@ -207,3 +236,24 @@ def _decide_structured(test: ParsedTest) -> None:
         if test.table_world_size and test.table_world_size != test.world_size:
             test.warnings.append(f"the table implies {test.table_world_size} ranks but the "
                                  f"file says {test.world_size}")
+    _fill_missing_busbw(test)
+
+
+def _fill_missing_busbw(test: ParsedTest) -> None:
+    """A placement read with a valid time but no busbw (``"bus_bw":"nan"``, left NaN by the
+    JSON reader) gets algbw x the bus factor of the collective (nccl-tests' definition); where
+    the collective or world size is unknown it is dropped, with a warning."""
+    known = test.collective in COLLECTIVES and bool(test.world_size)
+    for row in test.rows:
+        for key in ("out_of_place", "in_place"):
+            placement = getattr(row, key)
+            if placement is None or math.isfinite(placement.busbw_gbs):
+                continue
+            if known:
+                placement.busbw_gbs = placement.algbw_gbs * bus_factor(
+                    str(test.collective), int(test.world_size or 0))
+            else:
+                setattr(row, key, None)
+                test.warnings.append(f"size {row.size_bytes} {key}: busbw missing and the "
+                                     "collective or world size unknown; result skipped")
+    test.rows = [row for row in test.rows if row.out_of_place or row.in_place]

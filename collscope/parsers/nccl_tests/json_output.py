@@ -35,6 +35,7 @@ without a name.
 from __future__ import annotations
 
 import json
+import math
 import re
 import shlex
 from typing import Any
@@ -138,15 +139,32 @@ def _status(value: Any) -> str | None:
     return {"true": "OK", "false": "FAILED"}.get(str(value).lower())
 
 
-def json_placement(data: Any, per_iter: Any, where: str) -> tuple[Placement | None, str]:
-    """One placement object (and its per-iteration block) as a Placement, or why not."""
+def json_placement(data: Any, per_iter: Any, where: str,
+                   size_bytes: int | None = None) -> tuple[Placement | None, str]:
+    """One placement object (and its per-iteration block) as a Placement, or why not.
+
+    A valid time with a non-number bandwidth (nccl-tests writes ``"bus_bw":"nan"``) keeps the
+    placement: algbw is recomputed as size / time (nccl-tests' definition) when ``size_bytes``
+    is given, and the missing busbw is NaN, for the importer to recompute from the collective's
+    bus factor once the collective and world size are known."""
     if not isinstance(data, dict):
         return None, "" if data is None else f"{where} is not an object"
     time_key = "time" if "time" in data else "cpu_time"
     texts = [_text(data.get(key)) for key in (time_key, "alg_bw", "bus_bw")]
     values = [None if t is None else parse_num(t) for t in texts]
-    if any(v is None for v in values):
+    problem = ""
+    if values[0] is None:
         return None, f"{where}: time/alg_bw/bus_bw not numbers ({texts})"
+    if values[1] is None and size_bytes is not None and values[0] > 0:
+        values[1] = size_bytes / values[0] / 1e3
+        problem = f"{where}: alg_bw {texts[1]!r} not a number: recomputed as size / time"
+    if values[1] is None:
+        return None, f"{where}: time/alg_bw/bus_bw not numbers ({texts})"
+    if values[2] is None:
+        values[2] = math.nan
+        problem = (problem + "; " if problem else f"{where}: ") + (
+            f"bus_bw {texts[2]!r} not a number: kept with its time, busbw recomputed from "
+            "algbw x the bus factor where the collective and world size are known")
     time_us, algbw, busbw = (float(v) for v in values)  # type: ignore[arg-type]
     wrong_value = _number(data.get("nwrong"))
     more: dict[str, str] = {}
@@ -160,7 +178,7 @@ def json_placement(data: Any, per_iter: Any, where: str) -> tuple[Placement | No
                      wrong=None if wrong_value is None else int(wrong_value), error=None,
                      time_text=texts[0] or "", algbw_text=texts[1] or "",
                      busbw_text=texts[2] or "", check_text=_text(data.get("nwrong")),
-                     more=more), ""
+                     more=more), problem
 
 
 def parse_nccl_tests_json(text: str) -> Parsed[list[ParsedTest]]:
@@ -281,7 +299,7 @@ def _row(entry: Any, where: str) -> tuple[Row | None, list[str]]:
     problems = []
     for key in ("out_of_place", "in_place"):
         placement, problem = json_placement(entry.get(key), entry.get(key + "_per_iter"),
-                                            f"{where}.{key}")
+                                            f"{where}.{key}", size)
         if problem:
             problems.append(problem)
         setattr(row, key, placement)

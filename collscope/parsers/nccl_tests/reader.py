@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from collscope.parsers.nccl_tests import patterns
+from collscope.parsers.nccl_tests import glued, patterns
 from collscope.parsers.nccl_tests.command_line import parse_command_line
 from collscope.parsers.nccl_tests.records import (
     CommandLine,
@@ -35,6 +35,7 @@ class Reader:
         self.noise: tuple[str, int, int, str] | None = None     # category, first, last, text
         self.line_no = 0
         self.command_end = -1       # last line of the latest command line
+        self.split_row: tuple[int, str, list[list[str]]] | None = None   # line, text, starts
 
     # -- blocks --------------------------------------------------------------------------------
 
@@ -110,6 +111,8 @@ class Reader:
         self.line_no = number
         line = patterns.OUTPUT_TAG.sub("", raw.rstrip("\r\n"))
         stripped = line.strip()
+        if self.split_row is not None and self._rejoin(stripped):
+            return
         if self.continuing is not None and self._continue_command(stripped):
             return
         if not stripped:
@@ -255,7 +258,17 @@ class Reader:
                 self.block.versions.setdefault(version.group(1).lower(), version.group(2))
             if debug.group(1) in ("WARN", "ERROR", "ABORT"):
                 self.block.failures.append((self.line_no, stripped))
-            self._noise("NCCL/RCCL debug output", stripped)
+            row = None if commented else glued.row_after_debug(
+                stripped, debug.end(), self.line_no, self.block.header, self.block.rows)
+            if row is None:
+                self._noise("NCCL/RCCL debug output", stripped)
+                return
+            self._open("row")
+            self.in_devices = False
+            row.cycle = self.cycle
+            self.block.rows.append(row)
+            self._warn(f"line {self.line_no}: NCCL/RCCL debug output before the result row "
+                       f"of size {row.size_bytes} skipped: {clip(stripped)!r}")
             return
         if commented:
             match = patterns.ERROR_COMMENT.match(body)
@@ -373,7 +386,31 @@ class Reader:
             return True
         return False
 
-    def _row(self, line: str) -> None:
+    def _rejoin(self, stripped: str) -> bool:
+        """The line after a row that debug output interrupted: its rest, when the two make a
+        complete row; otherwise the interrupted line is read as it is, with its warnings."""
+        assert self.split_row is not None
+        number, held, heads = self.split_row
+        self.split_row = None
+        row = glued.rejoined_row(heads, stripped, number, self.block.header, self.block.rows)
+        if row is not None:
+            row.cycle = self.cycle
+            self.block.rows.append(row)
+            self._warn(f"lines {number}-{self.line_no}: result row of size {row.size_bytes} "
+                       f"split by NCCL/RCCL debug output, rejoined: {clip(held)!r}")
+            self.block.last_line = self.line_no
+            return True
+        current, self.line_no = self.line_no, number
+        self._row(held, hold=False)
+        self.line_no = current
+        return False
+
+    def _row(self, line: str, hold: bool = True) -> None:
+        heads = glued.row_heads_before_debug(line, self.block.header,
+                                             {d.host for d in self.block.devices}) if hold else []
+        if heads:
+            self.split_row = (self.line_no, line, heads)   # its rest may be on the next line
+            return
         row, problems = parse_row(line, self.line_no, self.block.header, self.block.rows)
         failure = row_failure(line, self.block.header)
         if failure:
@@ -389,6 +426,10 @@ class Reader:
             self.block.rows.append(row)
 
     def finish(self, last_line: int) -> list[ParsedTest]:
+        if self.split_row is not None:
+            self.line_no, held, _ = self.split_row
+            self.split_row = None
+            self._row(held, hold=False)
         if self.continuing is not None:
             self.block.commands.append(
                 parse_command_line(self.continuing.text, self.continuing.line))

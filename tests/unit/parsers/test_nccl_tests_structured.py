@@ -75,11 +75,29 @@ def test_cut_off_json_keeps_what_was_written() -> None:
     assert test.footer.out_of_bounds is None and not test.concluded
 
 
-def test_bare_inf_is_read_as_unknown() -> None:
-    text = _text(NCCL_JSON).replace('"bus_bw":17.119608', '"bus_bw":inf', 1)
+@pytest.mark.parametrize("bad", ['inf', '"nan"'])
+def test_non_number_busbw_keeps_the_result_with_its_time(bad: str) -> None:
+    # nccl-tests writes "bus_bw":"nan" (and bare inf) where it could not compute a busbw; the
+    # time is valid, so the result stays, busbw recomputed from algbw x bus factor.
+    text = _text(NCCL_JSON).replace('"bus_bw":17.119608', f'"bus_bw":{bad}', 1)
     (test,) = parse_any(text)[1].value
-    assert test.rows[0].out_of_place is None and test.rows[0].in_place is not None
-    assert any("results[0].out_of_place" in w for w in test.warnings)
+    assert test.rows[0].out_of_place is not None and test.rows[0].out_of_place.time_us == 61.25
+    assert any("results[0].out_of_place: bus_bw" in w for w in test.warnings)
+    (run,) = import_log(text, "j_nan.json")
+    assert len(run.results) == 4               # 2 rows x 2 placements, none dropped
+    first = run.results[0]
+    # all_reduce on 2 ranks: bus factor 2(n-1)/n = 1, so busbw = the printed algbw
+    assert (first.time_us, first.algbw_gbs, first.busbw_gbs) == (61.25, 17.119608, 17.119608)
+
+
+def test_non_number_algbw_is_recomputed_from_size_and_time() -> None:
+    text = _text(NCCL_JSON).replace('"alg_bw":17.119608,"bus_bw":17.119608',
+                                    '"alg_bw":"nan","bus_bw":"nan"', 1)
+    (run,) = import_log(text, "j_nan.json")
+    first = run.results[0]
+    assert first.time_us == 61.25
+    assert first.algbw_gbs == pytest.approx(1048576 / 61.25 / 1e3)       # GB/s = B / us / 1e3
+    assert first.busbw_gbs == pytest.approx(first.algbw_gbs)
 
 
 def test_several_gpus_per_process_fill_the_device_list_by_nccl_tests_rule() -> None:

@@ -283,3 +283,30 @@ def test_mann_whitney_rows_are_sorted_and_counted_as_rows_over_sizes(capsys) -> 
             "improved, 0 within +-5%, 4 changed beyond +-5% but not significant") in out
     assert "NOT SIGNIFICANT (Mann-Whitney U p > 0.05;" in out
     assert "within +-5% (judged" not in out
+
+
+def test_a_slower_run_appended_to_new_is_judged_and_regresses() -> None:
+    # NEW = the same log with a second, 50% slower run appended (review item 5): before, only
+    # the first (good) run was paired and the slow one was left "unmatched" with exit 0.
+    (run,) = import_file(shared_fixture("nccl-tests-logs", "mi300x_8gpu_allreduce_rccl_k8s.txt"))
+    base = run.results
+    slow = scaled(base, 1.5)
+    comparison = compare(base, base + slow)
+    assert comparison.regressed
+    assert comparison.unmatched_new == [] and comparison.unmatched_base == []
+    assert len(comparison.rows) == 2 * len(base)
+    regressed = comparison.with_verdict("regressed")
+    assert len(regressed) == len(base)
+    assert all(row.new in slow and row.time_delta_pct == pytest.approx(50.0) for row in regressed)
+    # The other way round (BASE holds two runs, NEW one): NEW is judged against both.
+    both = compare(base + slow, base)
+    assert len(both.rows) == 2 * len(base) and not both.regressed
+    assert len(both.with_verdict("improved")) == len(base)
+
+
+def test_an_extra_run_of_another_world_size_stays_unmatched() -> None:
+    base = [result("all_reduce", 1 << 20, 10.0, world_size=8)]
+    new = base + [result("all_reduce", 1 << 20, 99.0, world_size=16)]
+    comparison = compare(base, new)
+    assert [row.verdict for row in comparison.rows] == ["ok"]
+    assert [r.world_size for r in comparison.unmatched_new] == [16]
