@@ -62,15 +62,8 @@ def _rocm_smi(text: str) -> UsageFacts:
 
 def nvidia_query(text: str) -> Parsed[list[GpuInfo]]:
     """--query-gpu CSV with its header (bundles, older doctor) or without (csv,noheader, the
-    fields doctor asks for)."""
-    parsed = nvidia_smi.parse_query_gpu_csv(text)
-    if parsed.value or not text.strip():
-        return parsed
-    for fields in probes.NVIDIA_QUERY_FIELD_SETS:
-        parsed = nvidia_smi.parse_query_gpu_csv(text, list(fields))
-        if parsed.value and not parsed.warnings:
-            return parsed
-    return nvidia_smi.parse_query_gpu_csv(text, list(probes.NVIDIA_QUERY_FIELDS))
+    fields doctor asks for, or an earlier doctor's list); nothing from other field lists."""
+    return nvidia_smi.parse_query_gpu_any(text, probes.NVIDIA_QUERY_FIELD_SETS)
 
 
 def _nvidia_csv(text: str) -> UsageFacts:

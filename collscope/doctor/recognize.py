@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from collscope.doctor import probes
-from collscope.parsers import ibstat, smi_tables
+from collscope.parsers import ibstat, nvidia_smi, smi_tables
 from collscope.parsers.amd_smi.shapes import load_json
 
 # Bundle files that are not tool outputs (never moved, never "unrecognised").
@@ -216,10 +216,8 @@ def _own_output(name: str, text: str, found: list[str]) -> bool:
         return isinstance(doc, dict) and any(re.fullmatch(r"card\d+", str(k)) for k in doc)
     if name == "ibv_devinfo-v.txt":               # what it prints on a node without RDMA
         return bool(re.match(r"\s*No IB devices found", text))
-    if name == "nvidia-smi-query-gpu.csv":
-        first = text.strip().splitlines()[0]
-        return any(first.count(",") == len(fields) - 1
-                   for fields in probes.NVIDIA_QUERY_FIELD_SETS)
+    if name == "nvidia-smi-query-gpu.csv":     # read exactly when its parser reads GPUs
+        return bool(nvidia_smi.parse_query_gpu_any(text, probes.NVIDIA_QUERY_FIELD_SETS).value)
     return False
 
 
