@@ -34,8 +34,10 @@ LAUNCHER_PREFIX = re.compile(
     rf"(?:[ \t]*\d+: |\[\d+,\d+\]<std(?:out|err)>: ?|{_STAMP}|{_SYSLOG}|\[pod/[^\]\s]+\] )+")
 
 
-def _shape(prefix: str, coarse: bool) -> list[str]:
-    """Regex parts for prefixes like ``prefix``: digits and ids vary from line to line."""
+def _shape(prefix: str, coarse: bool, pad_end: bool = True) -> list[str]:
+    """Regex parts for prefixes like ``prefix``: digits and ids vary from line to line. With
+    ``pad_end`` a run of spaces at the end matches any amount; without, exactly itself (a tool
+    output's indentation after the prefix is its own)."""
     parts = [r"\s*"]
     for token in _TOKEN.findall(prefix.lstrip()):
         if token.isspace():
@@ -48,7 +50,7 @@ def _shape(prefix: str, coarse: bool) -> list[str]:
             parts.append(re.escape(token))
     # A run of spaces at the end is padding: any amount (including none) may follow.
     if parts[-1] == r"\s+":
-        parts[-1] = r"\s*"
+        parts[-1] = r"\s*" if pad_end else re.escape(prefix[len(prefix.rstrip()):])
     return parts
 
 
@@ -61,15 +63,15 @@ def _outer_parts(parts: list[str]) -> list[re.Pattern[str]]:
             if r"\d+" in parts[: i + 1]]
 
 
-def shared_prefix(prefixes: list[str], min_coverage: float = MIN_COVERAGE
-                  ) -> list[re.Pattern[str]]:
+def shared_prefix(prefixes: list[str], min_coverage: float = MIN_COVERAGE,
+                  pad_end: bool = True) -> list[re.Pattern[str]]:
     """The pattern of the prefix most anchor lines share (``prefixes``: the text before each
     anchor line's known part, "" where it has none), then its outer pieces (longest first);
     empty when they share none."""
     if len(prefixes) < MIN_ANCHORS:
         return []
     for coarse in (False, True):
-        shapes = Counter("\0".join(_shape(p, coarse)) for p in prefixes if p.strip())
+        shapes = Counter("\0".join(_shape(p, coarse, pad_end)) for p in prefixes if p.strip())
         if not shapes:
             return []
         shape, count = shapes.most_common(1)[0]
@@ -114,6 +116,6 @@ def strip_launcher_prefix(text: str) -> tuple[str, str | None]:
         if line.strip():
             match = LAUNCHER_PREFIX.match(line)
             candidates.append(match.group(0) if match else "")
-    found = shared_prefix(candidates, TOOL_MIN_COVERAGE)
+    found = shared_prefix(candidates, TOOL_MIN_COVERAGE, pad_end=False)
     stripped, warning = strip_found(lines, found)
     return ("\n".join(stripped), warning) if warning else (text, None)

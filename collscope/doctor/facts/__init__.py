@@ -58,6 +58,7 @@ def facts_from(capture: probes.RawCapture) -> Facts:
     capture = placed.capture
     facts.read_as, facts.unrecognised = placed.moved, placed.unrecognised
     facts.shadowed, facts.tool_failures = placed.shadowed, placed.failures
+    facts.prefixes, facts.read_also = placed.prefixes, placed.also
     notes = facts.notes
     facts.env = parse_env(capture.get(probes.ENV_FILE, ""))
     facts.tools = _tool_runs(as_dict(read_json(capture, probes.COMMANDS_FILE, notes)))
