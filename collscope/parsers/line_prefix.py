@@ -28,10 +28,11 @@ TOOL_MIN_COVERAGE = 0.9
 # What launchers and collectors put first (one or several, layered): srun -l task labels,
 # mpirun --tag-output, ISO-8601 / RFC 3339 stamps (kubectl, docker, ts -s), syslog/journald
 # stamps with host and process, and kubectl --prefix.
-_STAMP = (r"\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?[ \t]+")
+# Each ends at the one separator its writer adds: the output's own indentation follows.
+_STAMP = r"\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?[ \t]"
 _SYSLOG = r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d (?:[\w.-]+ [\w./-]+(?:\[\d+\])?: )?"
 LAUNCHER_PREFIX = re.compile(
-    rf"(?:[ \t]*\d+: |\[\d+,\d+\]<std(?:out|err)>: ?|{_STAMP}|{_SYSLOG}|\[pod/[^\]\s]+\] )+")
+    rf"(?:[ \t]*\d+: |\[\d+,\d+\]<std(?:out|err)>:|{_STAMP}|{_SYSLOG}|\[pod/[^\]\s]+\] )+")
 
 
 def _shape(prefix: str, coarse: bool, pad_end: bool = True) -> list[str]:
