@@ -211,3 +211,13 @@ def test_unreadable_single_files_are_one_line_usage_errors(tmp_path):
         assert "\n" not in message and name in message
         assert "one tool's output file (plain, .gz, .bz2 or .xz)" in message
         assert "not a gzip" not in message
+
+
+def test_memory_only_list_does_not_lead_the_gpu_inventory():
+    # rocm-smi.txt's --showmeminfo part (8 GPUs, memory only) is as long as the concise
+    # table's list: the named list leads, so amd-smi static's one-GPU excerpt ("MI308X")
+    # fills no name and the node is not "1 x MI308X, 7 x AMD Instinct MI308X".
+    facts = facts_from({"rocm-smi.txt": real(ROCM_SMI_BOTH),
+                        "amd-smi-static.txt": real("amd-smi_static_asic_mi308x.txt")})
+    assert [g.name for g in facts.gpus] == ["AMD Instinct MI308X"] * 8
+    assert titles(facts, "gpu.inventory") == ["ok 8 GPU(s): 8 x AMD Instinct MI308X"]
