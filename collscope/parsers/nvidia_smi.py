@@ -346,8 +346,8 @@ def parse_query_gpu_any(text: str, field_sets: tuple[tuple[str, ...], ...]
         parsed = parse_query_gpu_csv(text, list(fields))
         if parsed.value and not parsed.warnings:
             return parsed
-    return Parsed([], ["no header line, and the values fit none of the queried field lists "
-                       "(a --query-gpu CSV of other fields, or not one): not read"])
+    return Parsed([], ["no header line, and the values fit none of the queried field lists: "
+                       "a --query-gpu CSV of other fields, or not one"])
 
 
 def _apply_gpu_field(gpu: GpuInfo, name: str, unit: str | None, value: str, row: int,

@@ -169,8 +169,10 @@ def check_unrecognised(facts: Facts) -> Iterable[Verdict]:
                       f"Another file already holds the {slot} output of this node.",
                       "keep one output per tool in a bundle (one bundle per node)")
     for name in sorted(set(facts.unrecognised) - failed):  # failed runs: tools.availability
+        why = facts.notes.get(name, [])
         yield Verdict("warn", f"{name}: not recognised as any tool output collscope reads",
-                      "Its content matches no tool doctor knows, so it was not read.",
+                      "Its content matches no tool doctor knows, so it was not read"
+                      + (f" ({why[-1][:160]})." if why else "."),
                       "save the output of one tool per file (the names doctor --collect uses "
                       "are in the README); if it is a tool collscope should read, please "
                       "report it with the file")

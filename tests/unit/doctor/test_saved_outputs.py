@@ -221,3 +221,17 @@ def test_memory_only_list_does_not_lead_the_gpu_inventory():
                         "amd-smi-static.txt": real("amd-smi_static_asic_mi308x.txt")})
     assert [g.name for g in facts.gpus] == ["AMD Instinct MI308X"] * 8
     assert titles(facts, "gpu.inventory") == ["ok 8 GPU(s): 8 x AMD Instinct MI308X"]
+
+
+def test_a_file_whose_parser_read_it_is_never_also_unrecognised():
+    # A topo -m matrix pasted without its legend and affinity columns matches no signature,
+    # but its parser reads it: the report shows the matrix, so the file is not "not read".
+    matrix = "\tGPU0\tGPU1\nGPU0\t X \tNV18\nGPU1\tNV18\t X \n"
+    facts = facts_from({"nvidia-smi-topo-m.txt": matrix})
+    assert facts.topology is not None and facts.topology.link_type[0][1] == "nvlink"
+    assert facts.unrecognised == [] and titles(facts, "tools.unrecognised") == []
+    # and a file not read says why, from its parser
+    rows = real(NV_BUNDLE["nvidia-smi-query-gpu.csv"]).split("\n", 1)[1]
+    (said,) = [f for f in run_checks(facts_from({"nvidia-smi-query-gpu.csv": rows}))
+               if f.id == "tools.unrecognised"]
+    assert "a --query-gpu CSV of other fields" in said.detail
