@@ -82,23 +82,81 @@ def write_bundle(capture: RawCapture, path: str | os.PathLike[str]) -> int:
 
 
 def read_bundle(path: str | os.PathLike[str]) -> RawCapture:
-    """A bundle (.tar.gz, .tgz, .tar or a directory) as a RawCapture."""
+    """A bundle (.tar.gz, .tgz, .tar or a directory) as a RawCapture; any other file is one
+    tool's output (plain or compressed), a bundle of one file."""
     source = Path(path)
     if source.is_dir():
         files = _strip_top(_read_dir(source))
     elif not source.is_file():
         raise UsageError(f"--from: {str(source)!r} is neither a bundle file nor a directory")
-    else:
+    elif _is_tar(source) or (source.name.lower().endswith(TAR_SUFFIXES)
+                             and not _compressed(source)):
         try:
             with tarfile.open(source, "r:*") as tar:
                 files = _strip_top(_read_tar(tar))
         except (tarfile.TarError, EOFError, OSError) as error:
             raise UsageError(f"--from: {str(source)!r} is not a readable .tar.gz bundle "
                              f"({_reason(error)})") from None
+    else:
+        files = _read_single(source)
     if not files:  # the wrong folder, most likely: an empty report would look like a pass
-        raise UsageError(f"--from: {str(source)!r} holds no readable file; give a bundle "
-                         "from --collect or a directory of tool outputs")
+        raise UsageError(f"--from: {str(source)!r} holds no readable file; give {ACCEPTED}")
     return files
+
+
+COMPRESSION_MAGIC = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ")
+TAR_SUFFIXES = (".tar", ".tgz", ".tar.gz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")
+ACCEPTED = ("a bundle from --collect (.tar.gz, .tgz, .tar), a directory of tool outputs, or "
+            "one tool's output file (plain, .gz, .bz2 or .xz)")
+
+
+def _compressed(source: Path) -> bool:
+    """gzip, bzip2 or xz by the magic bytes (a single tool output compressed, or a tar)."""
+    try:
+        with source.open("rb") as handle:
+            return handle.read(6).startswith(COMPRESSION_MAGIC)
+    except OSError:
+        return False
+
+
+def _is_tar(source: Path) -> bool:
+    """A tar archive, plain or compressed: its (decompressed) first block has tar's magic."""
+    try:
+        if _compressed(source):
+            with tarfile.open(source, "r:*") as tar:
+                tar.next()
+            return True
+        with source.open("rb") as handle:
+            block = handle.read(512)
+        return block[257:262] == b"ustar" or tarfile.is_tarfile(source)
+    except (tarfile.TarError, EOFError, OSError):
+        return False
+
+
+def _read_single(source: Path) -> RawCapture:
+    """One tool's output, plain or compressed, as a bundle of that one file: recognised by its
+    content (recognize.place), named as it is without the compression suffix."""
+    try:
+        data = source.read_bytes()
+    except OSError as error:
+        raise UsageError(f"--from: cannot read {str(source)!r}: {error.strerror}") from None
+    if data.startswith(b"PK\x03\x04"):
+        raise UsageError(f"--from: {str(source)!r} is a zip archive, which is not read; give "
+                         f"{ACCEPTED}")
+    try:
+        text = decode_capture(data[: MAX_MEMBER_BYTES * 4])
+    except DecodeError as error:
+        raise UsageError(f"--from: {str(source)!r} cannot be read ({error}); give "
+                         f"{ACCEPTED}") from None
+    head = text[:4096]
+    if sum(c < " " and c not in "\t\n\r\f" for c in head) > 0.1 * len(head):
+        raise UsageError(f"--from: {str(source)!r} is not text; give {ACCEPTED}")
+    if not text.strip():
+        raise UsageError(f"--from: {str(source)!r} is empty; give {ACCEPTED}")
+    name = source.name
+    for suffix in (".gz", ".bz2", ".xz"):
+        name = name.removesuffix(suffix)
+    return {safe_name(name) or "output.txt": text}
 
 
 def _reason(error: BaseException) -> str:

@@ -18,7 +18,8 @@ class DoctorConfig:
         help="also save every raw output read as a bundle (with --all-ranks one per node: "
              "{node} and {host} in the name are replaced)")
     source: str | None = flag(None, "--from", metavar="BUNDLE",
-                              help="check a bundle (.tar.gz or directory) instead of this node")
+                              help="check a bundle (.tar.gz or directory), or one saved tool "
+                                   "output (plain, .gz, .bz2, .xz), instead of this node")
     selftest: bool = flag(True, "--no-selftest", negate=True,
                           help="skip the 2-rank all_reduce self-test")
     all_ranks: bool = flag(False, "--all-ranks",

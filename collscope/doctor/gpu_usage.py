@@ -62,15 +62,8 @@ def _rocm_smi(text: str) -> UsageFacts:
 
 def nvidia_query(text: str) -> Parsed[list[GpuInfo]]:
     """--query-gpu CSV with its header (bundles, older doctor) or without (csv,noheader, the
-    fields doctor asks for)."""
-    parsed = nvidia_smi.parse_query_gpu_csv(text)
-    if parsed.value or not text.strip():
-        return parsed
-    for fields in probes.NVIDIA_QUERY_FIELD_SETS:
-        parsed = nvidia_smi.parse_query_gpu_csv(text, list(fields))
-        if parsed.value and not parsed.warnings:
-            return parsed
-    return nvidia_smi.parse_query_gpu_csv(text, list(probes.NVIDIA_QUERY_FIELDS))
+    fields doctor asks for, or an earlier doctor's list); nothing from other field lists."""
+    return nvidia_smi.parse_query_gpu_any(text, probes.NVIDIA_QUERY_FIELD_SETS)
 
 
 def _nvidia_csv(text: str) -> UsageFacts:
@@ -101,11 +94,28 @@ def _has_readings(usage: UsageFacts) -> bool:
                for g in usage.gpus)
 
 
+def _vram_bytes(usage: UsageFacts, capture: probes.RawCapture) -> UsageFacts:
+    """rocm-smi's concise table gives VRAM as a percentage; `--showmeminfo vram` (its own file
+    or the same one) gives the bytes, used and installed."""
+    text = capture.get("rocm-smi--showmeminfo-vram.txt")
+    if text is None:
+        return usage
+    parse = rocm_smi.parse_json if rec.is_json(text) else rocm_smi.parse_showmeminfo
+    by_index = {g.index: g for g in parse(text).value}
+    for gpu in usage.gpus:
+        vram = by_index.get(gpu.index)
+        if vram is not None and vram.memory_bytes and vram.memory_used_bytes is not None:
+            gpu.mem_total_bytes, gpu.mem_used_bytes = vram.memory_bytes, vram.memory_used_bytes
+    return usage
+
+
 def usage_facts(capture: probes.RawCapture) -> UsageFacts:
     """GPU usage from the first source in the capture that has both activity and memory."""
     for name, read in SOURCES:
         if name in capture:
             usage = read(capture[name])
+            if name == "rocm-smi.txt":
+                usage = _vram_bytes(usage, capture)
             if _has_readings(usage):
                 usage.source = name
                 return usage

@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from collscope.doctor import probes
-from collscope.parsers import ibstat, smi_tables
+from collscope.parsers import ibstat, nvidia_smi, smi_tables
 from collscope.parsers.amd_smi.shapes import load_json
+from collscope.parsers.line_prefix import strip_launcher_prefix
 
 # Bundle files that are not tool outputs (never moved, never "unrecognised").
 CONTEXT_FILES = (probes.ENV_FILE, probes.COMMANDS_FILE, probes.HOST_FILE, probes.TORCH_FILE,
@@ -216,11 +217,26 @@ def _own_output(name: str, text: str, found: list[str]) -> bool:
         return isinstance(doc, dict) and any(re.fullmatch(r"card\d+", str(k)) for k in doc)
     if name == "ibv_devinfo-v.txt":               # what it prints on a node without RDMA
         return bool(re.match(r"\s*No IB devices found", text))
-    if name == "nvidia-smi-query-gpu.csv":
-        first = text.strip().splitlines()[0]
-        return any(first.count(",") == len(fields) - 1
-                   for fields in probes.NVIDIA_QUERY_FIELD_SETS)
+    if name == "nvidia-smi-query-gpu.csv":     # read exactly when its parser reads GPUs
+        return bool(nvidia_smi.parse_query_gpu_any(text, probes.NVIDIA_QUERY_FIELD_SETS).value)
     return False
+
+
+def _is_tool_output(name: str) -> bool:
+    return name not in CONTEXT_FILES and not name.startswith(probes.SYSFS_DIR + "/")
+
+
+def _without_prefixes(capture: probes.RawCapture) -> tuple[probes.RawCapture, dict[str, str]]:
+    """Tool outputs without a launcher prefix on their lines; file -> what was stripped."""
+    cleaned: probes.RawCapture = {}
+    stripped: dict[str, str] = {}
+    for name, text in capture.items():
+        if _is_tool_output(name):
+            text, warning = strip_launcher_prefix(text)
+            if warning is not None:
+                stripped[name] = warning
+        cleaned[name] = text
+    return cleaned, stripped
 
 
 @dataclass
@@ -230,16 +246,22 @@ class Placement:
     shadowed: dict[str, str] = field(default_factory=dict)     # file -> slot another file filled
     unrecognised: list[str] = field(default_factory=list)
     failures: list[ToolFailure] = field(default_factory=list)  # GPU tools' error messages
+    prefixes: dict[str, str] = field(default_factory=dict)     # file -> prefix stripped
+    also: dict[str, str] = field(default_factory=dict)         # own-slot file -> other slots
 
 
 def place(capture: probes.RawCapture) -> Placement:
-    """The capture with each tool output under the slot its content belongs to."""
+    """The capture with each tool output under the slot its content belongs to (after the
+    launcher prefix its lines carry, if any, is stripped: ``srun -l``, ``mpirun
+    --tag-output``, time stamps)."""
+    capture, prefixes = _without_prefixes(capture)
     tool_slots = set(TOOL_SLOTS) | {t.file for t in probes.TOOLS}
     slots = tool_slots | set(CONTEXT_FILES)
     placed: probes.RawCapture = {name: text for name, text in capture.items()
                                  if name in slots or name.startswith(probes.SYSFS_DIR + "/")}
-    result = Placement(capture=placed)
+    result = Placement(capture=placed, prefixes=prefixes)
     misplaced = []
+    several: list[tuple[str, str, list[str]]] = []
     for name, text in capture.items():
         if not text.strip() or name in CONTEXT_FILES or name.startswith(probes.SYSFS_DIR + "/"):
             continue
@@ -251,6 +273,8 @@ def place(capture: probes.RawCapture) -> Placement:
         found = identify_all(text)
         if name in tool_slots:
             if _own_output(name, text, found):
+                if any(slot != name for slot in found):   # several outputs in one file
+                    several.append((name, text, [slot for slot in found if slot != name]))
                 continue
             if not found:                  # kept for its parser, and named as unread
                 result.unrecognised.append(name)
@@ -271,4 +295,10 @@ def place(capture: probes.RawCapture) -> Placement:
             if name not in tool_slots:     # unless its name would have it read as another tool)
                 placed[name] = text
             result.shadowed[name] = found[0]
+    for name, text, others in several:     # rocm-smi.txt holding `rocm-smi -u --showmeminfo`
+        free = [slot for slot in others if slot not in placed]
+        for slot in free:
+            placed[slot] = text
+        if free:
+            result.also[name] = ", ".join(free)
     return result

@@ -257,12 +257,40 @@ def _split_header(cell: str) -> tuple[str, str | None]:
     return name.strip().lower(), (unit or None)
 
 
+# Fields nvidia-smi --query-gpu names that a header line must hold one of (a line of other
+# words and commas is not a header).
+_KNOWN_FIELDS = {"index", "name", "gpu_name", "uuid", "gpu_uuid", "pci.bus_id", "gpu_bus_id",
+                 "memory.total", "memory.used", "driver_version", "serial", "gpu_serial"}
+# What a value of each identity field looks like: a noheader row whose values are not of
+# their fields' kinds is the output of another field list (or not CSV at all).
+_VALUE_SHAPES = {
+    "index": re.compile(r"\d+"),
+    "pci.bus_id": re.compile(r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]"),
+    "uuid": re.compile(r"(?:GPU|MIG)-[0-9A-Fa-f-]+(?:/\d+/\d+)?"),
+    "driver_version": re.compile(r"\d+(?:\.\d+)+"),
+    "utilization.gpu": re.compile(r"\d+(?:\.\d+)?(?:\s*%)?"),
+}
+# A GPU name is words: never a bus id, a UUID, a number or an amount.
+_NOT_A_NAME = re.compile(r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:|(?:GPU|MIG)-[0-9a-f]{8}|"
+                         r"[\d.]+(?:\s*(?:%|[KMGT]i?B|W|MHz))?$|P\d+$|name$", re.I)
+
+
+def _is_csv_header(row: list[str]) -> bool:
+    names = [_split_header(c)[0] for c in row]
+    return (len(row) >= 2 and all(_FIELD_NAME.match(c.strip().lower()) for c in row)
+            and any(n in _KNOWN_FIELDS for n in names))
+
+
 def parse_query_gpu_csv(text: str, fields: list[str] | None = None) -> Parsed[list[GpuInfo]]:
     """Parse ``nvidia-smi --query-gpu=... --format=csv[,nounits][,noheader]``.
 
     With ``noheader`` output pass the ``fields`` that were queried (the --query-gpu list);
-    otherwise the first line is the header. Unmapped fields land in ``GpuInfo.extra`` keyed by
-    the field name, as printed (absent values are left out rather than stored as text).
+    otherwise the header is the first line that names query fields (a pasted prompt line or
+    another tool's output may come first: lines before it are skipped, and said so). Rows
+    whose number of values is not the header's, or whose index is not a number, are not GPUs
+    (the rest of a file that holds several outputs) and are skipped with a warning. Unmapped
+    fields land in ``GpuInfo.extra`` keyed by the field name, as printed (absent values are
+    left out rather than stored as text).
     """
     gpus: list[GpuInfo] = []
     warnings: list[str] = []
@@ -275,31 +303,61 @@ def parse_query_gpu_csv(text: str, fields: list[str] | None = None) -> Parsed[li
         return Parsed(gpus, [f"unreadable CSV: {exc}"])
     if fields is not None:
         header = [_split_header(f) for f in fields]
-    elif rows and all(_FIELD_NAME.match(c.strip().lower()) for c in rows[0]):
-        header = [_split_header(c) for c in rows[0]]
-        rows = rows[1:]
     else:
-        if rows:
-            warnings.append("no header line: pass the queried fields to parse noheader output")
-        else:
-            warnings.append("no rows")
-        return Parsed(gpus, warnings)
+        start = next((i for i, row in enumerate(rows) if _is_csv_header(row)), None)
+        if start is None:
+            warnings.append("no header line: pass the queried fields to parse noheader output"
+                            if rows else "no rows")
+            return Parsed(gpus, warnings)
+        if start:
+            warnings.append(f"{start} line(s) before the header skipped")
+        header = [_split_header(c) for c in rows[start]]
+        rows = rows[start + 1:]
     names = [name for name, _ in header]
     if "index" not in names:
         warnings.append("no index column: GPUs numbered in row order")
-    for number, row in enumerate(rows):
-        if len(row) != len(header):
-            warnings.append(f"row {number + 1}: {len(row)} values for {len(header)} columns")
-        gpu = GpuInfo(index=number)
+    skipped = 0
+    for row in rows:
+        if len(row) != len(header) or ("index" in names and not _VALUE_SHAPES["index"]
+                                       .fullmatch(row[names.index("index")].strip())):
+            skipped += 1
+            continue
+        gpu = GpuInfo(index=len(gpus))
         for (name, unit), value in zip(header, row):
-            _apply_gpu_field(gpu, name, unit, value.strip(), number, warnings)
+            _apply_gpu_field(gpu, name, unit, value.strip(), len(gpus), warnings)
         gpus.append(gpu)
+    if skipped:
+        warnings.append(f"{skipped} row(s) skipped: not {len(header)} values with a numeric "
+                        "index (not GPU rows)")
     return Parsed(gpus, warnings)
+
+
+def parse_query_gpu_any(text: str, field_sets: tuple[tuple[str, ...], ...]
+                        ) -> Parsed[list[GpuInfo]]:
+    """--query-gpu CSV with its header, or without one (``noheader``) in one of the
+    ``field_sets`` that were queried: a field list is taken only when every row has its number
+    of values and each value is of its field's kind, so another list's output is never read
+    as this one's (a pstate "P0" as the driver version, a bus id as the GPU name). Nothing is
+    read, with a warning, when no list fits."""
+    parsed = parse_query_gpu_csv(text)
+    if parsed.value or not text.strip():
+        return parsed
+    for fields in field_sets:
+        parsed = parse_query_gpu_csv(text, list(fields))
+        if parsed.value and not parsed.warnings:
+            return parsed
+    return Parsed([], ["no header line, and the values fit none of the queried field lists: "
+                       "a --query-gpu CSV of other fields, or not one"])
 
 
 def _apply_gpu_field(gpu: GpuInfo, name: str, unit: str | None, value: str, row: int,
                      warnings: list[str]) -> None:
     if _is_absent(value):
+        return
+    shape = _VALUE_SHAPES.get(name)
+    if (shape is not None and not shape.fullmatch(value)) or (
+            name in ("name", "gpu_name") and _NOT_A_NAME.match(value)):
+        warnings.append(f"row {row + 1}: {value!r} is not a {name}")
         return
     if name == "index":
         index = to_int(value)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import shared_fixture
-from tests.helpers import REPO, cli_env, run_cli
+from tests.helpers import REPO, cli_env, run_cli, usage_error
 
 
 def _no_gpu_here() -> bool:
@@ -128,6 +128,25 @@ def test_from_h200_bundle_gives_the_nvlink_matrix_and_fails_a_bad_hca(tmp_path):
     failed = [f for f in report["findings"] if f["level"] == "fail"]
     assert [f["id"] for f in failed] == ["env.ib-hca"]
     assert "mlx5_0" in failed[0]["fix"]
+
+
+def test_from_a_single_gzipped_tool_output(tmp_path):
+    # `doctor --from topo.txt.gz`: one tool's output, compressed, read as a bundle of one file
+    # (it was "not a gzip, bzip2, xz or plain tar archive", which is wrong for a gzip file).
+    import gzip
+
+    topo = shared_fixture("tool-outputs", "nvidia-smi_topo_m_h200_8gpu_8nic.txt")
+    single = tmp_path / "topo.txt.gz"
+    single.write_bytes(gzip.compress(topo.read_bytes()))
+    proc = run_cli("doctor", "--from", str(single), "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["inventory"]["topology"]["gpus"] == 8
+    assert report["inventory"]["topology"]["link_type"][3][5] == "nvlink"
+    zipped = tmp_path / "b.zip"
+    zipped.write_bytes(b"PK\x03\x04" + bytes(64))
+    usage_error(run_cli("doctor", "--from", str(zipped)), "--from:", "zip archive",
+                "one tool's output file")
 
 
 def test_explain():

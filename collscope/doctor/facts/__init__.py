@@ -58,6 +58,7 @@ def facts_from(capture: probes.RawCapture) -> Facts:
     capture = placed.capture
     facts.read_as, facts.unrecognised = placed.moved, placed.unrecognised
     facts.shadowed, facts.tool_failures = placed.shadowed, placed.failures
+    facts.prefixes, facts.read_also = placed.prefixes, placed.also
     notes = facts.notes
     facts.env = parse_env(capture.get(probes.ENV_FILE, ""))
     facts.tools = _tool_runs(as_dict(read_json(capture, probes.COMMANDS_FILE, notes)))
@@ -83,7 +84,18 @@ def facts_from(capture: probes.RawCapture) -> Facts:
     _software(capture, facts)
     facts.usage = usage_facts(capture)
     facts.vendor_output = vendor_output.from_capture(capture)
+    _read_is_recognised(facts)
     return facts
+
+
+def _read_is_recognised(facts: Facts) -> None:
+    """A file kept for its parser although no signature matched, whose parser then read what
+    the report shows (its GPUs, matrix, RDMA devices, usage or UCX version), was read: never
+    also "not recognised"."""
+    read = {facts.gpu_source, facts.topology_source, facts.rdma_source, facts.usage.source}
+    if facts.ucx_version is not None and facts.ucx_version.version is not None:
+        read.add("ucx_info-v.txt")
+    facts.unrecognised = [name for name in facts.unrecognised if name not in read]
 
 
 def _tool_runs(commands: dict[str, Any]) -> dict[str, probes.ToolRun]:

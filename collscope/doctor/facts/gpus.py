@@ -159,9 +159,12 @@ def gpus_and_topology(capture: probes.RawCapture, facts: Facts) -> None:
     facts.vendor = _vendor(facts, sources, capture)
     chosen = sources.get(facts.vendor) or []
     if chosen:
-        # The longest list leads (a capture may hold an excerpt of one GPU); the others fill
-        # in what it lacks, GPU by GPU.
-        first = max(range(len(chosen)), key=lambda i: (len(chosen[i][1]), -i))
+        # The longest list leads (a capture may hold an excerpt of one GPU), of those one
+        # that names its GPUs (--showmeminfo lists memory only: names filled from sources
+        # that spell the model differently would read as mixed models); the others fill in
+        # what it lacks, GPU by GPU.
+        first = max(range(len(chosen)), key=lambda i: (
+            len(chosen[i][1]), sum(g.name is not None for g in chosen[i][1]), -i))
         facts.gpu_source = chosen[first][0]
         facts.gpus = _merge_gpus(chosen[first][1], [s[1] for i, s in enumerate(chosen)
                                                     if i != first])

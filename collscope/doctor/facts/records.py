@@ -183,6 +183,8 @@ class Facts:
     read_as: dict[str, str] = field(default_factory=dict)      # file -> slot, from content
     unrecognised: list[str] = field(default_factory=list)      # files no tool output matched
     shadowed: dict[str, str] = field(default_factory=dict)     # file -> slot already filled
+    prefixes: dict[str, str] = field(default_factory=dict)     # file -> launcher prefix stripped
+    read_also: dict[str, str] = field(default_factory=dict)    # file -> other slots it fills
     tool_failures: list[ToolFailure] = field(default_factory=list)  # GPU tools' error texts
 
     @property

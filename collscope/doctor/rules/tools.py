@@ -134,13 +134,24 @@ amd-smi tables, amd-smi monitor / static / metric / topology (text or --json), e
 table and --json, rocminfo, nvidia-smi topo -m and --query-gpu CSV, ucx_info, ibv_devinfo,
 ibstat, lspci -vvv and NCCL/RCCL debug logs. Each file read as another name than its own is
 listed here, including one saved under the bundle name of a different tool (amd-smi static
-output saved as rocm-smi.txt), which is moved to the slot of the tool that wrote it.
+output saved as rocm-smi.txt), which is moved to the slot of the tool that wrote it. A file
+that holds its own tool's output and another's (rocm-smi.txt with `rocm-smi -u --showmeminfo
+vram` after the concise table) is read as both. Lines carrying a launcher's prefix (`srun -l`
+task labels, `mpirun --tag-output`, time stamps) are read without it, and said so.
 """)
 def check_recognised(facts: Facts) -> Iterable[Verdict]:
     for name, slot in sorted(facts.read_as.items()):
         detail = (f"Its content is {slot}'s, not that of the tool {name} names; read as {slot}."
                   if name in TOOL_SLOTS else "Recognised by its content.")
         yield Verdict("info", f"{name} read as {slot}", detail, "")
+    for name, slots in sorted(facts.read_also.items()):
+        yield Verdict("info", f"{name} also read as {slots}",
+                      f"It holds the output of {slots} as well as its own.", "")
+    if facts.prefixes:
+        names = sorted(facts.prefixes)
+        yield Verdict("info", f"Launcher prefix stripped from {len(names)} file(s)",
+                      "; ".join(f"{name}: {facts.prefixes[name][:160]}" for name in names[:4])
+                      + (f"; and {len(names) - 4} more" if len(names) > 4 else ""), "")
 
 
 @rule("tools.unrecognised", "tools", """
@@ -158,8 +169,10 @@ def check_unrecognised(facts: Facts) -> Iterable[Verdict]:
                       f"Another file already holds the {slot} output of this node.",
                       "keep one output per tool in a bundle (one bundle per node)")
     for name in sorted(set(facts.unrecognised) - failed):  # failed runs: tools.availability
+        why = facts.notes.get(name, [])
         yield Verdict("warn", f"{name}: not recognised as any tool output collscope reads",
-                      "Its content matches no tool doctor knows, so it was not read.",
+                      "Its content matches no tool doctor knows, so it was not read"
+                      + (f" ({why[-1][:160]})." if why else "."),
                       "save the output of one tool per file (the names doctor --collect uses "
                       "are in the README); if it is a tool collscope should read, please "
                       "report it with the file")

@@ -26,21 +26,34 @@ def check_ucx(facts: Facts) -> Iterable[Verdict]:
     domains = facts.ucx_devices.memory_domains if facts.ucx_devices else []
     transports = sorted({t.name for t in (facts.ucx_devices.transports
                                           if facts.ucx_devices else [])})
+    # Support is known from the configure line or the memory domains `ucx_info -d` lists;
+    # with neither read (an output doctor could not parse) it is unknown, never "lacks".
+    known = (bool(version.configure_flags) or bool(domains) or version.with_rocm is not None
+             or version.with_cuda is not None)
     rocm = version.with_rocm or any("rocm" in m.name or "rocm" in m.memory_types
                                     for m in domains)
     cuda = version.with_cuda or any("cuda" in m.name or "cuda" in m.memory_types
                                     for m in domains)
-    detail = (f"UCX {version.version or 'unknown'}; ROCm support: {'yes' if rocm else 'no'}; "
-              f"CUDA support: {'yes' if cuda else 'no'}; transports: "
+
+    def said(flag: bool | None) -> str:
+        return "yes" if flag else "no" if known else "unknown"
+
+    detail = (f"UCX {version.version or 'unknown'}; ROCm support: {said(rocm)}; "
+              f"CUDA support: {said(cuda)}; transports: "
               f"{', '.join(transports) or 'not captured (ucx_info -d)'}.")
+    if not known and version.version is None:
+        yield Verdict("info", "UCX build unknown: ucx_info output not understood",
+                      detail + " Neither a version, a configure line nor memory domains "
+                      "were read.", "save `ucx_info -v` and `ucx_info -d` as they print")
+        return
     # A warning carries the whole summary: the build is then one finding, not two.
-    if facts.vendor == "amd" and not rocm:
+    if known and facts.vendor == "amd" and not rocm:
         yield Verdict("warn", "UCX lacks ROCm support on a ROCm host",
                       detail + " GPU buffers handed to UCX (GPU-aware MPI, UCC) are staged "
                       "through host memory or rejected.",
                       "rebuild UCX with `./configure --with-rocm=/opt/rocm` (or install a "
                       "ROCm-enabled UCX) and point LD_LIBRARY_PATH at it")
-    elif facts.vendor == "nvidia" and not cuda:
+    elif known and facts.vendor == "nvidia" and not cuda:
         yield Verdict("warn", "UCX lacks CUDA support on an NVIDIA host", detail,
                       "rebuild UCX with `./configure --with-cuda=/usr/local/cuda`")
     else:

@@ -177,10 +177,13 @@ def test_query_gpu_noheader_needs_fields() -> None:
                                     memory_bytes=81559 * MIB)]
 
 
-def test_query_gpu_ragged_rows_warn() -> None:
-    parsed = parse_query_gpu_csv("index, name\n0, A, extra\nx, B\n")
-    assert [g.index for g in parsed.value] == [0, 1]
-    assert len(parsed.warnings) == 2
+def test_query_gpu_ragged_rows_skipped_with_warning() -> None:
+    # A row with another number of values, or a non-numeric index, is not a GPU (the rest of
+    # a file holding several outputs): skipped and counted, never read as a GPU.
+    parsed = parse_query_gpu_csv("index, name\n0, A, extra\nx, B\n1, C\n")
+    assert [(g.index, g.name) for g in parsed.value] == [(1, "C")]
+    assert parsed.warnings == ["2 row(s) skipped: not 2 values with a numeric index "
+                               "(not GPU rows)"]
 
 
 # --- robustness -------------------------------------------------------------------------------
