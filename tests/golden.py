@@ -71,6 +71,9 @@ def _run(tree: Path, args: list[str], cwd: Path) -> tuple[int, str, str]:
     return proc.returncode, proc.stdout, proc.stderr
 
 
+_DOCTOR_ELAPSED = re.compile(r"^(collscope doctor: .*; )\d+\.\d s$", re.M)
+
+
 def _paths_masked(text: str, tmp: Path) -> str:
     return text.replace(str(SHARED), "<shared>").replace(str(OWN), "<own>").replace(
         str(tmp), "<tmp>")
@@ -125,6 +128,7 @@ def outputs(tree: Path = REPO, bench: bool = True) -> dict[str, str]:
             archive = _bundle(tmp, name, files, extra)
             for flags in ([], ["--json"]):
                 code, out, err = _run(tree, ["doctor", "--from", str(archive), *flags], tmp)
+                out = _DOCTOR_ELAPSED.sub(r"\1<elapsed> s", out)   # "0.1 s" when loaded
                 cases[f"doctor/{name}{''.join(flags)}"] = _paths_masked(
                     _case(code, out, err), tmp)
         html = tmp / "report.html"
