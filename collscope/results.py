@@ -74,7 +74,7 @@ class RunRecord:
         from collscope import __version__
 
         return cls(command=command, collscope_version=__version__,
-                   argv=["collscope", *sys.argv[1:]] if argv is None else argv,
+                   argv=redact_argv(["collscope", *sys.argv[1:]] if argv is None else argv),
                    launcher=launcher, backend=backend,
                    world_size=world_size, nodes=nodes, ranks_per_node=ranks_per_node,
                    hosts=hosts, devices=devices, versions=versions,

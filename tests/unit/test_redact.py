@@ -91,3 +91,17 @@ def test_shown_env_drops_secret_names_and_hides_url_passwords() -> None:
                                   "NCCL_SOCKET_IFNAME": "eth0",
                                   "HTTPS_PROXY": "http://u:<hidden>@p:3128",
                                   "NCCL_DEBUG_FILE": "/tmp/n.%h.log"}
+
+
+def test_a_run_record_never_holds_a_secret_of_its_command_line(monkeypatch) -> None:
+    import sys
+
+    from collscope.results import RunRecord
+
+    monkeypatch.setattr(sys, "argv", ["collscope", "tune", "--launcher-env", "DB_PASS=s1",
+                                      "--url", "https://u:s2@h/x"])
+    record = RunRecord.create("tune", launcher="local", backend="gloo", world_size=1, nodes=1,
+                              ranks_per_node=1, hosts=["h"], devices=[], timing="", extra={},
+                              versions={}, env={})
+    assert record.argv == ["collscope", "tune", "--launcher-env", "DB_PASS=<hidden>",
+                           "--url", "https://u:<hidden>@h/x"]
