@@ -58,7 +58,8 @@ def is_secret_name(name: str) -> bool:
 
 
 # scheme://user:password@ ; the password ends at the @ (RFC 3986 percent-encodes an @ in it).
-_URL_USERINFO = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*://)([^\s/?#@:'\"]*)(:[^\s/?#@'\"]*)?@")
+# Matches start only where a scheme can start (not inside a word), which keeps them linear.
+_URL_USERINFO = re.compile(r"(?<![A-Za-z0-9+.-])([A-Za-z][A-Za-z0-9+.-]*://)([^\s/?#@:'\"]*)(:[^\s/?#@'\"]*)?@")
 
 
 def _hide_url_userinfo(match: re.Match[str]) -> str:
@@ -71,8 +72,9 @@ def _hide_url_userinfo(match: re.Match[str]) -> str:
 
 
 # ``NAME=value`` / ``NAME: value`` (a tool echoing its config). The name may be quoted and
-# closed before the separator ("HF_TOKEN": "..." in JSON).
-_NAME_SEP = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]*)([\"']?)[ \t]*[=:][ \t]*")
+# closed before the separator ("HF_TOKEN": "..." in JSON). A name starts after no name character
+# (leading dashes of an option skipped: --auth-key=): tried once per word, not at every letter.
+_NAME_SEP = re.compile(r"(?<![A-Za-z0-9_.-])-*([A-Za-z_][A-Za-z0-9_.-]*)([\"']?)[ \t]*[=:][ \t]*")
 # An authorization scheme word is not the secret: the credential after it is.
 _SCHEMES = ("bearer", "basic", "token", "digest")
 _NEXT_WORD = re.compile(r"[ \t]+[^\s,;'\"]+")
@@ -90,9 +92,11 @@ _SHELL_WORD = re.compile(r"(?:[^\s'\"]|'[^'\n]*'?|\"[^\"\n]*\"?)+")
 def _hide_named_values(text: str) -> str:
     kept, pos = [], 0
     for match in _NAME_SEP.finditer(text):
+        if match.start() < pos or not is_secret_name(match.group(1)):
+            continue                             # before the value: a:a:a... stays linear
         quote = "" if match.group(2) else text[match.start() - 1:match.start()]
         value = _VALUE.get(quote, _VALUE[""]).match(text, match.end())
-        if match.start() < pos or value is None or not is_secret_name(match.group(1)):
+        if value is None:
             continue
         end = value.end()
         if value.group(0).lower() in _SCHEMES and (credential := _NEXT_WORD.match(text, end)):

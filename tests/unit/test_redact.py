@@ -105,3 +105,14 @@ def test_a_run_record_never_holds_a_secret_of_its_command_line(monkeypatch) -> N
                               versions={}, env={})
     assert record.argv == ["collscope", "tune", "--launcher-env", "DB_PASS=<hidden>",
                            "--url", "https://u:<hidden>@h/x"]
+
+
+@pytest.mark.parametrize("text", ["x" * 100_000 + " -a" * 20_000, "a:" * 100_000,
+                                  "a://" * 50_000, "s://u:" + "p:" * 100_000, "a." * 100_000])
+def test_redaction_stays_linear_on_pathological_lines(text: str) -> None:
+    # A log line is untrusted: these took 13-130 s when every letter could start a name.
+    import time
+
+    started = time.perf_counter()
+    redact_secrets(text)
+    assert time.perf_counter() - started < 2.0
