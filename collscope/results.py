@@ -12,87 +12,27 @@ Units are in the field names: ``_us`` microseconds, ``_gbs`` GB/s with GB = 1e9 
 from __future__ import annotations
 
 import os
-import re
 import sys
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
+
+# Which names look secret and how values are hidden: collscope/redact.py. Run records and their
+# readers have always taken these from here, hence the re-export.
+from collscope.redact import is_secret_name as is_secret_name
+from collscope.redact import redact_argv as redact_argv
+from collscope.redact import redact_secrets as redact_secrets
+from collscope.redact import shown_env
 
 SCHEMA_VERSION = 1
 
 # Environment variables that shape collective performance; recorded in the run record.
 RECORDED_ENV_PREFIXES = ("NCCL_", "RCCL_", "HSA_", "UCX_", "GLOO_", "TORCH_NCCL_", "HIP_", "ROCR_",
                          "CUDA_VISIBLE_DEVICES", "MIOPEN_")
-# Names that suggest a secret: such variables are never printed, recorded or bundled.
-SECRET_NAME_PARTS = ("TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
-
-
-def is_secret_name(name: str) -> bool:
-    upper = name.upper()
-    return any(part in upper for part in SECRET_NAME_PARTS)
-
-
-# ``NAME=value`` / ``NAME: value`` where NAME looks like a secret (a tool echoing its config).
-# The name may be quoted and closed before the separator ("HF_TOKEN": "..." in JSON).
-_NAME_SEP = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]*)([\"']?)[ \t]*[=:][ \t]*")
-# An authorization scheme word is not the secret: the credential after it is.
-_SCHEMES = ("bearer", "basic", "token", "digest")
-_NEXT_WORD = re.compile(r"[ \t]+[^\s,;'\"]+")
-# Quoted values whole: NAME="a b", and 'NAME=a b' (the whole word quoted) up to its quote.
-_VALUE = {"": re.compile(r"\"[^\"\n]*\"?|'[^'\n]*'?|[^\s,;'\"]+"),
-          '"': re.compile(r'[^"\n]+'), "'": re.compile(r"[^'\n]+")}
-
-
-def redact_secrets(text: str) -> str:
-    """``text`` with the value of every secret-looking ``NAME=value`` replaced by ``<hidden>``
-    (tool messages quoted in reports: a tool may echo a token from its environment)."""
-    kept, pos = [], 0
-    for match in _NAME_SEP.finditer(text):
-        quote = "" if match.group(2) else text[match.start() - 1:match.start()]
-        value = _VALUE.get(quote, _VALUE[""]).match(text, match.end())
-        if match.start() < pos or value is None or not is_secret_name(match.group(1)):
-            continue
-        end = value.end()
-        if value.group(0).lower() in _SCHEMES and (credential := _NEXT_WORD.match(text, end)):
-            end = credential.end()
-        kept += [text[pos:match.end()], "<hidden>"]
-        pos = end
-    text = "".join(kept) + text[pos:]
-    return _SPACED_FLAG.sub(_hide_spaced, _SPACED_ENV.sub(_hide_spaced, text))
-
-
-# MPI's ``-genv NAME value`` / ``-env NAME value``: the name and its value are separate words.
-_SPACED_ENV = re.compile(r"(?<!\S)(-g?env[ \t]+([A-Za-z_][A-Za-z0-9_]*)[ \t]+)([^\s'\"]+)")
-# A secret-named option and its value as two words: ``--token abc``, ``--password abc``.
-_SPACED_FLAG = re.compile(r"(?<!\S)(--?([A-Za-z][A-Za-z0-9_-]*)[ \t]+)([^\s'\"-][^\s'\"]*)")
-
-
-def _hide_spaced(match: re.Match[str]) -> str:
-    return match.group(1) + "<hidden>" if is_secret_name(match.group(2)) else match.group(0)
-
-
-def redact_argv(argv: Sequence[str]) -> list[str]:
-    """A captured command's words with secret values hidden, as ``redact_secrets`` does to
-    its text (``NAME=<hidden>`` words, the word after ``-genv NAME``)."""
-    words = [f"{name}=<hidden>" if sep and is_secret_name(name) else redact_secrets(word)
-             for word, (name, sep, _) in ((word, word.partition("=")) for word in argv)]
-    for i in range(len(words) - 1):
-        if i + 2 < len(words) and words[i] in ("-genv", "-env") and is_secret_name(words[i + 1]):
-            words[i + 2] = "<hidden>"
-        elif words[i].startswith("-") and "=" not in words[i] and \
-                is_secret_name(words[i].lstrip("-")) and not words[i + 1].startswith("-"):
-            words[i + 1] = "<hidden>"            # --token abc
-    return words
-
-
 def recorded_env(environ: dict[str, str] | None = None) -> dict[str, str]:
     """The communication-related environment variables, secrets left out."""
     environ = dict(os.environ) if environ is None else environ
-    return {
-        name: value
-        for name, value in sorted(environ.items())
-        if name.startswith(RECORDED_ENV_PREFIXES) and not is_secret_name(name)
-    }
+    return shown_env({name: value for name, value in sorted(environ.items())
+                      if name.startswith(RECORDED_ENV_PREFIXES)})
 
 
 @dataclass
@@ -134,7 +74,7 @@ class RunRecord:
         from collscope import __version__
 
         return cls(command=command, collscope_version=__version__,
-                   argv=["collscope", *sys.argv[1:]] if argv is None else argv,
+                   argv=redact_argv(["collscope", *sys.argv[1:]] if argv is None else argv),
                    launcher=launcher, backend=backend,
                    world_size=world_size, nodes=nodes, ranks_per_node=ranks_per_node,
                    hosts=hosts, devices=devices, versions=versions,

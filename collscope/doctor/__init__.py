@@ -19,6 +19,7 @@ from collscope.doctor.checks import Finding, run_checks
 from collscope.doctor.config import DoctorConfig
 from collscope.doctor.facts import Facts, facts_from
 from collscope.doctor.selftest import SelfTestResult
+from collscope.redact import redact_secrets
 
 __all__ = ["DoctorConfig", "Facts", "Finding", "collect_local", "diagnose", "run_selftest"]
 
@@ -54,7 +55,7 @@ def collect_local(config: DoctorConfig, with_selftest: bool | None = None,
         result, log = run_selftest(config.timeout_s)
         files = {probes.SELFTEST_FILE: json.dumps(result.to_dict(), indent=1)}
         if log:
-            files[probes.NCCL_LOG_FILE] = log
+            files[probes.NCCL_LOG_FILE] = redact_secrets(log)  # the bundle is shared
         return files
 
     return probes.capture(config.tool_timeout_s, extra=selftest_files)

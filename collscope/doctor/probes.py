@@ -29,7 +29,7 @@ from typing import Any
 
 from collscope import __version__
 from collscope.hw.tools import ToolRun, run_command
-from collscope.results import is_secret_name
+from collscope.redact import shown_env
 from collscope.sysfs import list_dir
 
 RawCapture = dict[str, str]
@@ -126,13 +126,14 @@ def run_tool(spec: ToolSpec, timeout_s: float,
 
 
 def capture_env(environ: dict[str, str] | None = None) -> str:
-    """env.txt: the communication variables as NAME=value lines, secret-looking names left out."""
+    """env.txt: the communication variables as NAME=value lines, secrets left out
+    (``redact.shown_env``)."""
     environ = dict(os.environ) if environ is None else environ
+    shown = shown_env({name: value for name, value in environ.items()
+                       if name.startswith(ENV_PREFIXES) or name in ENV_NAMES})
     lines = []
-    for name in sorted(environ):
-        if not (name.startswith(ENV_PREFIXES) or name in ENV_NAMES) or is_secret_name(name):
-            continue
-        value = environ[name].replace("\\", "\\\\").replace("\n", "\\n")
+    for name in sorted(shown):
+        value = shown[name].replace("\\", "\\\\").replace("\n", "\\n")
         lines.append(f"{name}={value}")
     return "\n".join(lines) + ("\n" if lines else "")
 

@@ -289,7 +289,7 @@ def context_rows(runs: list[Run]) -> list[tuple[str, list[str]]]:
         for key in sorted(keys):
             rows.append((f"{group}: {key}", [
                 "" if not isinstance(c.get(group), dict) or c[group].get(key) is None
-                else str(c[group][key]) for c in contexts]))
+                else redact_secrets(str(c[group][key])) for c in contexts]))  # proxy URLs
     return rows
 
 

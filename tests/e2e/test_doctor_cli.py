@@ -73,6 +73,31 @@ def test_json_report_and_secrets(tmp_path):
         [f["id"] for f in report["findings"]]
 
 
+def test_no_secret_of_a_bundle_is_echoed_in_findings_or_json(tmp_path):
+    # A hand-made bundle (review item 11): env.txt with secrets, a log echoing one.
+    bundle = tmp_path / "b"
+    bundle.mkdir()
+    (bundle / "env.txt").write_text(
+        "NCCL_IB_HCA=mlx5_0\nNCCL_SOCKET_IFNAME=eth0\nHF_TOKEN=sqd1\nNCCL_NET_PLUGIN_PASS=sqd2\n"
+        "DB_PASS=sqd3\nUCX_TLS=rc,cuda_copy\nHTTPS_PROXY=http://u:sqd4@p:3128\nMYSQL_PWD=sqd5\n")
+    (bundle / "nccl-debug.log").write_text(
+        "node1:100:100 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
+        "node1:100:100 [0] NCCL INFO NCCL_API_TOKEN set by environment to sqd6\n"
+        "node1:100:100 [0] NCCL WARN plugin: bad config HF_TOKEN=sqd7 via https://u:sqd8@p\n")
+    text = run_cli("doctor", "--from", str(bundle))
+    as_json = run_cli("doctor", "--from", str(bundle), "--json")
+    assert text.returncode == as_json.returncode == 0, text.stderr + as_json.stderr
+    written = text.stdout + text.stderr + as_json.stdout + as_json.stderr
+    assert "sqd" not in written
+    report = json.loads(as_json.stdout)
+    assert report["inventory"]["env"] == {
+        "NCCL_IB_HCA": "mlx5_0", "NCCL_SOCKET_IFNAME": "eth0", "UCX_TLS": "rc,cuda_copy",
+        "HTTPS_PROXY": "http://u:<hidden>@p:3128"}
+    # No env.typo "did you mean NCCL_NET_PLUGIN" with the value to copy: the name is gone.
+    assert "NCCL_NET_PLUGIN" not in written
+    assert "bad config HF_TOKEN=<hidden> via https://u:<hidden>@p" in text.stdout
+
+
 def _fixture_bundle(tmp_path: Path, files: dict[str, str], extra: dict[str, str]) -> Path:
     root = tmp_path / "bundle"
     root.mkdir()

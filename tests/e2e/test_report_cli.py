@@ -123,6 +123,44 @@ def test_secret_assignments_of_a_captured_command_line_are_never_written(tmp_pat
     assert "NCCL_API_TOKEN=&lt;hidden&gt; NCCL_SOCKET_IFNAME=ens5 mpirun" in page
 
 
+# Every way a posted log shows a secret (each value is unique, so a leak names its way in).
+SECRETS_HEAD = """+ export HF_TOKEN=sq01
++ export NCCL_SOCKET_IFNAME=eth0
+DB_PASS=sq02
+MYSQL_PWD=sq03
+HTTPS_PROXY=http://u:sq04@proxy:3128
+cnode:1:1 [0] NCCL INFO NCCL_API_TOKEN set by environment to sq05
++ docker login -u me -p sq06 nvcr.io
++ git clone https://oauth2:sq07@gitlab.com/x.git
++ curl -H 'Authorization: Bearer sq08' https://x
+$ mpirun -np 3 -x NCCL_IB_HCA=mlx5 -x DB_PASS=sq09 --password=sq10 -genv MY_PASS sq11 \
+all_reduce_perf -b 100M -e 110M -c 0 -n 1 --url https://user:sq12@host/x
+"""
+
+
+def test_no_secret_of_a_posted_log_reaches_records_stderr_or_the_report(tmp_path: Path) -> None:
+    log = tmp_path / "sec.txt"
+    log.write_text(SECRETS_HEAD + shared_fixture("nccl-tests-logs", T4).read_text())
+    out = tmp_path / "sec.jsonl"
+    proc = run_cli("import", str(log), "-o", str(out), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    html = tmp_path / "sec.html"
+    shown = run_cli("report", str(out), str(log), "-o", str(html), timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    written = out.read_text() + proc.stdout + proc.stderr + shown.stdout + shown.stderr + \
+        html.read_text()
+    assert re.findall(r"sq\d\d", written) == []
+    run = read_records(out)[0]
+    assert run["extra"]["command_line"].endswith("--url https://user:<hidden>@host/x")
+    assert "-genv MY_PASS <hidden>" in run["extra"]["command_line"]
+    assert run["env"] == {"NCCL_IB_HCA": "mlx5"}           # DB_PASS left out, not hidden
+    lines = [c["text"] for c in run["extra"]["other_command_lines"]]
+    assert "docker login -u me -p <hidden> nvcr.io" in lines
+    assert "git clone https://oauth2:<hidden>@gitlab.com/x.git" in lines
+    assert "NCCL_API_TOKEN set by environment to <hidden>" in proc.stderr
+    assert "HTTPS_PROXY=http://u:<hidden>@proxy:3128" in proc.stderr
+
+
 # ---------------------------------------------------------------------------------------------
 # compare
 # ---------------------------------------------------------------------------------------------

@@ -66,9 +66,9 @@ def add_notes(notes: dict[str, list[str]], name: str, warnings: list[str]) -> No
 def parse_env(text: str) -> dict[str, str]:
     """env.txt (NAME=value lines, ``#`` comments; ``export`` tolerated) -> dict.
 
-    Names that look like secrets are dropped here too: hand-made bundles may hold them.
+    Secrets are left out here too (``redact.shown_env``): hand-made bundles may hold them.
     """
-    from collscope.results import is_secret_name
+    from collscope.redact import shown_env
 
     env: dict[str, str] = {}
     for raw in text.splitlines():
@@ -79,10 +79,10 @@ def parse_env(text: str) -> dict[str, str]:
             line = line[len("export "):].strip()
         name, sep, value = line.partition("=")
         name = name.strip()
-        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) or is_secret_name(name):
+        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
             continue
         value = value.strip()
         if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
             value = value[1:-1]
         env[name] = value.replace("\\n", "\n").replace("\\\\", "\\")
-    return env
+    return shown_env(env)

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, NamedTuple
 
 from collscope.doctor.facts import Facts
+from collscope.redact import redact_secrets
 
 LEVELS = ("fail", "warn", "info", "ok")          # worst first
 AREAS = ("gpu", "torch", "topology", "host", "network", "ucx", "nccl", "env", "selftest",
@@ -79,9 +80,11 @@ def run_checks(facts: Facts, only: Iterable[str] | None = None) -> list[Finding]
         if entry.check is None or (wanted is not None and entry.id not in wanted):
             continue
         try:
-            for verdict in entry.check(facts):
-                findings.append(Finding(entry.id, verdict.level, entry.area, verdict.title,
-                                        verdict.detail, verdict.fix))
+            for verdict in entry.check(facts):  # redacted: rules quote logs and tool output
+                findings.append(Finding(entry.id, verdict.level, entry.area,
+                                        redact_secrets(verdict.title),
+                                        redact_secrets(verdict.detail),
+                                        redact_secrets(verdict.fix)))
         except Exception as error:  # a rule bug must not hide every other finding
             findings.append(Finding(entry.id, "warn", entry.area,
                                     f"check {entry.id} could not run: {type(error).__name__}",

@@ -221,6 +221,13 @@ def test_env_file_parsing_drops_secrets():
     assert env == {"NCCL_DEBUG": "WARN", "NCCL_IB_HCA": "mlx5_0:1", "NCCL_X": "a\nb"}
 
 
+def test_env_file_parsing_drops_pass_names_and_hides_proxy_passwords():
+    env = parse_env("NCCL_NET_PLUGIN_PASS=sq1\nDB_PASS=sq2\nMYSQL_PWD=sq3\nUCX_TLS=rc\n"
+                    "HTTPS_PROXY=http://u:sq4@p:3128\nNCCL_IB_HCA=mlx5_0\n")
+    assert env == {"UCX_TLS": "rc", "HTTPS_PROXY": "http://u:<hidden>@p:3128",
+                   "NCCL_IB_HCA": "mlx5_0"}
+
+
 def test_odd_json_files_are_notes_not_crashes():
     facts = facts_from({"host.json": "{not json", "torch.json": "[1, 2]",
                         "commands.json": '{"x": 5, "y": {"argv": "oops", "seconds": "slow"}}',

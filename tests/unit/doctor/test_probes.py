@@ -63,6 +63,16 @@ def test_env_capture_filters_prefixes_and_secrets():
     assert "hunter2" not in text and capture_env({}) == ""
 
 
+def test_env_capture_for_a_bundle_leaves_out_pass_and_pwd_names_and_url_passwords():
+    # What --collect writes into env.txt (review item 11): *_PASS / *_PWD names left out,
+    # a proxy URL's password hidden, ordinary NCCL/UCX variables kept as they are.
+    text = capture_env({"NCCL_NET_PLUGIN_PASS": "sq1", "NCCL_DB_PWD": "sq2",
+                        "UCX_PROXY": "http://u:sq3@proxy:3128", "NCCL_IB_HCA": "mlx5_0",
+                        "UCX_TLS": "rc,cuda_copy", "NCCL_SOCKET_IFNAME": "eth0"})
+    assert text == ("NCCL_IB_HCA=mlx5_0\nNCCL_SOCKET_IFNAME=eth0\nUCX_PROXY=http://u:<hidden>"
+                    "@proxy:3128\nUCX_TLS=rc,cuda_copy\n")
+
+
 def test_capture_records_every_tool_and_host_facts(tmp_path):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -86,3 +96,20 @@ def test_capture_records_every_tool_and_host_facts(tmp_path):
     assert host["hostname"] == os.uname().nodename
     assert isinstance(host["memlock_soft"], int)
     assert "torch.json" not in files
+
+
+def test_the_self_test_nccl_log_goes_into_the_bundle_with_secrets_hidden(monkeypatch):
+    # NCCL_DEBUG=INFO echoes the variables it read; the bundle is meant to be shared.
+    import collscope.doctor as doctor
+    from collscope.doctor.config import DoctorConfig
+    from collscope.doctor.probes import NCCL_LOG_FILE
+    from collscope.doctor.selftest import SelfTestResult
+
+    log = ("h:1:1 [0] NCCL INFO NCCL_API_TOKEN set by environment to sq1\n"
+           "h:1:1 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth0\n")
+    monkeypatch.setattr(doctor, "run_selftest", lambda timeout_s: (SelfTestResult("ok"), log))
+    monkeypatch.setattr(doctor.probes, "capture", lambda timeout_s, extra: extra())
+    files = doctor.collect_local(DoctorConfig(), with_selftest=True)
+    assert files[NCCL_LOG_FILE] == (
+        "h:1:1 [0] NCCL INFO NCCL_API_TOKEN set by environment to <hidden>\n"
+        "h:1:1 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth0\n")

@@ -218,6 +218,16 @@ def test_secrets_in_records_of_any_origin_are_not_rendered(tmp_path: Path) -> No
     assert "env: NCCL_SOCKET_IFNAME" in page
 
 
+def test_credentials_in_env_values_of_any_record_are_not_rendered(tmp_path: Path) -> None:
+    # A hand-made record whose variable holds a URL with a password, and *_PASS names.
+    record = run_record("node0", NCCL_SOCKET_IFNAME="ens5", NCCL_NET_PLUGIN_PASS="sekrit5",
+                        UCX_PROXY="http://u:sekrit6@proxy:3128")
+    path = write_jsonl(tmp_path / "x.jsonl", [record, *sweep()])
+    page = render_report([load_input(path)], generated_at=GENERATED)
+    assert "sekrit" not in page and "NCCL_NET_PLUGIN_PASS" not in page
+    assert "http://u:&lt;hidden&gt;@proxy:3128" in page and "env: NCCL_SOCKET_IFNAME" in page
+
+
 @pytest.mark.parametrize(("words", "shown"), [
     (["NCCL_API_TOKEN=sekrit", "NCCL_SOCKET_IFNAME=ens5"],
      ["NCCL_API_TOKEN=<hidden>", "NCCL_SOCKET_IFNAME=ens5"]),
