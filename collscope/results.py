@@ -16,12 +16,8 @@ import sys
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-# Which names look secret and how values are hidden: collscope/redact.py. Run records and their
-# readers have always taken these from here, hence the re-export.
-from collscope.redact import is_secret_name as is_secret_name
-from collscope.redact import redact_argv as redact_argv
-from collscope.redact import redact_secrets as redact_secrets
-from collscope.redact import shown_env
+# Which names look secret and how values are hidden: collscope/redact.py (one list for all).
+from collscope.redact import redact_argv, shown_env
 
 SCHEMA_VERSION = 1
 

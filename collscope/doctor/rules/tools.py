@@ -8,7 +8,7 @@ from collscope.doctor.facts import Facts
 from collscope.doctor.probes import TOOLS, ToolRun
 from collscope.doctor.recognize import TOOL_SLOTS, ToolFailure
 from collscope.doctor.rules.registry import Verdict, rule
-from collscope.results import redact_secrets
+from collscope.redact import redact_secrets
 
 # The GPU tools doctor runs; a failure is grouped under the tool that printed it.
 GPU_TOOLS = ("amd-smi", "rocm-smi", "rocminfo", "nvidia-smi")

@@ -242,7 +242,7 @@ def test_credentials_in_env_values_of_any_record_are_not_rendered(tmp_path: Path
 def test_redact_argv_and_the_same_command_as_text(words: list[str], shown: list[str]) -> None:
     import shlex
 
-    from collscope.results import redact_argv, redact_secrets
+    from collscope.redact import redact_argv, redact_secrets
 
     assert redact_argv(words) == shown
     assert shlex.split(redact_secrets(shlex.join(words))) == shown
@@ -257,6 +257,6 @@ def test_redact_argv_and_the_same_command_as_text(words: list[str], shown: list[
     ("ib_hca: mlx5_0 GPU 0: H100", "ib_hca: mlx5_0 GPU 0: H100"),            # nothing secret
 ])
 def test_redact_secrets_in_echoed_configs(text: str, shown: str) -> None:
-    from collscope.results import redact_secrets
+    from collscope.redact import redact_secrets
 
     assert redact_secrets(text) == shown
