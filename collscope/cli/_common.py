@@ -45,7 +45,8 @@ def check_writable(flag: str, path: str | None) -> None:
 
 def check_writable_folder(flag: str, path: str | None) -> None:
     """A folder given to ``flag`` (files are written into it) must be creatable and
-    writable: created with a file in it and removed again (records_io.probe_folder)."""
+    writable: created (and left for the writer) with a file in it, removed again
+    (records_io.probe_folder)."""
     from collscope.errors import UsageError
     from collscope.records_io import probe_folder
 

@@ -54,10 +54,26 @@ def test_check_writable_folder(tmp_path: Path):
                                              f"{afile} is a file, not a folder"):
             check_writable_folder("--trace", str(path))
     check_writable_folder("--trace", str(tmp_path / "new" / "deeper"))
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl"]   # created, removed
+    # Created and left for the writer; the probe file removed again.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl", "new"]
+    assert [p.name for p in (tmp_path / "new").iterdir()] == ["deeper"]
+    assert list((tmp_path / "new" / "deeper").iterdir()) == []
     if ROOT and os.path.isdir("/proc"):
         with pytest.raises(UsageError, match="--trace: cannot write into folder '/proc/tr'"):
             check_writable_folder("--trace", "/proc/tr")
+
+
+def test_every_node_checking_one_new_folder_at_once_passes(tmp_path: Path):
+    # Each node's first rank checks the shared --trace folder at the same moment: no checker
+    # may fail because another made or removed a folder in between (with removal, 166 of 400
+    # concurrent checks failed).
+    from concurrent.futures import ThreadPoolExecutor
+
+    paths = [str(tmp_path / str(i) / "traces") for i in range(25)]
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda path: check_writable_folder("--trace", path),
+                      [path for path in paths for _ in range(8)]))
+    assert all(os.path.isdir(path) and not os.listdir(path) for path in paths)
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
