@@ -50,10 +50,17 @@ def _name_words(name: str) -> list[str]:
     return [word.upper() for word in _WORD_BREAK.split(name) if word]
 
 
+# A word of five or more letters ending in KEY is a key (TS_AUTHKEY, SSHKEY, MASTERKEY,
+# SIGNINGKEY); four-letter ones are InfiniBand/RDMA identifiers, not secrets (NCCL_IB_PKEY, the
+# partition key; RKEY, LKEY, QKEY, MKEY).
+KEY_WORD_MIN_LEN = 5
+
+
 def is_secret_name(name: str) -> bool:
     """Whether a variable or option called ``name`` holds a secret (see the word lists)."""
     words = _name_words(name)
     return any(word.endswith(SECRET_WORD_ENDINGS) or word in SECRET_WORDS
+               or (word.endswith("KEY") and len(word) >= KEY_WORD_MIN_LEN)
                or (len(words) > 1 and word in SECRET_WORDS_IN_NAMES) for word in words)
 
 

@@ -20,7 +20,7 @@ from pathlib import Path, PurePosixPath
 
 from collscope.doctor.probes import RawCapture
 from collscope.errors import UsageError
-from collscope.parsers.decode import DecodeError, decode_capture
+from collscope.parsers.decode import DecodeError, compression, decode_capture
 
 TOP_DIR = "collscope-doctor"
 MAX_MEMBER_BYTES = 16 * 1024 * 1024
@@ -104,7 +104,6 @@ def read_bundle(path: str | os.PathLike[str]) -> RawCapture:
     return files
 
 
-COMPRESSION_MAGIC = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ")
 TAR_SUFFIXES = (".tar", ".tgz", ".tar.gz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")
 ACCEPTED = ("a bundle from --collect (.tar.gz, .tgz, .tar), a directory of tool outputs, or "
             "one tool's output file (plain, .gz, .bz2 or .xz)")
@@ -114,7 +113,7 @@ def _compressed(source: Path) -> bool:
     """gzip, bzip2 or xz by the magic bytes (a single tool output compressed, or a tar)."""
     try:
         with source.open("rb") as handle:
-            return handle.read(6).startswith(COMPRESSION_MAGIC)
+            return compression(handle.read(6)) is not None
     except OSError:
         return False
 
@@ -137,14 +136,15 @@ def _read_single(source: Path) -> RawCapture:
     """One tool's output, plain or compressed, as a bundle of that one file: recognised by its
     content (recognize.place), named as it is without the compression suffix."""
     try:
-        data = source.read_bytes()
+        with source.open("rb") as handle:      # bounded: --from may name a checkpoint
+            data = handle.read(MAX_MEMBER_BYTES * 4)
     except OSError as error:
         raise UsageError(f"--from: cannot read {str(source)!r}: {error.strerror}") from None
     if data.startswith(b"PK\x03\x04"):
         raise UsageError(f"--from: {str(source)!r} is a zip archive, which is not read; give "
                          f"{ACCEPTED}")
     try:
-        text = decode_capture(data[: MAX_MEMBER_BYTES * 4])
+        text = decode_capture(data)
     except DecodeError as error:
         raise UsageError(f"--from: {str(source)!r} cannot be read ({error}); give "
                          f"{ACCEPTED}") from None

@@ -18,14 +18,31 @@ from __future__ import annotations
 
 import bz2
 import codecs
-import gzip
 import lzma
 import re
+import zlib
+from collections.abc import Callable
+from typing import Protocol
 
 MAX_DECOMPRESSED_BYTES = 1 << 30      # a log larger than 1 GiB unpacked is not a log
 
-_COMPRESSED = ((b"\x1f\x8b", gzip.open, "gzip"), (b"BZh", bz2.open, "bzip2"),
-               (b"\xfd7zXZ\x00", lzma.open, "xz"))
+class _Decompressor(Protocol):
+    @property
+    def eof(self) -> bool: ...
+
+    @property
+    def unused_data(self) -> bytes: ...
+
+    def decompress(self, data: bytes, /) -> bytes: ...
+
+
+# Magic bytes -> (name, a fresh incremental decompressor): gzip members, bzip2 and xz streams.
+_COMPRESSED: dict[bytes, tuple[str, Callable[[], _Decompressor]]] = {
+    b"\x1f\x8b": ("gzip", lambda: zlib.decompressobj(wbits=31)),
+    b"BZh": ("bzip2", bz2.BZ2Decompressor),
+    b"\xfd7zXZ\x00": ("xz", lzma.LZMADecompressor),
+}
+_CHUNK = 1 << 16          # input fed per step: the output bound is checked between steps
 _BOMS = ((codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"),
          (codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"),
          (codecs.BOM_UTF16_BE, "utf-16-be"))
@@ -37,22 +54,45 @@ class DecodeError(ValueError):
     """Bytes that look compressed but do not decompress; the message says why."""
 
 
-def decompress(data: bytes, limit: int = MAX_DECOMPRESSED_BYTES) -> bytes:
-    """``data`` unpacked when it starts with a gzip, bzip2 or xz magic, else as it is."""
-    import io
+def compression(head: bytes) -> str | None:
+    """"gzip", "bzip2" or "xz" when ``head`` (a file's first bytes) has that magic, else None."""
+    return next((name for magic, (name, _) in _COMPRESSED.items() if head.startswith(magic)),
+                None)
 
-    for magic, opener, name in _COMPRESSED:
-        if data.startswith(magic):
-            try:
-                with opener(io.BytesIO(data), "rb") as stream:
-                    unpacked: bytes = stream.read(limit + 1)
-            except (OSError, EOFError, lzma.LZMAError) as error:
+
+def decompress(data: bytes, limit: int = MAX_DECOMPRESSED_BYTES) -> bytes:
+    """``data`` unpacked when it starts with a gzip, bzip2 or xz magic, else as it is.
+
+    Concatenated members (``cat a.gz b.gz``) are all unpacked. A file cut short (a job killed
+    while its log was compressed on the fly) keeps what unpacked, as ``zcat`` does; the
+    parsers then see a truncated log. DecodeError when nothing unpacks or the output would
+    exceed ``limit``."""
+    magic = next((m for m in _COMPRESSED if data.startswith(m)), None)
+    if magic is None:
+        return data
+    name, fresh = _COMPRESSED[magic]
+    out: list[bytes] = []
+    size, rest = 0, data
+    while rest.startswith(magic):
+        decompressor = fresh()
+        try:
+            for at in range(0, len(rest), _CHUNK):
+                piece = decompressor.decompress(rest[at:at + _CHUNK])
+                size += len(piece)
+                out.append(piece)
+                if size > limit:
+                    raise DecodeError(f"decompresses to more than {limit >> 20} MiB")
+                if decompressor.eof:
+                    break
+        except (zlib.error, OSError, EOFError, lzma.LZMAError) as error:
+            if not size:
                 raise DecodeError(f"looks {name}-compressed but does not decompress: "
                                   f"{error}") from None
-            if len(unpacked) > limit:
-                raise DecodeError(f"decompresses to more than {limit >> 20} MiB")
-            return unpacked
-    return data
+            break                      # corrupt after good data: keep what unpacked
+        if not decompressor.eof:
+            break                      # cut short: keep what unpacked
+        rest = decompressor.unused_data
+    return b"".join(out)
 
 
 def _encoding(data: bytes) -> tuple[str | None, int]:

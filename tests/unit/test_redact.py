@@ -14,7 +14,8 @@ SECRET_NAMES = [
     "DB_PASS", "NCCL_NET_PLUGIN_PASS", "MYSQL_PWD", "GPG_PASSPHRASE", "SSH_PRIVATE",
     "TLS_PRIVATE_KEY", "GITHUB_CREDENTIALS", "REGISTRY_CREDS", "Authorization", "auth",
     "Cookie", "SESSION_COOKIE", "apiKey", "dbPassword", "GHTOKEN", "auth-key", "api-key",
-    "secret", "token",
+    "secret", "token", "TS_AUTHKEY", "SSHKEY", "MASTERKEY", "AWS_SECRETKEY", "SIGNINGKEY",
+    "PASSKEY",
 ]
 # Ordinary communication variables and look-alikes that must stay visible.
 PLAIN_NAMES = [
@@ -22,6 +23,7 @@ PLAIN_NAMES = [
     "NCCL_IB_PKEY", "NCCL_P2P_BYPASS", "TOKENIZERS_PARALLELISM", "GIT_AUTHOR_NAME", "PWD",
     "OLDPWD", "PASS", "KEY", "XDG_SESSION_ID", "HTTPS_PROXY", "NCCL_DEBUG", "RCCL_MSCCL_ENABLE",
     "HSA_FORCE_FINE_GRAIN_PCIE", "UCX_NET_DEVICES", "GLOO_SOCKET_IFNAME", "ib_hca", "SLURM_JOB_ID",
+    "RKEY", "NCCL_IB_QKEY", "LKEY",
 ]
 
 

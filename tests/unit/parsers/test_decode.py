@@ -9,7 +9,7 @@ import lzma
 
 import pytest
 
-from collscope.parsers.decode import DecodeError, decode_capture, decompress
+from collscope.parsers.decode import DecodeError, compression, decode_capture, decompress
 
 LOG = "# nThread 1\n#  Rank  0 Group  0 Pid 7 on nöde1 device  0 [0000:05:00] AMD MI300X\n" \
       "     1048576        262144     float     sum      -1   10.5  99.86  174.76      0\n"
@@ -60,3 +60,24 @@ def test_corrupt_compression_is_one_clear_error_and_plain_bytes_pass():
 def test_decompressed_size_is_bounded():
     with pytest.raises(DecodeError, match="more than 1 MiB"):
         decompress(gzip.compress(b"\0" * (2 << 20)), limit=1 << 20)
+
+
+# bzip2 decodes whole blocks of up to 900 kB: a cut block is lost (bzcat loses it too).
+@pytest.mark.parametrize(("pack", "kept"), [(gzip.compress, 0.9), (lzma.compress, 0.9),
+                                            (bz2.compress, 0.0)], ids=["gzip", "xz", "bzip2"])
+def test_a_file_cut_short_keeps_what_unpacks_as_zcat_does(pack, kept):
+    log = "".join(f"{1 << k:12d} {k:6d} float sum -1 {k + 0.5:8.2f}\n" for k in range(4000))
+    packed = pack(log.encode())
+    text = decode_capture(packed[:-200])          # a job killed while compressing its log
+    assert log.startswith(text) and len(text) >= kept * len(log)
+
+
+def test_concatenated_members_are_all_unpacked():
+    assert decode_capture(gzip.compress(b"first\n") + gzip.compress(b"second\n")) == \
+        "first\nsecond\n"
+
+
+def test_compression_is_told_by_magic():
+    assert [compression(p(b"x")) for p in (gzip.compress, bz2.compress, lzma.compress)] == \
+        ["gzip", "bzip2", "xz"]
+    assert compression(b"plain text") is None
