@@ -19,9 +19,15 @@ import re
 from collscope.parsers.nccl_tests.records import Row, TableHeader, printed_unit
 from collscope.parsers.nccl_tests.table import looks_like_row, parse_row
 
-# NCCL's debug prefix, host:pid:tid [device] NCCL INFO|WARN ..., tried at every position.
-_DEBUG_AT = re.compile(r"(?=([\w.-]+):\d+:\d+\s+\[\d+\]\s+(?:NCCL|RCCL) "
-                       r"(?:INFO|WARN|TRACE|ERROR|ABORT)\b)")
+# NCCL's debug prefix after its host: host:pid:tid [device] NCCL INFO|WARN ... The host is
+# found by walking back from the marker (a regex trying every position for the host would be
+# quadratic on long lines), at most MAX_HOST_CHARS back: a host name is at most 253.
+_DEBUG_MARK = re.compile(r":\d+:\d+\s+\[\d+\]\s+(?:NCCL|RCCL) (?:INFO|WARN|TRACE|ERROR|ABORT)\b")
+_HOST_CHAR = re.compile(r"[\w.-]")
+MAX_HOST_CHARS = 256
+# Cuts tried for a row after debug text: its numbers come early (after the debug message's
+# own few), and every try parses the rest of the line.
+MAX_ROW_STARTS = 16
 
 
 def _complete(text: str, number: int, header: TableHeader | None,
@@ -42,11 +48,25 @@ def row_after_debug(line: str, debug_end: int, number: int, header: TableHeader 
     guessed from the token count, which a wrong cut would satisfy too easily."""
     if header is None:
         return None
-    for match in re.finditer(r"(?<!\S)\d+\s", line[debug_end:]):
+    for tries, match in enumerate(re.finditer(r"(?<!\S)\d+\s", line[debug_end:])):
+        if tries >= MAX_ROW_STARTS:
+            break
         row = _complete(line[debug_end + match.start():], number, header, previous)
         if row is not None:
             return row
     return None
+
+
+def _debug_hosts(line: str) -> list[tuple[int, str]]:
+    """(start, host) of every way to read a debug prefix's host on ``line``: each suffix of
+    the host characters before a marker (``28.39node1:7085:...`` may be glued anywhere)."""
+    found = []
+    for mark in _DEBUG_MARK.finditer(line):
+        end = start = mark.start()
+        while start > 0 and end - start < MAX_HOST_CHARS and _HOST_CHAR.match(line[start - 1]):
+            start -= 1
+        found += [(at, line[at:end]) for at in range(start, end)]
+    return found
 
 
 def row_heads_before_debug(line: str, header: TableHeader | None,
@@ -60,13 +80,13 @@ def row_heads_before_debug(line: str, header: TableHeader | None,
         return []
     known: list[str] = []
     lettered: list[str] = []
-    for match in _DEBUG_AT.finditer(line):
-        head = line[:match.start()]
-        if match.start() == 0 or not looks_like_row(head.split(), header):
+    for start, host in _debug_hosts(line):
+        head = line[:start]
+        if start == 0 or not looks_like_row(head.split(), header):
             continue
-        if match.group(1) in hosts:
+        if host in hosts:
             known.append(head)
-        elif match.group(1)[0].isalpha():
+        elif host[0].isalpha():
             lettered.append(head)
     return [tier for tier in (known, lettered) if tier]
 

@@ -113,3 +113,16 @@ def test_srun_labels_of_one_mpi_test_are_not_split() -> None:
                      for line, extra in zip(lines, noise, strict=True))
     (test,) = parse_nccl_tests(text).value
     assert len(test.rows) == len(parse_nccl_tests("\n".join(lines)).value[0].rows)
+
+
+def test_a_long_line_is_read_in_linear_time() -> None:
+    # A header and one 64 kB row-like line: the host search before NCCL's debug marker once
+    # tried a regex at every position (14.5 s on this line); now it walks back from markers.
+    import time
+
+    header = ("#       size         count      type   redop    root     time   algbw   busbw "
+              "#wrong     time   algbw   busbw #wrong\n")
+    line = "     1048576        262144     float     sum      -1 " + "7" * 65536 + "\n"
+    started = time.perf_counter()
+    parse_nccl_tests(header + line + "node1:1:2 [0] NCCL INFO x " + "1 " * 20000 + "\n")
+    assert time.perf_counter() - started < 2.0
