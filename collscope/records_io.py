@@ -34,20 +34,30 @@ def probe_file(path: str | os.PathLike[str]) -> None:
     fails. A new file is created and removed again (so /proc, /sys and read-only mounts
     refuse it, as they would the writer); an existing one is opened for appending and given
     an empty write, which /dev/full already refuses. A named pipe is not opened (that would
-    wait for its reader)."""
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
-        os.unlink(path)
+    wait for its reader). Other checkers of the same path at the same moment (each node's
+    first rank, on a shared file system) may create and remove it in between: a file made by
+    another shows it can be made, and one that vanished is looked at again."""
+    for _ in range(3):
+        try:
+            mode = os.stat(path).st_mode
+        except FileNotFoundError:
+            try:
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            except FileExistsError:
+                return    # another checker made it just now
+            os.unlink(path)
+            return
+        if stat.S_ISFIFO(mode):
+            return
+        try:
+            handle = os.open(path, os.O_WRONLY | os.O_APPEND)
+        except FileNotFoundError:
+            continue      # another checker removed its probe: look again
+        try:
+            os.write(handle, b"")
+        finally:
+            os.close(handle)
         return
-    if stat.S_ISFIFO(mode):
-        return
-    handle = os.open(path, os.O_WRONLY | os.O_APPEND)
-    try:
-        os.write(handle, b"")
-    finally:
-        os.close(handle)
 
 
 def probe_folder(path: str | os.PathLike[str]) -> None:

@@ -76,6 +76,17 @@ def test_every_node_checking_one_new_folder_at_once_passes(tmp_path: Path):
     assert all(os.path.isdir(path) and not os.listdir(path) for path in paths)
 
 
+def test_every_node_checking_one_new_file_at_once_passes(tmp_path: Path):
+    # doctor --all-ranks --collect without {node}: every node's first rank checks one path.
+    from concurrent.futures import ThreadPoolExecutor
+
+    paths = [str(tmp_path / f"b{i}.tar.gz") for i in range(50)]
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda path: check_writable("--collect", path),
+                      [path for path in paths for _ in range(8)]))
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
 def test_a_failed_write_is_one_line_naming_the_flag_and_the_file():
     writer = JsonlWriter("/dev/full", "--json")
