@@ -64,8 +64,11 @@ def test_a_slow_sender_is_named_and_a_transient_one_cleared_by_the_confirmation(
     from tests.helpers import cli_env, read_records
 
     out = tmp_path / "links.jsonl"
-    proc = run_cli("links", "--nproc", "4", "-b", "4M", "-n", "3", "-w", "1", "--json",
-                   str(out), "--timeout", "60",
+    # --confirm 2: uncapped CPU links scatter around the 70 % line (1.3-3.2 GB/s against a
+    # 1.1 GB/s limit here), so under CI load a healthy rank 1 once failed its first try and
+    # its one confirmation on every link it sends, and was named too.
+    proc = run_cli("links", "--nproc", "4", "-b", "4M", "-n", "3", "-w", "1", "--confirm", "2",
+                   "--json", str(out), "--timeout", "60",
                    env=cli_env(**{FAULT_ENV: "delay@2:200,blip@1:100"}), timeout=120)
     assert proc.returncode == 1, proc.stderr
     records = read_records(out)
@@ -73,7 +76,7 @@ def test_a_slow_sender_is_named_and_a_transient_one_cleared_by_the_confirmation(
     sends = {rank: [r for r in links if r["src_rank"] == rank] for rank in range(4)}
     # The receivers waited 200 ms per exchange for rank 2's data (4 MiB moves in a few ms),
     # in both tries: everything rank 2 sends fails, so rank 2 is named, not its three links.
-    assert all(r["verdict"] == "gpu" and len(r["tries_gbs"]) == 2 for r in sends[2])
+    assert all(r["verdict"] == "gpu" and len(r["tries_gbs"]) == 3 for r in sends[2])
     (node,) = [r for r in records if r["kind"] == "node"]
     assert node["slow_ranks"] == [2]
     assert f"SLOW RANK {node['host']} rank 2 (cpu): inside the node, every link it sends" \
@@ -83,13 +86,13 @@ def test_a_slow_sender_is_named_and_a_transient_one_cleared_by_the_confirmation(
     # longer, did not wait for it): those links failed, ran again (whole rounds), and keep
     # their best try, far faster than the first.
     cleared = [r for r in sends[1] if r["dst_rank"] != 2]
-    assert all(len(r["tries_gbs"]) == 2 and r["tries_gbs"][1] > 5 * r["tries_gbs"][0]
+    assert all(len(r["tries_gbs"]) >= 2 and max(r["tries_gbs"][1:]) > 5 * r["tries_gbs"][0]
                and r["gbs"] == pytest.approx(max(r["tries_gbs"])) for r in cleared)
     retries = [r for r in records if r["kind"] == "link_try" and r["attempt"] == 1]
     assert {(r["src_rank"], r["dst_rank"]) for r in retries} >= {
         (1, 0), (1, 3), (2, 0), (2, 1), (2, 3)}
     summary = records[-1]
-    (first,) = summary["confirmations"]
+    first = summary["confirmations"][0]
     assert first["failing_before"] >= 5 and "confirmation 1:" in proc.stdout
     # Judged on the best try against the first measurement's threshold. (Noisy CPU pairs on
     # 2 cores may still fail twice, so verdicts are checked against that threshold.)
