@@ -23,7 +23,7 @@ from pathlib import Path, PurePath
 from typing import Any
 
 from collscope.collectives.table import COLLECTIVES
-from collscope.parsers.decode import DecodeError, decode_capture
+from collscope.parsers.decode import DecodeError, decode_capture, decompress
 from collscope.report.importer import LogImportError, import_log
 from collscope.results import BenchResult
 
@@ -119,8 +119,8 @@ def load_inputs(paths: list[str]) -> list[Input]:
 def distinct_inputs(paths: list[str]) -> tuple[list[str], list[str]]:
     """(the paths with every repeat of an input left out, one line per repeat left out).
 
-    An input is a repeat when it resolves to a path given before it or its decoded content
-    (``parsers.decode``: a .gz copy of a log included) has the same SHA-256 as one given
+    An input is a repeat when it resolves to a path given before it or its content, unpacked
+    when compressed (a .gz copy of a log included), has the same SHA-256 as one given
     before: the same measurements counted twice would fake a second run (``model fit`` would
     call the zero spread between the copies run-to-run variation). Unreadable paths are kept
     for the reader to report."""
@@ -139,7 +139,7 @@ def distinct_inputs(paths: list[str]) -> tuple[list[str], list[str]]:
             said.append(f"{path}: the same file as {by_path[resolved]}; read once")
             continue
         try:
-            data = decode_capture(data).encode()
+            data = decompress(data)     # a .gz copy is the same log; text is not decoded here
         except DecodeError:
             pass
         digest = hashlib.sha256(data).hexdigest()
