@@ -13,7 +13,7 @@ msgspec into collscope's typed structs), the choice collscope.trace.events made.
 
 Run (needs `pip install HolisticTraceAnalysis`, the `hta` extra):
 
-    .venv/bin/python benchmarks/trace_speed.py [--traces ../shared/fixtures/traces]
+    .venv/bin/python benchmarks/trace_speed.py [--traces tests/fixtures/traces]
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # this tree, not an installed collscope
-DEFAULT_TRACES = REPO.parent / "shared" / "fixtures" / "traces"
+DEFAULT_TRACES = REPO / "tests" / "fixtures" / "traces"
 
 CHILD = r"""
 import json, sys, time, logging, os

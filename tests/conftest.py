@@ -1,14 +1,14 @@
 """Shared test fixtures.
 
-Real third-party tool outputs live in ../shared/fixtures (beside the clone in CI). Tests read
-them in place; they are never copied here. Locally a test that needs them skips where the folder
-is absent; under CI (CI=true, as .ci/run sets) the run fails instead, so a green CI always means
-the real-data tests ran.
+The data the tests read lives in tests/fixtures/ inside the repository: real third-party tool
+outputs, logs, traces and dumps, one folder per kind, each with a SOURCES.md that says where its
+files came from and under which licence; collscope's own hand-made samples of the same formats
+under own/ (a README.md per folder says what each exercises). A clone of the repository alone
+runs the whole suite; a missing fixture file is a failure, never a skip.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -20,41 +20,13 @@ settings.register_profile("collscope", deadline=None)
 settings.load_profile("collscope")
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_FIXTURES = REPO.parent / "shared" / "fixtures"
-OWN_FIXTURES = REPO / "tests" / "fixtures"
-HOW_TO_GET = ("put the project's shared/ folder beside this clone "
-              f"(expected at {SHARED_FIXTURES})")
+FIXTURES = REPO / "tests" / "fixtures"
+OWN_FIXTURES = FIXTURES / "own"
 
 
-def running_in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
-
-
-def missing_fixtures_error(in_ci: bool, present: bool) -> str | None:
-    """Why the run must stop: only under CI, and only when the shared fixtures are absent."""
-    if in_ci and not present:
-        return f"CI=true but ../shared/fixtures is missing: {HOW_TO_GET}"
-    return None
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    error = missing_fixtures_error(running_in_ci(), SHARED_FIXTURES.is_dir())
-    if error:
-        raise pytest.UsageError(error)
-
-
-def shared_fixture(*parts: str) -> Path:
-    """Path of a file under ../shared/fixtures; skips the test when it is absent."""
-    path = SHARED_FIXTURES.joinpath(*parts)
+def fixture_path(*parts: str) -> Path:
+    """Path of a file or folder under tests/fixtures; a missing one fails the test."""
+    path = FIXTURES.joinpath(*parts)
     if not path.exists():
-        if running_in_ci():
-            pytest.fail(f"shared fixture {path} is missing under CI")
-        pytest.skip(f"shared fixture {path} not present: {HOW_TO_GET}")
+        pytest.fail(f"fixture {path} is missing from the repository")
     return path
-
-
-@pytest.fixture
-def shared_fixtures() -> Path:
-    if not SHARED_FIXTURES.is_dir():
-        pytest.skip(f"../shared/fixtures not present: {HOW_TO_GET}")
-    return SHARED_FIXTURES

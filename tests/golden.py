@@ -4,20 +4,19 @@ the outputs the golden test (tests/e2e/test_golden.py) pins byte for byte.
 ``outputs(tree)`` runs the CLI of the collscope tree at ``tree`` (PYTHONPATH points there, so
 an older checkout can be run against the same cases) and returns {case name: masked text}.
 Cases: ``collscope bench --nproc 2 -e 1M -n 5`` (times, bandwidths, pids and the host masked:
-the table layout), ``collscope import`` of every fixture log (shared and own), ``collscope
-doctor --from`` two bundles assembled from the shared tool outputs, and ``collscope report``
-HTML of two shared logs (the generation time masked). Paths of the fixtures and of the
-temporary folder are replaced by placeholders.
+the table layout), ``collscope import`` of every fixture log (real and own), ``collscope doctor --from`` two
+bundles assembled from the real tool outputs, and ``collscope report`` HTML of two real logs (the
+generation time masked). Paths of the fixtures and of the temporary folder are replaced by
+placeholders.
 
-The golden files (tests/fixtures/golden/) hold a sha256 per case (the outputs carry fixture
-data, which is not copied into the project) and the masked bench table itself.
-``python tests/golden.py --write`` regenerates them from this tree; ``python tests/golden.py
-TREE`` prints another tree's cases as JSON (to compare a checkout from before a change).
+The golden files (tests/fixtures/golden/cases/, one text file per case) hold the masked outputs
+themselves, so a failing case shows its diff. ``python tests/golden.py --write`` regenerates them
+from this tree; ``python tests/golden.py TREE`` prints another tree's cases as JSON (to compare a
+checkout from before a change).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -29,13 +28,10 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared" / "fixtures"
-OWN = REPO / "tests" / "fixtures"
-GOLDEN = OWN / "golden"
-HASHES = GOLDEN / "outputs.sha256.json"
-BENCH_LAYOUT = GOLDEN / "bench_table.txt"
+FIXTURES = REPO / "tests" / "fixtures"
+GOLDEN = FIXTURES / "golden" / "cases"
 
-# (bundle name, {bundle file: shared tool output}, {bundle file: text written here})
+# (bundle name, {bundle file: real tool output}, {bundle file: text written here})
 BUNDLES = [
     ("mi300x", {
         "amd-smi-topology.txt": "amd-smi_topology_mi300x_8gpu_rocm61.txt",
@@ -75,8 +71,7 @@ _DOCTOR_ELAPSED = re.compile(r"^(collscope doctor: .*; )\d+\.\d s$", re.M)
 
 
 def _paths_masked(text: str, tmp: Path) -> str:
-    return text.replace(str(SHARED), "<shared>").replace(str(OWN), "<own>").replace(
-        str(tmp), "<tmp>")
+    return text.replace(str(FIXTURES), "<fixtures>").replace(str(tmp), "<tmp>")
 
 
 def mask_bench(text: str) -> str:
@@ -94,16 +89,17 @@ def _case(code: int, out: str, err: str) -> str:
 
 
 def fixture_logs() -> list[Path]:
-    logs = sorted(p for p in (SHARED / "nccl-tests-logs").iterdir() if p.suffix == ".txt")
-    own = sorted(p for p in (OWN / "nccl-tests-logs").iterdir() if p.name != "README.md")
-    return logs + own
+    real = sorted(p for p in (FIXTURES / "nccl-tests-logs").iterdir() if p.suffix == ".txt")
+    own = sorted(p for p in (FIXTURES / "own" / "nccl-tests-logs").iterdir()
+                 if p.name != "README.md")
+    return real + own
 
 
 def _bundle(tmp: Path, name: str, files: dict[str, str], extra: dict[str, str]) -> Path:
     root = tmp / name
     for target, fixture in files.items():
         (root / target).parent.mkdir(parents=True, exist_ok=True)
-        (root / target).write_bytes((SHARED / "tool-outputs" / fixture).read_bytes())
+        (root / target).write_bytes((FIXTURES / "tool-outputs" / fixture).read_bytes())
     for target, text in extra.items():
         (root / target).parent.mkdir(parents=True, exist_ok=True)
         (root / target).write_text(text)
@@ -122,7 +118,7 @@ def outputs(tree: Path = REPO, bench: bool = True) -> dict[str, str]:
             cases["bench"] = _case(code, mask_bench(out), "" if code == 0 else err)
         for log in fixture_logs():
             code, out, err = _run(tree, ["import", str(log), "-o", "-"], tmp)
-            where = "own" if log.is_relative_to(OWN) else "shared"
+            where = "own" if log.is_relative_to(FIXTURES / "own") else "real"
             cases[f"import/{where}/{log.name}"] = _paths_masked(_case(code, out, err), tmp)
         for name, files, extra in BUNDLES:
             archive = _bundle(tmp, name, files, extra)
@@ -132,23 +128,30 @@ def outputs(tree: Path = REPO, bench: bool = True) -> dict[str, str]:
                 cases[f"doctor/{name}{''.join(flags)}"] = _paths_masked(
                     _case(code, out, err), tmp)
         html = tmp / "report.html"
-        code, out, err = _run(tree, ["report", *(str(SHARED / "nccl-tests-logs" / log)
+        code, out, err = _run(tree, ["report", *(str(FIXTURES / "nccl-tests-logs" / log)
                                                  for log in REPORT_LOGS), "-o", str(html)], tmp)
         page = html.read_text() if html.exists() else ""
         cases["report/html"] = _paths_masked(_case(code, _WHEN.sub("<when>", page), err), tmp)
     return cases
 
 
-def digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+def case_file(name: str) -> Path:
+    """Where a case's golden text lives: its name with '/' spelled '__'."""
+    return GOLDEN / (name.replace("/", "__") + ".txt")
+
+
+def golden_cases() -> dict[str, str]:
+    return {path.stem.replace("__", "/"): path.read_text(encoding="utf-8")
+            for path in sorted(GOLDEN.glob("*.txt"))}
 
 
 def write_golden() -> None:
     cases = outputs()
-    GOLDEN.mkdir(exist_ok=True)
-    HASHES.write_text(json.dumps({name: digest(text) for name, text in sorted(cases.items())},
-                                 indent=1) + "\n")
-    BENCH_LAYOUT.write_text(cases["bench"])
+    GOLDEN.mkdir(parents=True, exist_ok=True)
+    for stale in GOLDEN.glob("*.txt"):
+        stale.unlink()
+    for name, text in cases.items():
+        case_file(name).write_text(text, encoding="utf-8")
 
 
 if __name__ == "__main__":

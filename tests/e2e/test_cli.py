@@ -126,9 +126,9 @@ def test_every_measuring_command_refuses_an_unwritable_output_before_it_starts(
 
 
 def test_trace_refuses_an_unwritable_json_before_analysing(capsys):
-    from tests.conftest import shared_fixture
+    from tests.conftest import fixture_path
 
-    trace = shared_fixture("traces",
+    trace = fixture_path("traces",
                            "HolisticTraceAnalysis__ns_resolution_rank0of1.pt.trace.json.gz")
     line = usage_error_in_process(capsys, ["trace", str(trace), "--json", "/nonexistent-dir/x"])
     assert line.startswith("collscope trace: --json: cannot write"), line

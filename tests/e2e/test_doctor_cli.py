@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import shared_fixture
+from tests.conftest import fixture_path
 from tests.helpers import REPO, cli_env, run_cli, usage_error
 
 
@@ -102,7 +102,7 @@ def _fixture_bundle(tmp_path: Path, files: dict[str, str], extra: dict[str, str]
     root = tmp_path / "bundle"
     root.mkdir()
     for target, fixture in files.items():
-        shutil.copy(shared_fixture("tool-outputs", fixture), root / target)
+        shutil.copy(fixture_path("tool-outputs", fixture), root / target)
     for target, text in extra.items():
         (root / target).parent.mkdir(parents=True, exist_ok=True)
         (root / target).write_text(text)
@@ -160,7 +160,7 @@ def test_from_a_single_gzipped_tool_output(tmp_path):
     # (it was "not a gzip, bzip2, xz or plain tar archive", which is wrong for a gzip file).
     import gzip
 
-    topo = shared_fixture("tool-outputs", "nvidia-smi_topo_m_h200_8gpu_8nic.txt")
+    topo = fixture_path("tool-outputs", "nvidia-smi_topo_m_h200_8gpu_8nic.txt")
     single = tmp_path / "topo.txt.gz"
     single.write_bytes(gzip.compress(topo.read_bytes()))
     proc = run_cli("doctor", "--from", str(single), "--json")

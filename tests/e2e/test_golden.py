@@ -9,20 +9,15 @@ its commit message: ``python tests/golden.py --write``
 from __future__ import annotations
 
 import difflib
-import json
 
-from tests.conftest import shared_fixture
-from tests.golden import BENCH_LAYOUT, HASHES, digest, outputs
+from tests.golden import golden_cases, outputs
 
 
 def test_outputs_match_the_golden_files():
-    shared_fixture("nccl-tests-logs")
-    shared_fixture("tool-outputs")
     cases = outputs()
-    expected = json.loads(HASHES.read_text())
+    expected = golden_cases()
     assert sorted(cases) == sorted(expected)
-    layout = BENCH_LAYOUT.read_text()
-    assert cases["bench"] == layout, "\n".join(difflib.unified_diff(
-        layout.splitlines(), cases["bench"].splitlines(), "golden", "now", lineterm=""))
-    changed = [name for name, text in cases.items() if digest(text) != expected[name]]
-    assert changed == [], f"outputs differ from tests/fixtures/golden for: {changed}"
+    diffs = ["\n".join(difflib.unified_diff(expected[name].splitlines(), text.splitlines(),
+                                            f"golden {name}", f"now {name}", lineterm=""))
+             for name, text in cases.items() if text != expected[name]]
+    assert diffs == [], "outputs differ from tests/fixtures/golden/cases:\n" + "\n".join(diffs)

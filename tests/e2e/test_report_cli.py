@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 
 from collscope.report.importer import import_file
-from tests.conftest import SHARED_FIXTURES, shared_fixture
+from tests.conftest import FIXTURES, fixture_path
 from tests.helpers import REPO, read_records, run_cli, usage_error
 from tests.unit.parsers.test_nccl_tests import count_printed_placements
 from tests.unit.report.samples import EVIL, bench_file, run_record, samples, train_records
 from tests.unit.report.samples import write_jsonl as write_records
 
-LOGS = SHARED_FIXTURES / "nccl-tests-logs"
+LOGS = FIXTURES / "nccl-tests-logs"
 LOG_NAMES = sorted(p.name for p in LOGS.glob("*.txt")) if LOGS.is_dir() else []
 FAILED_RUN = "h100_2node_16gpu_alltoall_sendrecv_nccl_network_error.txt"
 MI300X = "mi300x_8gpu_allreduce_rccl_k8s.txt"
@@ -49,7 +49,7 @@ def scaled_copy(source: Path, target: Path, factor: float) -> Path:
 
 @pytest.mark.parametrize("name", [n for n in LOG_NAMES if n != FAILED_RUN] or ["absent"])
 def test_import_every_real_log(name: str, tmp_path: Path) -> None:
-    log = shared_fixture("nccl-tests-logs", name)
+    log = fixture_path("nccl-tests-logs", name)
     out = tmp_path / "out.jsonl"
     proc = run_cli("import", str(log), "-o", str(out), timeout=60)
     assert proc.returncode == 0, proc.stderr
@@ -70,13 +70,13 @@ def test_import_every_real_log(name: str, tmp_path: Path) -> None:
 
 
 def test_import_of_a_failed_run_exits_2_naming_the_failure(tmp_path: Path) -> None:
-    log = shared_fixture("nccl-tests-logs", FAILED_RUN)
+    log = fixture_path("nccl-tests-logs", FAILED_RUN)
     out = tmp_path / "out.jsonl"
     proc = run_cli("import", str(log), "-o", str(out), timeout=60)
     line = usage_error(proc, "no result table", "line 22", "Test NCCL failure")
     assert line.startswith(f"collscope import: {log}: "), line   # the path as given, not a basename
     assert not out.exists()
-    good = shared_fixture("nccl-tests-logs", MI300X)
+    good = fixture_path("nccl-tests-logs", MI300X)
     proc = run_cli("import", str(good), str(log), "-o", str(out), "--skip-failed", "--json",
                    "-", timeout=60)
     assert proc.returncode == 0, proc.stderr
@@ -87,7 +87,7 @@ def test_import_of_a_failed_run_exits_2_naming_the_failure(tmp_path: Path) -> No
 
 
 def test_import_to_stdout_and_bad_input(tmp_path: Path) -> None:
-    log = shared_fixture("nccl-tests-logs", MI300X)
+    log = fixture_path("nccl-tests-logs", MI300X)
     proc = run_cli("import", str(log), "-o", "-", "-q", timeout=60)
     assert proc.returncode == 0
     records = [json.loads(line) for line in proc.stdout.splitlines()]
@@ -103,7 +103,7 @@ def test_secret_assignments_of_a_captured_command_line_are_never_written(tmp_pat
     log = tmp_path / "sec.txt"
     log.write_text("$ NCCL_API_TOKEN=sekrit NCCL_SOCKET_IFNAME=ens5 mpirun -np 3 -genv HF_TOKEN "
                    "hunter2 all_reduce_perf -b 100M -e 110M -c 0 -n 1\n"
-                   + shared_fixture("nccl-tests-logs", T4).read_text())
+                   + fixture_path("nccl-tests-logs", T4).read_text())
     proc = run_cli("import", str(log), "-o", "-", "--json", str(tmp_path / "s.json"), timeout=60)
     assert proc.returncode == 0, proc.stderr
     run = json.loads(proc.stdout.splitlines()[0])
@@ -140,7 +140,7 @@ all_reduce_perf -b 100M -e 110M -c 0 -n 1 --url https://user:sq12@host/x
 
 def test_no_secret_of_a_posted_log_reaches_records_stderr_or_the_report(tmp_path: Path) -> None:
     log = tmp_path / "sec.txt"
-    log.write_text(SECRETS_HEAD + shared_fixture("nccl-tests-logs", T4).read_text())
+    log.write_text(SECRETS_HEAD + fixture_path("nccl-tests-logs", T4).read_text())
     out = tmp_path / "sec.jsonl"
     proc = run_cli("import", str(log), "-o", str(out), timeout=60)
     assert proc.returncode == 0, proc.stderr
@@ -176,7 +176,7 @@ def test_compare_identical_inputs_exit_0(tmp_path: Path) -> None:
 
 
 def test_compare_slower_copy_exits_1_and_names_the_regressed_sizes(tmp_path: Path) -> None:
-    log = shared_fixture("nccl-tests-logs", MI300X)
+    log = fixture_path("nccl-tests-logs", MI300X)
     base = tmp_path / "base.jsonl"
     assert run_cli("import", str(log), "-o", str(base), timeout=60).returncode == 0
     new = scaled_copy(base, tmp_path / "new.jsonl", 1.2)
@@ -262,7 +262,7 @@ def bench_jsonl(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def report_html(bench_jsonl: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    log = shared_fixture("nccl-tests-logs", MI300X)
+    log = fixture_path("nccl-tests-logs", MI300X)
     out = tmp_path_factory.mktemp("report")
     html = out / "report.html"
     proc = run_cli("report", str(bench_jsonl), str(log), "-o", str(html), "--png",
@@ -367,7 +367,7 @@ def test_report_says_what_an_input_holds_and_tabulates_overlap_records(tmp_path:
 def test_report_bad_input_exits_2_with_one_line(tmp_path: Path) -> None:
     usage_error(run_cli("report", str(tmp_path / "missing.jsonl"), "-o", "r.html"),
                    "INPUT", "cannot read")
-    failed = shared_fixture("nccl-tests-logs", FAILED_RUN)
+    failed = fixture_path("nccl-tests-logs", FAILED_RUN)
     usage_error(run_cli("report", str(failed), "-o", str(tmp_path / "r.html")),
                    "INPUT", "no result table")
     only_run = write_records(tmp_path / "run.jsonl", [run_record()])
@@ -389,7 +389,7 @@ def test_help_of_the_three_commands() -> None:
 
 def test_compare_judges_a_slower_run_appended_to_new_and_warns_of_unjudged_ones(
         tmp_path: Path) -> None:
-    log = shared_fixture("nccl-tests-logs", MI300X)
+    log = fixture_path("nccl-tests-logs", MI300X)
     base = tmp_path / "base.jsonl"
     assert run_cli("import", str(log), "-o", str(base), timeout=60).returncode == 0
     slow = scaled_copy(base, tmp_path / "slow.jsonl", 1.5)
@@ -401,7 +401,7 @@ def test_compare_judges_a_slower_run_appended_to_new_and_warns_of_unjudged_ones(
            "0 improved, 62 within" in proc.stdout
     assert "not judged" not in proc.stderr
     # A NEW holding results BASE has no counterpart for: exit by the judged rows, but said.
-    other = shared_fixture("nccl-tests-logs", "mi300x_2node_16gpu_allreduce_rccl.txt")
+    other = fixture_path("nccl-tests-logs", "mi300x_2node_16gpu_allreduce_rccl.txt")
     mixed = tmp_path / "mixed.jsonl"
     assert run_cli("import", str(log), str(other), "-o", str(mixed), timeout=60).returncode == 0
     proc = run_cli("compare", str(base), str(mixed), timeout=60)
@@ -410,7 +410,7 @@ def test_compare_judges_a_slower_run_appended_to_new_and_warns_of_unjudged_ones(
 
 
 def test_import_reads_a_log_given_twice_or_copied_once(tmp_path: Path) -> None:
-    log = shared_fixture("nccl-tests-logs", MI300X)
+    log = fixture_path("nccl-tests-logs", MI300X)
     copy = tmp_path / "copy.txt.gz"
     copy.write_bytes(gzip.compress(log.read_bytes()))          # a copy, compressed
     once, out = tmp_path / "once.jsonl", tmp_path / "out.jsonl"

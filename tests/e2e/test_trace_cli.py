@@ -6,7 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 
-from tests.conftest import shared_fixture
+from tests.conftest import fixture_path
 from tests.helpers import read_records, run_cli, usage_error
 
 NCCL = "HolisticTraceAnalysis__nccl_data_rank0of2.json.gz"
@@ -14,7 +14,7 @@ NCCL = "HolisticTraceAnalysis__nccl_data_rank0of2.json.gz"
 
 def test_one_rank_table_and_json_records(tmp_path):
     out = tmp_path / "trace.jsonl"
-    proc = run_cli("trace", str(shared_fixture("traces", NCCL)), "--json", str(out), timeout=60)
+    proc = run_cli("trace", str(fixture_path("traces", NCCL)), "--json", str(out), timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "all_reduce" in proc.stdout and "RING/LL" in proc.stdout
     assert "14.76" in proc.stdout      # the rank's overlap over HTA's window
@@ -33,14 +33,14 @@ def test_one_rank_table_and_json_records(tmp_path):
 
 
 def test_json_to_stdout_carries_nothing_else():
-    proc = run_cli("trace", str(shared_fixture("traces", NCCL)), "--json", "-", timeout=60)
+    proc = run_cli("trace", str(fixture_path("traces", NCCL)), "--json", "-", timeout=60)
     assert proc.returncode == 0, proc.stderr
     kinds = [json.loads(line)["kind"] for line in proc.stdout.splitlines()]
     assert kinds[0] == "run" and "trace_rank" in kinds
 
 
 def test_world_size_one_says_no_communication():
-    proc = run_cli("trace", str(shared_fixture(
+    proc = run_cli("trace", str(fixture_path(
         "traces", "HolisticTraceAnalysis__ns_resolution_rank0of1.pt.trace.json.gz")), timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "no communication in these traces (world size 1)" in proc.stdout
@@ -54,33 +54,33 @@ def test_bad_inputs_exit_2_naming_the_file(tmp_path):
     text.write_text("this is not json")
     usage_error(run_cli("trace", str(text)), str(text), "not valid JSON")
     truncated = tmp_path / "cut.json.gz"
-    truncated.write_bytes(shared_fixture("traces", NCCL).read_bytes()[:20000])
+    truncated.write_bytes(fixture_path("traces", NCCL).read_bytes()[:20000])
     usage_error(run_cli("trace", str(truncated)), str(truncated), "truncated")
     usage_error(run_cli("trace", str(tmp_path / "absent.json")), "absent.json")
     empty = tmp_path / "empty"
     empty.mkdir()
     usage_error(run_cli("trace", str(empty)), str(empty), "no .json")
-    usage_error(run_cli("trace", str(shared_fixture("traces", NCCL)), "--steps", "5"),
+    usage_error(run_cli("trace", str(fixture_path("traces", NCCL)), "--steps", "5"),
                 "--steps")
-    usage_error(run_cli("trace", str(shared_fixture("traces", NCCL)), "--steps", "0:2"),
+    usage_error(run_cli("trace", str(fixture_path("traces", NCCL)), "--steps", "0:2"),
                 "--steps", "selects no step", "ProfilerSteps 4 to 6")
 
 
 def test_ranks_of_different_jobs_are_refused(tmp_path):
     # Rank 0 of a 128-rank job and rank 1 of a 2-rank job.
-    other = shared_fixture("traces", "HolisticTraceAnalysis__df_index_resolver_rank1of2.json.gz")
-    line = usage_error(run_cli("trace", str(shared_fixture(
+    other = fixture_path("traces", "HolisticTraceAnalysis__df_index_resolver_rank1of2.json.gz")
+    line = usage_error(run_cli("trace", str(fixture_path(
         "traces", "HolisticTraceAnalysis__sampled_rank-0of128.json.gz")), str(other)),
         "different job")
     assert "df_index_resolver" in line or "sampled_rank-0of128" in line
     # The same job's trace twice under two names: the same rank twice.
     copy = tmp_path / "again.json.gz"
-    copy.write_bytes(gzip.compress(gzip.decompress(shared_fixture("traces", NCCL).read_bytes())))
-    usage_error(run_cli("trace", str(shared_fixture("traces", NCCL)), str(copy)), "rank 0 again")
+    copy.write_bytes(gzip.compress(gzip.decompress(fixture_path("traces", NCCL).read_bytes())))
+    usage_error(run_cli("trace", str(fixture_path("traces", NCCL)), str(copy)), "rank 0 again")
 
 
 def test_two_ranks_of_one_job_are_matched():
-    paths = [str(shared_fixture("traces", f"HolisticTraceAnalysis__sampled_rank-{r}of128.json.gz"))
+    paths = [str(fixture_path("traces", f"HolisticTraceAnalysis__sampled_rank-{r}of128.json.gz"))
              for r in (0, 1)]
     proc = run_cli("trace", *paths, timeout=60)
     assert proc.returncode == 0, proc.stderr
@@ -100,8 +100,8 @@ def test_efficiency_against_an_rccl_tests_log():
     195.85 + log2(17632384 / 16777216) x (238.45 - 195.85) = 198.90 GB/s."""
     import math
 
-    trace = shared_fixture("traces", "TraceLens__mi300x_resnet_act_checkpoint_rank0of8.json.gz")
-    log = shared_fixture("nccl-tests-logs", "mi300x_8gpu_allreduce_rccl_k8s.txt")
+    trace = fixture_path("traces", "TraceLens__mi300x_resnet_act_checkpoint_rank0of8.json.gz")
+    log = fixture_path("nccl-tests-logs", "mi300x_8gpu_allreduce_rccl_k8s.txt")
     proc = run_cli("trace", str(trace), "--baseline", str(log), "--json", "-", timeout=60)
     assert proc.returncode == 0, proc.stderr
     rows = [json.loads(line) for line in proc.stdout.splitlines()]

@@ -7,7 +7,7 @@ import pytest
 from collscope.bench.output import fixed_width, footer, row
 from collscope.collectives.table import COLLECTIVES, bandwidths, bus_factor, canonical_name
 from collscope.results import BenchResult
-from tests.conftest import shared_fixture
+from tests.conftest import fixture_path
 
 ROW = re.compile(r"^\s+\d+\s+\d+\s+\w+\s+\w+\s+-?\d+\s")
 
@@ -51,7 +51,7 @@ def _result(collective, size, count, dtype, op, root, time_us, algbw, busbw, wro
 
 
 def test_rows_and_bandwidths_match_h100_80_rank_log():
-    path = shared_fixture("nccl-tests-logs", "h100_10node_80gpu_5collectives_nccl.txt")
+    path = fixture_path("nccl-tests-logs", "h100_10node_80gpu_5collectives_nccl.txt")
     checked = 0
     for collective, line in _rows(path):
         f = line.split()

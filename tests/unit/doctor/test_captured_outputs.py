@@ -12,7 +12,7 @@ from collscope.doctor.checks import run_checks
 from collscope.doctor.facts import facts_from
 from collscope.doctor.recognize import identify, identify_all, place
 from collscope.parsers import ibstat, smi_tables
-from tests.conftest import OWN_FIXTURES, shared_fixture
+from tests.conftest import OWN_FIXTURES, fixture_path
 from tests.unit.parsers import mutations
 
 OWN = OWN_FIXTURES / "tool-outputs"
@@ -24,7 +24,7 @@ def own(name: str) -> str:
 
 
 def real(name: str) -> str:
-    return shared_fixture("tool-outputs", name).read_text()
+    return fixture_path("tool-outputs", name).read_text()
 
 
 @pytest.mark.parametrize(("name", "slot"), [

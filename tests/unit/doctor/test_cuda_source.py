@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from collscope.cli import main
-from tests.conftest import shared_fixture
+from tests.conftest import fixture_path
 
 FILES = {"nvidia-smi-query-gpu.csv": "nvidia-smi_query-gpu_csv_h200_8gpu.txt",
          "nvidia-smi-topo-m.txt": "nvidia-smi_topo_m_h200_8gpu_8nic.txt",
@@ -19,7 +19,7 @@ def _bundle(tmp_path, with_log: bool = True):
     root.mkdir()
     for target, fixture in FILES.items():
         if with_log or target != "nccl-debug.log":
-            (root / target).write_text(shared_fixture("tool-outputs", fixture).read_text())
+            (root / target).write_text(fixture_path("tool-outputs", fixture).read_text())
     return root
 
 

@@ -1,4 +1,4 @@
-"""RawCapture -> Facts: real tool outputs (read in place from ../shared/fixtures), a fake
+"""RawCapture -> Facts: real tool outputs (tests/fixtures), a fake
 sysfs tree, lspci and env.txt samples of our own."""
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ from pathlib import Path
 from collscope.doctor import diagnose, json_report
 from collscope.doctor.facts import facts_from, parse_env, parse_lspci_acs
 from collscope.doctor.probes import read_host_files
-from tests.conftest import shared_fixture
+from tests.conftest import fixture_path
 
 GIB = 1 << 30
 
 
 def real(name: str) -> str:
-    return shared_fixture("tool-outputs", name).read_text()
+    return fixture_path("tool-outputs", name).read_text()
 
 
 def mi300x_capture() -> dict[str, str]:

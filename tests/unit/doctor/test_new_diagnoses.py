@@ -11,7 +11,7 @@ from collscope.doctor.link_bandwidth import pcie_generation, pcie_peak
 from collscope.doctor.selftest import SelfTestResult
 from collscope.parsers.common import GpuInfo
 from collscope.parsers.nccl_debug import parse_nccl_debug
-from tests.conftest import OWN_FIXTURES, shared_fixture
+from tests.conftest import OWN_FIXTURES, fixture_path
 from tests.unit.doctor.test_checks import _gpus, _topology, amd_node, cpu_node, of
 
 OWN = OWN_FIXTURES / "tool-outputs"
@@ -27,7 +27,7 @@ def test_every_new_check_explains_itself(rule_id: str) -> None:
 
 
 def _log(name: str, real: bool = False):
-    path = shared_fixture("tool-outputs", name) if real else OWN / name
+    path = fixture_path("tool-outputs", name) if real else OWN / name
     return parse_nccl_debug(path.read_text()).value
 
 

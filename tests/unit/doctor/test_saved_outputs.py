@@ -2,7 +2,7 @@
 encodings, a prompt line pasted above a CSV, noheader CSV of other fields, several tools in one
 file, launcher prefixes, rocm-smi's two tables in one file, single (compressed) files.
 
-Bundles are built at test time from the real outputs in ../shared/fixtures/tool-outputs, each
+Bundles are built at test time from the real outputs in tests/fixtures/tool-outputs, each
 transformed the way a shell, a launcher or a Windows editor would; the values asserted are the
 fixtures' own (8 x NVIDIA H200, 143771 MiB = 150754820096 B, driver 570.211.01, HCAs mlx5_0 and
 mlx5_1, UCX 1.15.0 --with-cuda, NCCL 2.18.3; MI308X VRAM 206141652992 B, GPU 0 using 297611264 B).
@@ -22,7 +22,7 @@ from collscope.doctor.checks import run_checks
 from collscope.doctor.facts import Facts, facts_from
 from collscope.errors import UsageError
 from collscope.parsers.decode import decode_capture
-from tests.conftest import shared_fixture
+from tests.conftest import fixture_path
 
 H200_BYTES = 143771 * (1 << 20)
 NV_BUNDLE = {
@@ -36,7 +36,7 @@ ROCM_SMI_BOTH = "rocm-smi_concise_and_showuse_showmeminfo_vram_mi308x_8gpu.txt"
 
 
 def real(name: str) -> str:
-    return shared_fixture("tool-outputs", name).read_text()
+    return fixture_path("tool-outputs", name).read_text()
 
 
 def nv_bundle(transform: Callable[[str], str] = lambda text: text) -> dict[str, str]:

@@ -1,6 +1,6 @@
 """The command-line fallbacks doctor added to collscope.hw: amd-smi / rocm-smi / rocminfo and
 nvidia-smi through the parsers, plus topology(). Tools are faked by a runner that answers
-with real (shared) or own sample outputs."""
+with real or own sample outputs."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from collscope.hw.amd import AmdCliBackend, cli_topology
 from collscope.hw.nvidia import NvidiaSmiBackend, smi_topology
 from collscope.hw.tools import tool_output
-from tests.conftest import OWN_FIXTURES, shared_fixture
+from tests.conftest import OWN_FIXTURES, fixture_path
 
 OWN = OWN_FIXTURES / "tool-outputs"
 
@@ -27,7 +27,7 @@ def runner(answers: dict[tuple[str, ...], str]):
 
 
 def real(name: str) -> str:
-    return shared_fixture("tool-outputs", name).read_text()
+    return fixture_path("tool-outputs", name).read_text()
 
 
 def test_amd_smi_inventory_metrics_and_topology():

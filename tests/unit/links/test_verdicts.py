@@ -76,10 +76,10 @@ def test_intra_node_pairs_judged_by_link_type_and_nominal():
 
 
 def test_link_types_come_from_the_doctor_topology():
-    from tests.conftest import shared_fixture
+    from tests.conftest import fixture_path
 
     # rocm-smi --showtopo of an 8-GPU MI308X node: XGMI between every pair.
-    path = shared_fixture("tool-outputs", "rocm-smi_showtopo_mi308x_8gpu.txt")
+    path = fixture_path("tool-outputs", "rocm-smi_showtopo_mi308x_8gpu.txt")
     matrix = node_topology({"rocm-smi--showtopo.txt": path.read_text()})[0]
     assert matrix is not None and len(matrix) == 8
     assert pair_link(matrix, 0, 1) == ("xgmi", 64.0)

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from collscope.cli import main
-from tests.conftest import shared_fixture
+from tests.conftest import fixture_path
 from tests.helpers import usage_error_in_process
 
 
 def _log(name: str) -> str:
-    return str(shared_fixture("nccl-tests-logs", name))
+    return str(fixture_path("nccl-tests-logs", name))
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from collscope.model.costmodel import MODEL_VERSION, CostModel, ModelError, buil
 from collscope.model.data import GroupKey, Measurements, collect
 from collscope.model.fit import Sample
 from collscope.report.store import load_inputs
-from tests.conftest import shared_fixture
+from tests.conftest import fixture_path
 
 LOGS = "nccl-tests-logs"
 SIZES = [1 << k for k in range(16, 31)]
@@ -91,7 +91,7 @@ def test_held_out_nodes_are_not_fitted() -> None:
 
 
 def _h100(nodes: int) -> str:
-    return str(shared_fixture(LOGS, f"h100_{nodes}node_default_nccl_issue309.txt"))
+    return str(fixture_path(LOGS, f"h100_{nodes}node_default_nccl_issue309.txt"))
 
 
 def test_h100_fitted_on_2_and_4_nodes_predicts_8_nodes_within_15_percent() -> None:
@@ -136,7 +136,7 @@ def test_8_node_outlier_row_of_the_h100_log_is_found() -> None:
 
 
 def test_mi325x_node_counts_from_the_egrep_separators() -> None:
-    path = str(shared_fixture(LOGS, "mi325x_1to8node_allreduce_rccl_egrep_filtered.txt"))
+    path = str(fixture_path(LOGS, "mi325x_1to8node_allreduce_rccl_egrep_filtered.txt"))
     found = collect(load_inputs([path]))
     assert sorted((k.nodes, k.ranks_per_node) for k in found.groups) == \
         [(1, 8), (2, 8), (4, 8), (8, 8)]

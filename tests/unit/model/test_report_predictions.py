@@ -8,7 +8,7 @@ from pathlib import Path
 from collscope.report.charts import prediction_charts
 from collscope.report.html import render_report
 from collscope.report.store import load_inputs, parse_input
-from tests.conftest import shared_fixture
+from tests.conftest import fixture_path
 
 
 def _predictions(nodes: int, busbw: float) -> str:
@@ -29,7 +29,7 @@ def test_predictions_alone_are_an_input() -> None:
 def test_measured_and_predicted_series_per_layout(tmp_path: Path) -> None:
     predicted = tmp_path / "pred.jsonl"
     predicted.write_text(_predictions(8, 310.0) + _predictions(16, 305.0))
-    measured = str(shared_fixture("nccl-tests-logs", "h100_8node_default_nccl_issue309.txt"))
+    measured = str(fixture_path("nccl-tests-logs", "h100_8node_default_nccl_issue309.txt"))
     inputs = load_inputs([str(predicted), measured])
     (chart,) = prediction_charts(inputs)
     labels = [s.label for s in chart.series]

@@ -10,7 +10,7 @@ import pytest
 
 from collscope.cli import main
 from collscope.model.fit import Sample, fit_group
-from tests.conftest import shared_fixture
+from tests.conftest import fixture_path
 from tests.helpers import usage_error_in_process
 
 SIZES = [65536 << k for k in range(6)]                       # 64 KiB .. 2 MiB
@@ -92,7 +92,7 @@ def test_fit_says_each_malformed_line_on_stderr(tmp_path: Path,
 @pytest.fixture
 def h100_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
     out = tmp_path / "h100.json"
-    log = shared_fixture("nccl-tests-logs", "h100_2node_default_nccl_issue309.txt")
+    log = fixture_path("nccl-tests-logs", "h100_2node_default_nccl_issue309.txt")
     assert main(["model", "fit", str(log), "-o", str(out)]) == 0
     capsys.readouterr()
     return out
@@ -101,8 +101,8 @@ def h100_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
 def test_conflicting_plan_and_fit_flags_exit_2_with_one_line(
         h100_model: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     plan = ["model", "plan", str(h100_model), "--nodes", "2", "--ranks-per-node", "8"]
-    h100_4node = str(shared_fixture("nccl-tests-logs", "h100_4node_default_nccl_issue309.txt"))
-    h100_2node = str(shared_fixture("nccl-tests-logs", "h100_2node_default_nccl_issue309.txt"))
+    h100_4node = str(fixture_path("nccl-tests-logs", "h100_4node_default_nccl_issue309.txt"))
+    h100_2node = str(fixture_path("nccl-tests-logs", "h100_2node_default_nccl_issue309.txt"))
     cases = [
         ([*plan, "--preset", "tiny", "--params", "5"], "--preset/--params: give one, not both"),
         ([*plan, "--preset", "tiny", "--parallel", "fsdp", "--comm-hook", "bf16"],

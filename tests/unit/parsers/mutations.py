@@ -1,8 +1,8 @@
 """What every parser test checks beyond real values: damaged input never raises, and long lines
 parse in linear time.
 
-Samples are real outputs under ../shared/fixtures (read in place, the test skipped where they
-are absent: `real`) and our own under tests/fixtures (`own`); `sample_params` makes them pytest
+Samples are real outputs under tests/fixtures (`real`) and our own under tests/fixtures/own
+(`own`); `sample_params` makes them pytest
 params. `mutated` damages a sample the ways captured output gets damaged, `mutated_json` changes
 the shape of a JSON one, and `assert_parsers_never_raise` runs parsers over the damaged texts
 under one set of Hypothesis settings; `assert_long_lines_stay_fast` times them on long lines.
@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from collscope.parsers.common import Parsed
-from tests.conftest import OWN_FIXTURES, SHARED_FIXTURES, shared_fixture
+from tests.conftest import FIXTURES, OWN_FIXTURES, fixture_path
 
 Parser = Callable[[str], Parsed[Any]]
 Check = Callable[[Parser, Parsed[Any]], object]
@@ -38,8 +38,8 @@ SETTINGS = settings(
 
 
 def real(name: str, folder: str = "tool-outputs") -> str:
-    """A real output under ../shared/fixtures/folder, read in place; skips the test if absent."""
-    return shared_fixture(folder, name).read_text(encoding="utf-8")
+    """A real output under tests/fixtures/folder; a missing one fails the test."""
+    return fixture_path(folder, name).read_text(encoding="utf-8")
 
 
 def own(name: str, folder: str = "tool-outputs") -> str:
@@ -51,16 +51,16 @@ def sample_params(
     real_names: Iterable[str], own_names: Iterable[str], folder: str = "tool-outputs"
 ) -> list[Any]:
     """One pytest param (a path, named by its file) per sample: real outputs under
-    ../shared/fixtures/folder, then our own under tests/fixtures/folder."""
-    return [pytest.param(SHARED_FIXTURES / folder / name, id=name) for name in real_names] + [
+    tests/fixtures/folder, then our own under tests/fixtures/own/folder."""
+    return [pytest.param(FIXTURES / folder / name, id=name) for name in real_names] + [
         pytest.param(OWN_FIXTURES / folder / name, id=name) for name in own_names
     ]
 
 
 def read_sample(path: Path) -> str:
-    """The text of a sample from `sample_params`; a real one that is absent skips the test."""
-    if path.is_relative_to(SHARED_FIXTURES):
-        path = shared_fixture(*path.relative_to(SHARED_FIXTURES).parts)
+    """The text of a sample from `sample_params`; a missing one fails the test."""
+    if path.is_relative_to(FIXTURES):
+        path = fixture_path(*path.relative_to(FIXTURES).parts)
     return path.read_text(encoding="utf-8")
 
 

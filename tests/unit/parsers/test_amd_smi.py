@@ -1,4 +1,4 @@
-"""amd-smi parsers against real outputs (../shared/fixtures, read in place) and our own samples.
+"""amd-smi parsers against real outputs (tests/fixtures) and our own samples.
 
 Files under tests/fixtures/tool-outputs/amd-smi_*_own_* are our own text, shaped like the
 tool's output for forms the real captures do not cover: every --json form (both the older

@@ -10,14 +10,14 @@ from hypothesis import strategies as st
 
 from collscope.parsers.common import Parsed
 from collscope.parsers.ibv_devinfo import HcaInfo, parse_ibv_devinfo
-from tests.conftest import OWN_FIXTURES, shared_fixture
+from tests.conftest import OWN_FIXTURES, fixture_path
 from tests.unit.parsers import mutations
 
 OWN = OWN_FIXTURES / "tool-outputs"
 
 
 def test_connectx6_two_hcas_infiniband() -> None:
-    text = shared_fixture("tool-outputs", "ibv_devinfo_vv_connectx6_2hca.txt").read_text()
+    text = fixture_path("tool-outputs", "ibv_devinfo_vv_connectx6_2hca.txt").read_text()
     parsed = parse_ibv_devinfo(text)
     assert parsed.warnings == []
     hcas = parsed.value

@@ -7,7 +7,7 @@ import pytest
 
 from collscope.parsers.decode import decode_capture
 from collscope.parsers.line_prefix import strip_launcher_prefix
-from tests.conftest import shared_fixture
+from tests.conftest import fixture_path
 
 AMD_STATIC = "GPU: 0\n    ASIC:\n        MARKET_NAME: MI308X\n        DEVICE_ID: 0x74a2\n\n"
 
@@ -30,7 +30,7 @@ def test_a_few_prefixed_lines_are_not_a_prefix():
 
 
 def test_real_tool_outputs_have_no_prefix_to_strip():
-    folder = shared_fixture("tool-outputs")
+    folder = fixture_path("tool-outputs")
     for path in sorted(folder.iterdir()):
         if path.suffix in (".txt", ".json", ".csv"):
             text = decode_capture(path.read_bytes())

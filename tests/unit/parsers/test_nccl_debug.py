@@ -10,14 +10,14 @@ from hypothesis import strategies as st
 
 from collscope.parsers.common import Parsed
 from collscope.parsers.nccl_debug import NcclDebugSummary, NcclNic, parse_nccl_debug
-from tests.conftest import OWN_FIXTURES, shared_fixture
+from tests.conftest import OWN_FIXTURES, fixture_path
 from tests.unit.parsers import mutations
 
 OWN = OWN_FIXTURES / "tool-outputs"
 
 
 def _real(name: str) -> NcclDebugSummary:
-    parsed = parse_nccl_debug(shared_fixture("tool-outputs", name).read_text())
+    parsed = parse_nccl_debug(fixture_path("tool-outputs", name).read_text())
     assert parsed.warnings == []
     return parsed.value
 

@@ -21,17 +21,17 @@ from collscope.parsers.nccl_tests import (
     parse_nccl_tests,
     printed_unit,
 )
-from tests.conftest import OWN_FIXTURES, SHARED_FIXTURES, shared_fixture
+from tests.conftest import FIXTURES, OWN_FIXTURES, fixture_path
 from tests.unit.parsers import mutations
 
 OWN = OWN_FIXTURES / "nccl-tests-logs"
-REAL = SHARED_FIXTURES / "nccl-tests-logs"
+REAL = FIXTURES / "nccl-tests-logs"
 REAL_NAMES = sorted(p.name for p in REAL.glob("*.txt")) if REAL.is_dir() else []
 LINE_REF = re.compile(r"^lines? \d+")
 
 
 def _real(name: str) -> tuple[list[ParsedTest], list[str]]:
-    parsed = parse_nccl_tests(shared_fixture("nccl-tests-logs", name).read_text())
+    parsed = parse_nccl_tests(fixture_path("nccl-tests-logs", name).read_text())
     return parsed.value, parsed.warnings
 
 
@@ -70,7 +70,7 @@ def count_printed_placements(text: str) -> int:
 
 @pytest.mark.parametrize("name", REAL_NAMES)
 def test_real_log_rows_all_read_and_warnings_name_lines(name: str) -> None:
-    text = shared_fixture("nccl-tests-logs", name).read_text()
+    text = fixture_path("nccl-tests-logs", name).read_text()
     parsed = parse_nccl_tests(text)
     assert sum(test.result_count for test in parsed.value) == count_printed_placements(text)
     for warning in parsed.warnings:
@@ -81,8 +81,6 @@ def test_real_log_rows_all_read_and_warnings_name_lines(name: str) -> None:
 
 
 def test_real_logs_present() -> None:
-    if not REAL.is_dir():
-        pytest.skip("../shared/fixtures not present")
     assert len(REAL_NAMES) >= 11
 
 

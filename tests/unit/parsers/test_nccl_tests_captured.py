@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from collscope.parsers.nccl_tests import parse_nccl_tests
 from collscope.parsers.nccl_tests.prefixes import strip_prefix
 from collscope.report.importer import LogImportError, import_log
-from tests.conftest import OWN_FIXTURES, shared_fixture
+from tests.conftest import OWN_FIXTURES, fixture_path
 
 OWN = OWN_FIXTURES / "nccl-tests-logs"
 SIZES = [0, 256, 4096, 65536, 1048576, 16777216]
@@ -61,7 +61,7 @@ def test_set_x_trace_and_cpu_bind_lines() -> None:
 
 
 def test_options_wrapped_onto_the_next_line_belong_to_the_command() -> None:
-    text = shared_fixture("nccl-tests-logs",
+    text = fixture_path("nccl-tests-logs",
                           "h100_2node_ring_minctas24_qps2_nccl_issue309.txt").read_text()
     (test,) = parse_nccl_tests(text).value
     assert test.command is not None

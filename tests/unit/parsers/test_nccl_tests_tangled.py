@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from collscope.parsers.nccl_tests import parse_any, parse_nccl_tests
-from tests.conftest import shared_fixture
+from tests.conftest import fixture_path
 
 LOG = ("nccl-tests-logs", "h100_4node_default_nccl_issue309.txt")
 ROW_1M = "     1048576        262144     float     sum      -1    317.0    3.31    6.41      0    93.26   11.24   21.78      0"  # noqa: E501
@@ -14,7 +14,7 @@ DEBUG = "0666a154:88455:88470 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/
 
 
 def _log() -> str:
-    text = shared_fixture(*LOG).read_text()
+    text = fixture_path(*LOG).read_text()
     assert ROW_1M in text.splitlines()
     return text
 
@@ -84,7 +84,7 @@ def _interleaved(first: list[str], second: list[str]) -> str:
 
 def test_two_tests_interleaved_by_srun_labels_are_read_apart() -> None:
     # nccl-tests without MPI under `srun -l -n 2`: each task runs a whole test of its own.
-    lines = shared_fixture(*MI300X).read_text().splitlines()
+    lines = fixture_path(*MI300X).read_text().splitlines()
     (alone,) = parse_nccl_tests("\n".join(lines)).value
     assert alone.hosts and len(alone.devices) == alone.world_size == 8
     row = next(line for line in lines if line.split()[:1] == ["1048576"])
@@ -106,7 +106,7 @@ def test_two_tests_interleaved_by_srun_labels_are_read_apart() -> None:
 
 def test_srun_labels_of_one_mpi_test_are_not_split() -> None:
     # With MPI only task 0 prints the test; task 1 prints a launcher line: one test.
-    lines = shared_fixture(*MI300X).read_text().splitlines()
+    lines = fixture_path(*MI300X).read_text().splitlines()
     noise = ["" for _ in lines]
     noise[0] = "cpu-bind=MASK - node1, task  1  1 [7086]: mask 0x2 set"
     text = "\n".join(f"0: {line}\n1: {extra}" if extra else f"0: {line}"

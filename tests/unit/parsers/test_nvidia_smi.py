@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from collscope.parsers.common import LINK_TYPES, GpuInfo, Parsed
 from collscope.parsers.nvidia_smi import NvidiaTopo, parse_query_gpu_csv, parse_topo_matrix
-from tests.conftest import OWN_FIXTURES, shared_fixture
+from tests.conftest import OWN_FIXTURES, fixture_path
 from tests.unit.parsers import mutations
 
 OWN = OWN_FIXTURES / "tool-outputs"
@@ -22,7 +22,7 @@ MIB = 1024 * 1024
 
 
 def test_topo_h200_8gpu_8nic() -> None:
-    text = shared_fixture("tool-outputs", "nvidia-smi_topo_m_h200_8gpu_8nic.txt").read_text()
+    text = fixture_path("tool-outputs", "nvidia-smi_topo_m_h200_8gpu_8nic.txt").read_text()
     parsed = parse_topo_matrix(text)
     assert parsed.warnings == []
     topo = parsed.value
@@ -122,7 +122,7 @@ def test_topo_without_header_warns() -> None:
 
 
 def test_query_gpu_h200() -> None:
-    text = shared_fixture("tool-outputs", "nvidia-smi_query-gpu_csv_h200_8gpu.txt").read_text()
+    text = fixture_path("tool-outputs", "nvidia-smi_query-gpu_csv_h200_8gpu.txt").read_text()
     parsed = parse_query_gpu_csv(text)
     assert parsed.warnings == []
     gpus = parsed.value

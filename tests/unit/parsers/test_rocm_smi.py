@@ -1,4 +1,4 @@
-"""rocm-smi parsers against real outputs (../shared/fixtures, read in place) and our own samples.
+"""rocm-smi parsers against real outputs (tests/fixtures) and our own samples.
 
 Files under tests/fixtures/tool-outputs/rocm-smi_*_own_* are our own text, shaped like the
 tool's output for layouts the real captures do not cover (ROCm 5 and 6.1 concise tables, newer

@@ -1,4 +1,4 @@
-"""rocminfo parser against a real output (../shared/fixtures, read in place) and our own sample.
+"""rocminfo parser against a real output (tests/fixtures) and our own sample.
 
 tests/fixtures/tool-outputs/rocminfo_own_2gpu_mi250x.txt is our own text, shaped like rocminfo
 on an MI250X node: newer 'ROCk module is loaded' banner, trailing blanks, two GPU agents.

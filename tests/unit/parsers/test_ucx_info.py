@@ -15,14 +15,14 @@ from collscope.parsers.ucx_info import (
     parse_ucx_devices,
     parse_ucx_version,
 )
-from tests.conftest import OWN_FIXTURES, shared_fixture
+from tests.conftest import OWN_FIXTURES, fixture_path
 from tests.unit.parsers import mutations
 
 OWN = OWN_FIXTURES / "tool-outputs"
 
 
 def _real(name: str) -> str:
-    return shared_fixture("tool-outputs", name).read_text()
+    return fixture_path("tool-outputs", name).read_text()
 
 
 def _own(name: str) -> str:

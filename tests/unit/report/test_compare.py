@@ -10,7 +10,7 @@ import pytest
 from collscope.report.compare import compare, compare_row, pair_results, percent_change, verdict
 from collscope.report.importer import import_file
 from collscope.results import BenchResult
-from tests.conftest import shared_fixture
+from tests.conftest import fixture_path
 from tests.unit.report.samples import result, sweep
 
 
@@ -142,7 +142,7 @@ def test_to_dict_is_plain_json_with_both_sides() -> None:
 
 
 def test_real_log_against_itself_and_a_slower_copy() -> None:
-    results = [r for run in import_file(shared_fixture("nccl-tests-logs",
+    results = [r for run in import_file(fixture_path("nccl-tests-logs",
                                                        "mi300x_8gpu_allreduce_rccl_k8s.txt"))
                for r in run.results]
     assert not compare(results, results).regressed
@@ -288,7 +288,7 @@ def test_mann_whitney_rows_are_sorted_and_counted_as_rows_over_sizes(capsys) -> 
 def test_a_slower_run_appended_to_new_is_judged_and_regresses() -> None:
     # NEW = the same log with a second, 50% slower run appended (review item 5): before, only
     # the first (good) run was paired and the slow one was left "unmatched" with exit 0.
-    (run,) = import_file(shared_fixture("nccl-tests-logs", "mi300x_8gpu_allreduce_rccl_k8s.txt"))
+    (run,) = import_file(fixture_path("nccl-tests-logs", "mi300x_8gpu_allreduce_rccl_k8s.txt"))
     base = run.results
     slow = scaled(base, 1.5)
     comparison = compare(base, base + slow)

@@ -14,7 +14,7 @@ from collscope.report import charts as ch
 from collscope.report.html import CSP, SCRIPT, STYLE, all_charts, render_report
 from collscope.report.store import Input, load_input, parse_input
 from collscope.report.svg import HEIGHT, WIDTH, line_chart
-from tests.conftest import shared_fixture
+from tests.conftest import fixture_path
 from tests.unit.report.samples import (
     EVIL,
     run_record,
@@ -70,7 +70,7 @@ def test_page_is_self_contained_and_its_csp_admits_only_our_style_and_script() -
 def test_collectives_get_busbw_and_time_charts_with_every_input_overlaid(tmp_path: Path) -> None:
     bench = load_input(write_jsonl(tmp_path / "bench.jsonl",
                                    [run_record(), *sweep("all_reduce"), *sweep("all_gather")]))
-    log = load_input(shared_fixture("nccl-tests-logs", "mi300x_8gpu_allreduce_rccl_k8s.txt"))
+    log = load_input(fixture_path("nccl-tests-logs", "mi300x_8gpu_allreduce_rccl_k8s.txt"))
     views = ch.collective_views([bench, log])
     assert [v.name for v in views] == ["all_reduce", "all_gather"]
     all_reduce = views[0]

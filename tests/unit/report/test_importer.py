@@ -19,7 +19,7 @@ from collscope.report.importer import (
     to_records,
 )
 from collscope.results import BenchResult
-from tests.conftest import OWN_FIXTURES, shared_fixture
+from tests.conftest import OWN_FIXTURES, fixture_path
 from tests.unit.parsers.test_nccl_tests import (
     REAL_NAMES,
     count_printed_placements,
@@ -33,7 +33,7 @@ IMPORTABLE = [name for name in REAL_NAMES if name != FAILED_RUN]
 
 
 def _real(name: str) -> list[ImportedRun]:
-    return import_file(shared_fixture("nccl-tests-logs", name))
+    return import_file(fixture_path("nccl-tests-logs", name))
 
 
 def _own(name: str) -> list[ImportedRun]:
@@ -56,7 +56,7 @@ def _find(run: ImportedRun, size: int, in_place: bool) -> BenchResult:
 
 @pytest.mark.parametrize("name", IMPORTABLE)
 def test_every_real_log_imports_one_result_per_printed_placement(name: str) -> None:
-    path = shared_fixture("nccl-tests-logs", name)
+    path = fixture_path("nccl-tests-logs", name)
     runs = import_file(path)
     assert runs
     assert len(_results(runs)) == count_printed_placements(path.read_text())
@@ -112,7 +112,7 @@ def test_own_samples_busbw_recomputed(name: str) -> None:
 
 
 def test_failed_run_log_names_its_failure() -> None:
-    path = shared_fixture("nccl-tests-logs", FAILED_RUN)
+    path = fixture_path("nccl-tests-logs", FAILED_RUN)
     with pytest.raises(LogImportError) as caught:
         import_file(path)
     assert str(caught.value) == (       # named as given, like every other message about it

@@ -18,7 +18,7 @@ from collscope.report.store import (
     looks_like_jsonl,
     parse_input,
 )
-from tests.conftest import OWN_FIXTURES, shared_fixture
+from tests.conftest import OWN_FIXTURES, fixture_path
 from tests.unit.report.samples import run_record, samples, sweep, train_records, write_jsonl
 
 
@@ -67,7 +67,7 @@ def test_results_before_any_run_record_form_a_run_without_context() -> None:
 
 
 def test_a_log_is_imported_with_its_warnings() -> None:
-    source = load_input(shared_fixture("nccl-tests-logs",
+    source = load_input(fixture_path("nccl-tests-logs",
                                        "mi325x_1to8node_allreduce_rccl_egrep_filtered.txt"))
     assert source.kind == "nccl-tests"
     assert [run.label.split(" ")[-1] for run in source.runs] == ["[1-node]", "[2-node]",
@@ -86,7 +86,7 @@ def test_own_log_samples_are_read_as_logs() -> None:
 
 def test_a_log_without_table_is_an_error_naming_the_failure(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"no result table; the log reports a failure at line"):
-        load_input(shared_fixture("nccl-tests-logs",
+        load_input(fixture_path("nccl-tests-logs",
                                   "h100_2node_16gpu_alltoall_sendrecv_nccl_network_error.txt"))
     empty = tmp_path / "empty.jsonl"
     empty.write_text('{"kind": "weather"}\n')

@@ -1,4 +1,4 @@
-"""Real profiler traces (../shared/fixtures/traces, read in place). Expected values were
+"""Real profiler traces (tests/fixtures/traces). Expected values were
 derived from the raw events with a few lines of json/gzip (kernel names, kernel args, the
 nccl:* annotations, a sweep over kernel boundaries), not with collscope."""
 
@@ -10,11 +10,11 @@ import pytest
 
 from collscope.trace.events import load_trace
 from collscope.trace.rank import analyse_doc
-from tests.conftest import shared_fixture
+from tests.conftest import fixture_path
 
 
 def analyse(name: str, steps=None):
-    path = shared_fixture("traces", name)
+    path = fixture_path("traces", name)
     return analyse_doc(load_trace(path), str(path), None, steps)
 
 
@@ -100,7 +100,7 @@ def test_world_size_one_has_no_communication():
 def test_worker_processes_give_the_same_analysis():
     from collscope.trace.analyze import read_ranks
 
-    files = [shared_fixture("traces", f"HolisticTraceAnalysis__sampled_rank-{r}of128.json.gz")
+    files = [fixture_path("traces", f"HolisticTraceAnalysis__sampled_rank-{r}of128.json.gz")
              for r in (0, 1)]
     serial, parallel = read_ranks(files, None, workers=1), read_ranks(files, None, workers=2)
     assert [t.rank for t in parallel] == [0, 1]

@@ -10,7 +10,7 @@ import pytest
 
 from collscope.trace.events import load_trace
 from collscope.trace.rank import analyse_doc
-from tests.conftest import shared_fixture
+from tests.conftest import fixture_path
 
 # The traces HTA reads in about a second each. benchmarks/trace_speed.py compares every fixture
 # trace HTA can read (HTA 0.5 fails on the MI300X one: an int16 overflow in its parser) and
@@ -25,7 +25,7 @@ def test_overlap_matches_hta(name, tmp_path):
     pytest.importorskip("hta")
     from hta.trace_analysis import TraceAnalysis
 
-    path = shared_fixture("traces", name)
+    path = fixture_path("traces", name)
     (tmp_path / name).symlink_to(path)
     logging.getLogger("hta").setLevel(logging.ERROR)
     reference = TraceAnalysis(trace_dir=str(tmp_path)).get_comm_comp_overlap(visualize=False)

@@ -1,4 +1,4 @@
-"""trace review fixes on real traces (../shared/fixtures/traces, read in place): the small
+"""trace review fixes on real traces (tests/fixtures/traces): the small
 all-reduce finding's time at stake, per-step time inside the step, --baseline's arguments.
 Expected values come from the raw events (gzip + json, a sweep over kernel intervals), not
 from collscope."""
@@ -11,12 +11,12 @@ from collscope.trace.events import load_trace
 from collscope.trace.findings import findings
 from collscope.trace.rank import analyse_doc
 from collscope.trace.table import collective_rows
-from tests.conftest import shared_fixture
+from tests.conftest import fixture_path
 from tests.helpers import run_cli, usage_error
 
 
 def _analyse(name: str):
-    path = shared_fixture("traces", name)
+    path = fixture_path("traces", name)
     return analyse_doc(load_trace(path), str(path), None)
 
 
@@ -49,8 +49,8 @@ def test_step_figures_are_what_ran_inside_the_step():
 
 
 def test_baseline_takes_one_file_per_use_and_leaves_the_traces(tmp_path):
-    trace = shared_fixture("traces", "HolisticTraceAnalysis__nccl_data_rank0of2.json.gz")
-    log = shared_fixture("nccl-tests-logs", "h100_2node_default_nccl_issue309.txt")
+    trace = fixture_path("traces", "HolisticTraceAnalysis__nccl_data_rank0of2.json.gz")
+    log = fixture_path("nccl-tests-logs", "h100_2node_default_nccl_issue309.txt")
     one = run_cli("trace", "--baseline", str(log), str(trace), "--json", "-", timeout=120)
     assert one.returncode == 0, one.stderr
     run = __import__("json").loads(one.stdout.splitlines()[0])

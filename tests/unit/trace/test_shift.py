@@ -13,7 +13,7 @@ from collscope.trace.analyze import read_rank
 from collscope.trace.calls import CommCall
 from collscope.trace.rank import RankTrace
 from collscope.trace.shift import SHIFT_BOUND, find_shifts, stream_key
-from tests.conftest import shared_fixture
+from tests.conftest import fixture_path
 
 STEPS = 12
 LATE_RANK, LATE_US = 0, 2000.0
@@ -157,7 +157,7 @@ def test_sampled_128_pair_rank_one_starts_one_alltoall_later():
     # vs 26258430 floats in the nccl:all_reduce spans) ending 134153 us apart; the
     # all-gathers end at ...627817 and ...628149 (332 us). Position pairing paired both
     # alltoalls wrongly, ends 62789 and 87882 us apart.
-    paths = [shared_fixture("traces", f"HolisticTraceAnalysis__sampled_rank-{r}of128.json.gz")
+    paths = [fixture_path("traces", f"HolisticTraceAnalysis__sampled_rank-{r}of128.json.gz")
              for r in (0, 1)]
     across = match([read_rank(str(p), None) for p in paths])
     (found,) = across.shifts
