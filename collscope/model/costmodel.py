@@ -347,8 +347,8 @@ def tail_note(group: Group) -> str:
         return ""
     factors = " and ".join(f"{t.slowdown:.1f}x" for t in tails)
     return (f"{group.key.label}: {len(tails)} of {group.fit.runs} runs at {group.key.nodes} "
-            f"node(s) {'was' if len(tails) == 1 else 'were'} {factors} slower than the others "
-            f"({', '.join(t.run for t in tails)}); left out of the fit and the typical band")
+            f"node(s) {'was' if len(tails) == 1 else 'were'} {factors} slower than the runs' "
+            f"median ({', '.join(t.run for t in tails)}); left out of the fit and the typical band")
 
 
 def _record(model: CostModel, collective: str, size: int, nodes: int, per_node: int,

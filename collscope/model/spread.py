@@ -5,9 +5,11 @@ throttled GPU, a neighbour's job). Folding that run into one band makes the band
 ("0.4x-10x"); dropping it silently hides a risk. So the spread has two parts:
 
 - **Tail runs.** A run's slowdown is the median, over its rows, of ``time / median time of
-  the other runs`` at the same size and placement. A run is a tail run when its log slowdown
-  exceeds ``TAIL_LIMIT`` robust standard deviations of all rows' log ratios (1.4826 x MAD)
-  and 10 %, worst first, each flagged run leaving the others' medians, and at most
+  the runs`` at the same size and placement (itself included: with three runs, the median of
+  the other two would be their midpoint, and a fast run would make a typical one look slow).
+  A run is a tail run when its log slowdown exceeds ``TAIL_LIMIT`` robust standard
+  deviations of all rows' log ratios (1.4826 x MAD) and 10 %, worst first, each flagged run
+  leaving the medians, and at most
   ``(runs - 1) // 2`` of them: a majority of the runs stays typical, so two runs that disagree
   mark neither (the band then covers both). Only slower runs are tail runs: interference
   slows a collective down, nothing speeds one up beyond what the system does.
@@ -30,7 +32,7 @@ from collscope.bench.stats import quantile
 TAIL_LIMIT = 3.5            # robust standard deviations of the rows' run-to-median log ratios
 TAIL_FLOOR = math.log(1.10)  # a run less than 10 % slower than the others is typical
 TAIL_METHOD = (f"a run is a tail run when the median over its rows of time / median of the "
-               f"other runs (same size and placement) exceeds {TAIL_LIMIT} x 1.4826 x MAD of all "
+               f"runs (same size and placement) exceeds {TAIL_LIMIT} x 1.4826 x MAD of all "
                "rows' log ratios and 1.10x, worst first, at most (runs - 1) // 2 of a layout's "
                "runs (a majority stays typical)")
 SPREAD_ACROSS_RUNS = "run-to-run spread (same size and placement in distinct runs)"
@@ -55,7 +57,7 @@ class Row(Protocol):
 @dataclass
 class TailRun:
     run: str                 # the run's label (input file, run record)
-    slowdown: float          # median of time / the other runs' median time, over its rows
+    slowdown: float          # median of time / the runs' median time, over its rows
     rows: int                # rows it measured, all left out of the fit and the band
 
 
@@ -67,14 +69,16 @@ def _by_cell(rows: Sequence[Row]) -> dict[tuple[int, str], list[Row]]:
 
 
 def _run_ratios(rows: Sequence[Row], excluded: set[str]) -> dict[str, list[float]]:
-    """Per run, the log ratios of its rows to the median of the other (not excluded) runs'
-    rows of the same size and placement; rows without such a counterpart are left out."""
+    """Per run not excluded, the log ratios of its rows to the median of the not excluded
+    rows of the same size and placement; rows that no other run measured are left out."""
     ratios: dict[str, list[float]] = defaultdict(list)
     for cell in _by_cell(rows).values():
-        for row in cell:
-            others = [o.time_us for o in cell if o.run != row.run and o.run not in excluded]
-            if others:
-                ratios[row.run].append(math.log(row.time_us / quantile(others, 0.5)))
+        kept = [row for row in cell if row.run not in excluded]
+        if len({row.run for row in kept}) < 2:
+            continue
+        median = quantile([row.time_us for row in kept], 0.5)
+        for row in kept:
+            ratios[row.run].append(math.log(row.time_us / median))
     return ratios
 
 
@@ -91,8 +95,7 @@ def tail_runs(rows: Sequence[Row]) -> list[TailRun]:
     while len(tails) < (len(runs) - 1) // 2:
         flagged = {t.run for t in tails}
         slowdowns = {run: quantile(values, 0.5)
-                     for run, values in _run_ratios(rows, flagged).items()
-                     if run not in flagged and values}
+                     for run, values in _run_ratios(rows, flagged).items()}
         worst = max(slowdowns, key=lambda run: (slowdowns[run], run), default=None)
         if worst is None or slowdowns[worst] <= limit:
             break
