@@ -172,7 +172,8 @@ def require_scipy() -> None:
     try:
         import scipy.optimize  # type: ignore[import-untyped]  # noqa: F401
     except ImportError as error:
-        raise ImportError("collscope model fit needs scipy: pip install 'collscope[model]'"
+        raise ImportError("collscope model fit needs scipy (a dependency of collscope): "
+                          "pip install scipy"
                           ) from error
 
 
