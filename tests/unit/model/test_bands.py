@@ -115,7 +115,11 @@ def test_check_counts_the_medians_inside_the_band(tmp_path: Path,
     out = capsys.readouterr().out
     large = next(line for line in out.splitlines() if ">= 256 MiB" in line)
     assert "6 of 6" in large
-    assert "sizes (" in out.splitlines()[-1]
+    assert out.splitlines()[-1].endswith("6 of 14 sizes (43%)")
+    assert main(["model", "check", str(model), _log("h100_8node_default_nccl_issue309.txt"),
+                 "--json", "-"]) == 0
+    summary = json.loads(capsys.readouterr().out.splitlines()[0])
+    assert (summary["kind"], summary["sizes"], summary["medians_in_band"]) == ("check", 14, 6)
 
 
 def _rows(runs: dict[str, float]) -> list[Sample]:
