@@ -151,9 +151,12 @@ class PredictionRecord:
     """One predicted collective x size x layout from `collscope model predict`.
 
     ``time_us`` is the cost model's time per operation, ``time_us_low``/``time_us_high`` its
-    uncertainty band (``band_method`` says how it was formed); ``busbw_gbs`` is nccl-tests'
-    convention (S / time x bus factor of ``world_size`` ranks). ``method`` names the formula and
-    the fitted groups whose parameters it used.
+    typical band (``band_method`` says how it was formed; runs much slower than their repeats
+    are not in it but in ``tail``); ``busbw_gbs`` is nccl-tests' convention (S / time x bus
+    factor of ``world_size`` ranks). ``method`` names the formula and the fitted groups whose
+    parameters it used. ``size_extrapolation`` / ``nodes_extrapolation`` are how far the size /
+    node count lies outside those fitted (1.0 inside; 2.0: twice the largest, or half the
+    smallest); ``extrapolated`` is either being outside.
     """
 
     collective: str
@@ -167,7 +170,12 @@ class PredictionRecord:
     time_us_low: float
     time_us_high: float
     algbw_gbs: float = 0.0
-    extrapolated: bool = False   # the size lies outside the sizes a group it used was fitted on
+    extrapolated: bool = False   # size or node count outside what the groups used were fitted on
+    size_extrapolation: float = 1.0
+    nodes_extrapolation: float = 1.0
+    fitted_nodes: list[int] = field(default_factory=list)   # node counts the model was fitted on
+    tail: str = ""               # tail runs of the groups used: "1 of 4 runs ... was 2.0x slower"
+    tail_slowdown: float | None = None   # the largest of their slowdowns
     method: str = ""
     band_method: str = ""
     kind: str = "prediction"

@@ -6,6 +6,10 @@ library's own algorithm choice ("flat") are compared with ``auto`` over ring and
 NCCL's tuner picks among; gloo runs a ring, so pass ``flat=("ring",)`` for gloo); rows measured
 with collscope's hierarchical all-reduce with the hierarchical formula. Errors are summarised
 per collective, layout and size band: median and max over rows, and how many rows.
+
+The typical band is checked per measured size: the median of the size's measured times (both
+placements, every run) is inside when it lies within the prediction's time_us_low..time_us_high;
+each size band says how many of its sizes are, and the report the share over all sizes.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import Any
 
 from collscope.model.costmodel import CostModel, ModelError, predict
 from collscope.model.data import GroupKey, Measurements
+from collscope.model.fit import Sample
 
 MiB = 1 << 20
 SIZE_BANDS: tuple[tuple[int, float, str], ...] = (
@@ -27,6 +32,8 @@ SIZE_BANDS: tuple[tuple[int, float, str], ...] = (
 FLAT_ALGOS = ("ring", "tree")     # what NCCL / RCCL choose among for a flat all_reduce
 METHOD = ("busbw absolute percentage error |predicted / measured - 1| x 100 per measured row "
           "(both placements, every run); median and max per size band")
+BAND_CHECK = ("per measured size, whether the median of its measured times (both placements, "
+              "every run) lies inside the prediction's typical band (time_us_low..time_us_high)")
 
 
 def size_band(size_bytes: int) -> str:
@@ -59,6 +66,8 @@ class BandSummary:
     median_error_pct: float
     max_error_pct: float
     in_sample: bool               # the model was fitted on this layout
+    sizes: int = 0                # distinct measured sizes
+    medians_in_band: int = 0      # of them, those whose measured median lies in the band
 
 
 @dataclass
@@ -67,9 +76,18 @@ class CheckReport:
     bands: list[BandSummary] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     method: str = METHOD
+    band_method: str = BAND_CHECK
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def coverage(self) -> dict[str, Any]:
+        """How many measured medians lie inside the typical band, out of how many sizes."""
+        sizes = sum(b.sizes for b in self.bands)
+        inside = sum(b.medians_in_band for b in self.bands)
+        return {"sizes": sizes, "medians_in_band": inside,
+                "medians_in_band_pct": 100 * inside / sizes if sizes else None}
+
 
 
 def check(model: CostModel, measurements: Measurements,
@@ -90,6 +108,8 @@ def check(model: CostModel, measurements: Measurements,
             report.skipped.append(f"{key.label}: not checked: {error}")
             continue
         by_size = {p.size_bytes: p for p in predictions}
+        inside = {size: p.time_us_low <= _median_time(samples, size) <= p.time_us_high
+                  for size, p in by_size.items()}
         rows = []
         for sample in samples:
             p = by_size[sample.size_bytes]
@@ -99,18 +119,24 @@ def check(model: CostModel, measurements: Measurements,
                                  sample.size_bytes, measured, p.busbw_gbs,
                                  abs(p.busbw_gbs / measured - 1) * 100, p.algo, sample.source))
         report.rows.extend(rows)
-        report.bands.extend(_bands(key, rows, key in fitted))
+        report.bands.extend(_bands(key, rows, key in fitted, inside))
     return report
 
 
-def _bands(key: GroupKey, rows: list[CheckRow], in_sample: bool) -> list[BandSummary]:
+def _median_time(samples: list[Sample], size: int) -> float:
+    return statistics.median(s.time_us for s in samples if s.size_bytes == size)
+
+
+def _bands(key: GroupKey, rows: list[CheckRow], in_sample: bool,
+           inside: dict[int, bool]) -> list[BandSummary]:
     found = []
     for _, _, band in SIZE_BANDS:
         errors = [r.error_pct for r in rows if size_band(r.size_bytes) == band]
+        sizes = [size for size in inside if size_band(size) == band]
         if errors:
             found.append(BandSummary(key.collective, key.nodes, key.ranks_per_node, band,
                                      len(errors), statistics.median(errors), max(errors),
-                                     in_sample))
+                                     in_sample, len(sizes), sum(inside[s] for s in sizes)))
     return found
 
 

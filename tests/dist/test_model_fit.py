@@ -27,7 +27,8 @@ def test_layout_of_a_two_node_launch_reaches_the_model(tmp_path: Path) -> None:
     model = tmp_path / "model.json"
     fit = run_cli("model", "fit", str(records), "-o", str(model), "--json", "-", timeout=60)
     assert fit.returncode == 0, fit.stderr
-    (group,) = json.loads(fit.stdout)["groups"]
+    summary, group = (json.loads(line) for line in fit.stdout.splitlines())
+    assert (summary["kind"], group["kind"]) == ("model_fit", "model_group")
     assert (group["collective"], group["nodes"], group["ranks_per_node"]) == \
         ("all_reduce", 2, 1)
     predicted = run_cli("model", "predict", str(model), "--collective", "all_reduce",
