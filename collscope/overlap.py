@@ -20,6 +20,7 @@ from typing import Any
 
 from collscope.config_flags import BACKEND_HELP, flag, invalid
 from collscope.errors import UsageError
+from collscope.stats.summary import iqr
 from collscope.units import parse_size
 
 # Defaults by device: a matmul and a message that take comparable time there.
@@ -140,12 +141,6 @@ def timing_method(on_gpu: bool) -> str:
             "each after a barrier; per iteration the slowest rank; medians over iterations")
 
 
-def _iqr(values: list[float]) -> float:
-    from collscope.bench.stats import quantile
-
-    if len(values) < 2:
-        return 0.0
-    return quantile(values, 0.75) - quantile(values, 0.25)
 
 
 def measure(config: OverlapConfig, session: Any) -> OverlapResult:
@@ -212,8 +207,8 @@ def measure(config: OverlapConfig, session: Any) -> OverlapResult:
         matmul_dim=dim, matmul_flops=flops, matmul_dtype=dtype_name, size_bytes=size,
         comm_dtype="float", world_size=session.world_size, iters=config.iters,
         t_compute_ms=medians["compute"], t_comm_ms=medians["comm"], t_both_ms=medians["both"],
-        t_compute_ms_iqr=_iqr(rows["compute"]), t_comm_ms_iqr=_iqr(rows["comm"]),
-        t_both_ms_iqr=_iqr(rows["both"]),
+        t_compute_ms_iqr=iqr(rows["compute"]), t_comm_ms_iqr=iqr(rows["comm"]),
+        t_both_ms_iqr=iqr(rows["both"]),
         overlap_efficiency=overlap_efficiency(medians["compute"], medians["comm"],
                                               medians["both"]),
         compute_tflops=flops / (medians["compute"] / 1e3) / 1e12 if medians["compute"] else 0.0,

@@ -40,8 +40,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from collscope.bench.stats import quantile
 from collscope.collectives.table import bus_factor
+from collscope.stats.fits import rising_slope
+from collscope.stats.summary import MAD_TO_SIGMA, quantile
 
 SOFT_L1_SCALE = 0.05      # log residual where the soft_l1 loss turns linear (~5 %)
 MAD_LIMIT = 3.5           # robust standard deviations
@@ -168,14 +169,8 @@ def _robust_fit(x: Sequence[float], t: Sequence[float]) -> tuple[float, float, b
 
 def _size_trend(rows: Sequence[Sample]) -> tuple[float, float]:
     """(slope of log time against log size, its one-sided t-test p that it is > 0)."""
-    from scipy.stats import linregress  # type: ignore[import-untyped]
-
-    if len(rows) < 3:
-        return math.nan, 1.0
-    result = linregress([math.log(s.size_bytes) for s in rows],
-                        [math.log(s.time_us) for s in rows], alternative="greater")
-    slope, p = float(result.slope), float(result.pvalue)
-    return (slope, 1.0) if math.isnan(slope) or math.isnan(p) else (slope, p)
+    return rising_slope([math.log(s.size_bytes) for s in rows],
+                        [math.log(s.time_us) for s in rows])
 
 
 def _unidentified(slope: float, p: float, rows: int, at_bound: bool) -> str:
@@ -260,7 +255,7 @@ def _flag_outliers(rows: Sequence[Sample], residuals: Sequence[float]) -> list[i
     neighbourhood, so one wild row does not make its sane neighbours look wild. The MAD scale
     is that of all rows (recomputing it would shrink it each round)."""
     sizes = [s.size_bytes for s in rows]
-    scale = 1.4826 * quantile([abs(d) for d in _local_deviations(sizes, residuals)], 0.5)
+    scale = MAD_TO_SIGMA * quantile([abs(d) for d in _local_deviations(sizes, residuals)], 0.5)
     flagged: list[int] = []
     while len(flagged) < len(rows) // 3:
         deviations = _local_deviations(sizes, residuals, set(flagged))

@@ -48,6 +48,7 @@ from collscope.collectives.table import bus_factor
 from collscope.config_flags import flag, invalid
 from collscope.errors import UsageError
 from collscope.results import BenchResult
+from collscope.stats.significance import rank_sum_p
 from collscope.units import parse_size
 
 METRICS = ("auto", "time", "busbw")
@@ -255,14 +256,12 @@ def ci_verdict(base: BenchResult, new: BenchResult, metric: str,
 def repeated_row(base: list[BenchResult], new: list[BenchResult], threshold_pct: float,
                  metric: str) -> Row:
     """One row for repeated runs of one key and world size on each side (mann-whitney)."""
-    from scipy.stats import mannwhitneyu  # type: ignore[import-untyped]
-
     base_times, new_times = [r.time_us for r in base], [r.time_us for r in new]
     time_delta = percent_change(median(base_times), median(new_times))
     busbw_delta = percent_change(median(r.busbw_gbs for r in base),
                                  median(r.busbw_gbs for r in new))
-    slower = mannwhitneyu(new_times, base_times, alternative="greater").pvalue
-    faster = mannwhitneyu(new_times, base_times, alternative="less").pvalue
+    slower = rank_sum_p(new_times, base_times, "greater")
+    faster = rank_sum_p(new_times, base_times, "less")
     # Same world size on both sides, so busbw is a fixed multiple of 1/time per run: the rank
     # test on times decides for either metric; the threshold applies to the metric's delta.
     used = "time" if metric == "auto" else metric

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from collscope.collectives.table import bandwidths
+from collscope.stats.intervals import mean_ci_halfwidth
 from collscope.tune.space import Config
 
 CI_METHOD = ("t-interval on the mean log speed-up over paired rounds (scipy.stats.t); "
@@ -108,14 +109,12 @@ class Row:
 def speedup_interval(pairs: Sequence[tuple[float, float]], confidence: float = 0.95,
                      ) -> Interval:
     """``pairs`` of (baseline time, configuration time), one per round."""
-    from scipy import stats  # type: ignore[import-untyped]
-
     logs = [math.log(base / time) for base, time in pairs]
     n = len(logs)
     mean = statistics.fmean(logs)
     if n < 2:
         return Interval(math.exp(mean), None, None, n)
-    half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * statistics.stdev(logs) / math.sqrt(n)
+    half = mean_ci_halfwidth(logs, confidence)
     return Interval(math.exp(mean), math.exp(mean - half), math.exp(mean + half), n, confidence)
 
 
