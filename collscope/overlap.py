@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import statistics
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from collscope.config_flags import BACKEND_HELP, flag, invalid
 from collscope.errors import UsageError
+from collscope.records.train import OverlapResult
 from collscope.stats.summary import iqr
 from collscope.units import parse_size
 
@@ -106,30 +107,6 @@ class OverlapConfig:
         if world_size < 2:
             raise UsageError(f"--nproc: overlap needs at least 2 ranks (a {world_size}-rank "
                              "all_reduce communicates nothing)")
-
-
-@dataclass
-class OverlapResult:
-    matmul_dim: int
-    matmul_flops: float
-    matmul_dtype: str
-    size_bytes: int
-    comm_dtype: str
-    world_size: int
-    iters: int
-    t_compute_ms: float           # medians over iterations of the slowest rank's time
-    t_comm_ms: float
-    t_both_ms: float
-    t_compute_ms_iqr: float
-    t_comm_ms_iqr: float
-    t_both_ms_iqr: float
-    overlap_efficiency: float | None
-    compute_tflops: float         # matmul alone
-    timing: str
-    kind: str = "overlap"
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def timing_method(on_gpu: bool) -> str:

@@ -37,7 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from collscope.results import FindingRecord
+from collscope.records.finding import FindingRecord
 
 ALPHA = 0.01
 

@@ -32,7 +32,7 @@ from collscope.bench.config import DEFAULT_MAX_BYTES_CPU, DEFAULT_MAX_BYTES_GPU,
 from collscope.collectives import ops
 from collscope.collectives.dtypes import DTYPES
 from collscope.collectives.table import COLLECTIVES, bandwidths
-from collscope.results import BenchResult
+from collscope.records.bench import BenchResult
 from collscope.runtime.dist import Session
 from collscope.runtime.guard import guard
 from collscope.stats.intervals import median_ci_halfwidth

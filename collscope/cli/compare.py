@@ -57,8 +57,8 @@ def add_parser(commands: Any) -> None:
 
 
 def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    from collscope.records.load import InputError, load_inputs, tune_results
     from collscope.report.compare import compare
-    from collscope.report.store import InputError, load_inputs, tune_results
 
     config = config_from(CompareConfig, args)
     min_bytes = config.min_bytes

@@ -53,9 +53,9 @@ def add_parser(commands: Any) -> None:
 
 
 def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    from collscope.records_io import JsonlWriter
-    from collscope.report.importer import LogImportError, import_file, to_records
-    from collscope.report.store import distinct_inputs
+    from collscope.records.jsonl import write_records
+    from collscope.records.load import distinct_inputs
+    from collscope.records.logs import LogImportError, import_file, to_records
 
     if args.output == "-" and args.json == "-":
         raise UsageError("--json: '-' (stdout) is taken by -o -; give --json a file name")
@@ -92,17 +92,8 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     if not imported:
         raise UsageError("LOG: no log had a result table; nothing to write")
     records = to_records(imported)
-    if args.output == "-":
-        write_json("-", records, lines=True)
-    else:
-        try:
-            writer = JsonlWriter(args.output)
-        except OSError as error:
-            raise UsageError(f"-o/--output: cannot write {args.output} "
-                             f"({error.strerror or error})") from None
-        for record in records:
-            writer.write(record)
-        writer.close()
+    write_records(args.output, records, "-o/--output")
+    if args.output != "-":
         _say(f"wrote {len(records)} records ({len(imported)} run(s)) to {args.output}")
     if args.json:
         write_json(args.json, {"output": args.output, "logs": summary})

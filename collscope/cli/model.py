@@ -18,6 +18,7 @@ from collscope.config_flags import add_flags, config_from
 from collscope.console import write_json
 from collscope.errors import UsageError
 from collscope.model.config import PlanRequest, PredictRequest
+from collscope.records.jsonl import write_records
 
 EXAMPLES = """\
 examples:
@@ -122,7 +123,7 @@ def _say(line: str) -> None:
 
 def _measurements(paths: list[str], flag: str = "INPUT") -> Any:
     from collscope.model.data import collect
-    from collscope.report.store import InputError, distinct_inputs, load_inputs
+    from collscope.records.load import InputError, distinct_inputs, load_inputs
 
     # Copies of one input are not repeated runs: counting them would fake a zero spread.
     paths, repeats = distinct_inputs(paths)
@@ -250,7 +251,7 @@ def predict(args: argparse.Namespace) -> int:
         raise UsageError(str(error)) from None
     records = [r.to_dict() for _, block in blocks for r in block]
     if args.json:
-        write_json(args.json, records, lines=True)
+        write_records(args.json, records)
     if args.json != "-":
         for _, block in blocks:
             views.print_nccl_table(block, request, args.model)
@@ -291,7 +292,7 @@ def check(args: argparse.Namespace) -> int:
 
 def _train_record(path: str) -> tuple[dict[str, Any], list[str]]:
     """The DDP default (or first) train record of ``path``, and the loader's warnings."""
-    from collscope.report.store import InputError, load_input
+    from collscope.records.load import InputError, load_input
 
     try:
         source = load_input(path)

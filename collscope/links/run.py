@@ -26,7 +26,7 @@ from collscope.links import confirm, expected, plan
 from collscope.links.config import LinksConfig
 from collscope.links.schedule import Pair
 from collscope.links.verdicts import NodeInfo, Threshold, judge
-from collscope.results import LinkRecord, NodeRecord
+from collscope.records.links import LinkRecord, NodeRecord
 from collscope.runtime.dist import Session
 from collscope.runtime.guard import guard
 from collscope.testing import faults

@@ -32,7 +32,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from collscope.results import LinkRecord, NodeRecord
+from collscope.records.links import LinkRecord, NodeRecord
 from collscope.stats.summary import robust_sigma
 
 FAIL_VERDICTS = ("slow", "node", "gpu", "below-link-type")

@@ -47,7 +47,7 @@ from typing import Any
 from collscope.collectives.table import bus_factor
 from collscope.config_flags import flag, invalid
 from collscope.errors import UsageError
-from collscope.results import BenchResult
+from collscope.records.bench import BenchResult
 from collscope.stats.significance import rank_sum_p
 from collscope.units import parse_size
 

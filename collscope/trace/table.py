@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 from collscope.collectives.table import COLLECTIVES, bandwidths
-from collscope.results import TraceCollectiveRecord
+from collscope.records.trace import TraceCollectiveRecord
 from collscope.stats.summary import iter_stats
 from collscope.trace.calls import CommCall
 from collscope.trace.rank import RankTrace

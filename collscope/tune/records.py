@@ -32,7 +32,7 @@ class TrialWriter:
     tune records."""
 
     def __init__(self, path: str, extra: dict[str, Any], keep_files: bool = True):
-        from collscope.records_io import JsonlWriter
+        from collscope.records.jsonl import JsonlWriter
 
         self.keep_files = keep_files     # trial files in a temporary folder are gone after
         self.extra = extra
@@ -45,7 +45,7 @@ class TrialWriter:
         self.run_written = False
 
     def run_record(self, context: dict[str, Any]) -> None:
-        from collscope.results import RunRecord
+        from collscope.records.run import RunRecord
 
         if self.run_written:
             return
@@ -64,7 +64,7 @@ class TrialWriter:
         self.pending = []
 
     def trial(self, trial: Trial, baseline: Config) -> None:
-        from collscope.results import TuneTrialRecord
+        from collscope.records.tune import TuneTrialRecord
 
         record = TuneTrialRecord(
             trial.index, trial.stage, trial.round, trial.position, trial.config.as_dict(),

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from collscope.doctor.envlint import KNOWN, OBSOLETE, TYPO_PREFIXES, closest_known
 from collscope.errors import UsageError
-from collscope.results import RECORDED_ENV_PREFIXES
+from collscope.records.run import RECORDED_ENV_PREFIXES
 
 # Families with hundreds of knobs that doctor does not list one by one (HSA_, UCX_, HIP_,
 # ROCR_, ...): accepted by prefix. They are all in the run record's environment, which is

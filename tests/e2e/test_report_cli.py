@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from collscope.report.importer import import_file
+from collscope.records.logs import import_file
 from tests.conftest import FIXTURES, fixture_path
 from tests.helpers import REPO, read_records, run_cli, usage_error
 from tests.unit.parsers.test_nccl_tests import count_printed_placements
@@ -336,8 +336,8 @@ def test_report_escapes_hostile_input_and_draws_train_and_monitor(tmp_path: Path
 
 
 def test_report_says_what_an_input_holds_and_tabulates_overlap_records(tmp_path: Path) -> None:
-    from collscope.overlap import OverlapResult
-    from collscope.results import PredictionRecord
+    from collscope.records.model import PredictionRecord
+    from collscope.records.train import OverlapResult
 
     # `model predict --json`: predictions and no run record.
     predictions = [PredictionRecord("all_reduce", size, 2, 8, 16, "ring", 10.0 * size, 1.0,

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
+from collscope.records.bench import BenchResult
+from collscope.records.logs import import_file
 from collscope.report.compare import compare, compare_row, pair_results, percent_change, verdict
-from collscope.report.importer import import_file
-from collscope.results import BenchResult
 from tests.conftest import fixture_path
 from tests.unit.report.samples import result, sweep
 

@@ -38,8 +38,9 @@ from collscope.parsers.nccl_tests import (
     parse_any,
     printed_unit,
 )
+from collscope.records.bench import BenchResult
+from collscope.records.run import RunRecord, recorded_env
 from collscope.redact import redact_argv, redact_secrets
-from collscope.results import BenchResult, RunRecord, recorded_env
 
 TIMING = "as printed by nccl-tests (mean per op over the timed loop)"
 # nccl-tests -a/--average: how the time of each rank is combined.

@@ -9,15 +9,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from collscope.report.compare import compare
-from collscope.report.html import render_report
-from collscope.report.store import (
+from collscope.records.load import (
     InputError,
     display_names,
     load_input,
     looks_like_jsonl,
     parse_input,
 )
+from collscope.report.compare import compare
+from collscope.report.html import render_report
 from tests.conftest import OWN_FIXTURES, fixture_path
 from tests.unit.report.samples import run_record, samples, sweep, train_records, write_jsonl
 
