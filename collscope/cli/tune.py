@@ -121,8 +121,8 @@ def _settings(args: argparse.Namespace) -> tuple[TuneConfig, Space, BenchArgs]:
 
 
 def _library(backend: str) -> Library:
-    from collscope.doctor.envlint import version_tuple
     from collscope.tune.space import Library, Version
+    from collscope.versions import version_tuple
 
     if backend == "gloo":
         return Library()

@@ -1,7 +1,7 @@
 """Search spaces: which variables tune varies, the values each may take, and the baseline.
 
 Pure (no torch, no I/O). Names are checked against doctor's table of known variables
-(``collscope.doctor.envlint``), so a typo is refused with "did you mean"; values are checked
+(``collscope.envvars``, doctor's too), so a typo is refused with "did you mean"; values are checked
 against what NCCL/RCCL accept (``VALUE_RULES``), including values that need a newer library than
 the installed one.
 
@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from collscope.doctor.envlint import KNOWN, OBSOLETE, TYPO_PREFIXES, closest_known
+from collscope.envvars import KNOWN, OBSOLETE, TYPO_PREFIXES, closest_known
 from collscope.errors import UsageError
 from collscope.records.run import RECORDED_ENV_PREFIXES
 
