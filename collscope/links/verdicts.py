@@ -32,7 +32,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from collscope.records.links import LinkRecord, NodeRecord
+from collscope.records.links import LinkRecord, LinkVerdict, NodeRecord
 from collscope.stats.summary import robust_sigma
 
 FAIL_VERDICTS = ("slow", "node", "gpu", "below-link-type")
@@ -135,7 +135,7 @@ def slow_ends(links: Sequence[LinkRecord], ends: Callable[[LinkRecord], tuple[in
 
 
 def _explained(links: Sequence[LinkRecord], slow: set[int],
-               ends: Callable[[LinkRecord], tuple[int, int]], verdict: str) -> None:
+               ends: Callable[[LinkRecord], tuple[int, int]], verdict: LinkVerdict) -> None:
     for link in links:
         if link.verdict != "ok" and slow & set(ends(link)):
             link.verdict = verdict

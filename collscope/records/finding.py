@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal
 
 
 @dataclass
@@ -11,7 +11,7 @@ class FindingRecord:
     """A problem found, with its fix, ranked by the step time at stake (ms per step)."""
 
     id: str
-    level: str                        # info, warn
+    level: Literal["info", "warn"]
     title: str
     detail: str
     fix: str

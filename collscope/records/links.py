@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Literal
+
+# ok | slow | node (a slow endpoint node explains it) | gpu (a slow GPU explains it) |
+# below-link-type (under the nominal bandwidth of its link type)
+LinkVerdict = Literal["ok", "slow", "node", "gpu", "below-link-type"]
+NodeVerdict = Literal["ok", "slow"]           # slow: slow on all its links
+GateVerdict = Literal["pass", "fail"]
 
 
 @dataclass
@@ -25,8 +31,7 @@ class LinkRecord:
     time_us: float                # median over iterations of the receive completion time
     gbs: float                    # size_bytes / time_us, GB/s = 1e9 B/s (sendrecv busbw)
     expected_gbs: float | None    # nominal per-direction bandwidth of link_type, if known
-    verdict: str = "ok"           # ok | slow | node (a slow endpoint node explains it) |
-                                  # gpu (a slow GPU explains it) | below-link-type
+    verdict: LinkVerdict = "ok"
     round: int = 0
     src_node: int = 0
     dst_node: int = 0
@@ -62,7 +67,7 @@ class LinkTryRecord:
 class LinksSummaryRecord:
     """The end of a `collscope links` run: thresholds, confirmations and the gate's verdict."""
 
-    verdict: str                  # pass | fail
+    verdict: GateVerdict
     slow_nodes: list[str]
     thresholds: list[dict[str, Any]]
     confirmations: list[dict[str, Any]]
@@ -85,7 +90,7 @@ class NodeRecord:
     median_gbs: float | None      # median over its inter-node links (None on one node)
     best_gbs: float | None        # its fastest inter-node link
     links: int
-    verdict: str = "ok"           # ok | slow (slow on all its links)
+    verdict: NodeVerdict = "ok"
     slow_ranks: list[int] = field(default_factory=list)   # GPUs slow on all pairs (verdict gpu)
     kind: str = "node"
 

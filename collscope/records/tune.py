@@ -4,7 +4,11 @@ configuration at one size, judged against the defaults)."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal
+
+TrialStatus = Literal["ok", "failed"]
+# A configuration at one size against the defaults; "failed": the whole configuration failed.
+TuneVerdict = Literal["baseline", "faster", "slower", "within noise", "too few rounds", "failed"]
 
 
 @dataclass
@@ -21,7 +25,7 @@ class TuneTrialRecord:
     position: int                 # place in its round (the order rotates each round)
     config: dict[str, str | None]
     label: str                    # "defaults" or the variables that differ from them
-    status: str
+    status: TrialStatus
     reason: str
     wall_s: float
     file: str | None              # the trial's bench JSON Lines (None: not kept)
@@ -46,7 +50,7 @@ class TuneRecord:
     config: dict[str, str | None]
     label: str
     baseline: bool
-    verdict: str
+    verdict: TuneVerdict
     winner: bool = False
     collective: str | None = None
     dtype: str | None = None

@@ -24,8 +24,10 @@ import statistics
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from collscope.collectives.table import bandwidths
+from collscope.records.tune import TrialStatus, TuneVerdict
 from collscope.stats.intervals import mean_ci_halfwidth
 from collscope.tune.space import Config
 
@@ -63,7 +65,7 @@ class Trial:
     round: int
     position: int                 # place in its round
     config: Config
-    status: str = "pending"       # ok, failed, skipped
+    status: Literal["pending"] | TrialStatus = "pending"
     reason: str = ""
     wall_s: float = 0.0
     file: str = ""
@@ -98,7 +100,7 @@ class Row:
     algbw_gbs: float
     busbw_gbs: float
     interval: Interval | None       # None for the baseline
-    verdict: str                    # baseline, faster, slower, within noise, too few rounds
+    verdict: TuneVerdict            # never "failed": failed configurations have no rows
     winner: bool = False
 
     @property
@@ -135,7 +137,7 @@ def significance(rows: Sequence[Row], confidence: float) -> str:
             f"{corrected_confidence(confidence, m) * 100:.6g}% ({CORRECTION}: m = {m})")
 
 
-def verdict_of(interval: Interval, min_gain: float = 0.0) -> str:
+def verdict_of(interval: Interval, min_gain: float = 0.0) -> TuneVerdict:
     if interval.low is None or interval.high is None:
         return "too few rounds"
     if interval.low > 1.0 + min_gain:
@@ -177,7 +179,8 @@ def analyse(trials: Sequence[Trial], baseline: Config, confidence: float = 0.95,
         collective, dtype, size = point
         median = statistics.median(by_round.values())
         algbw, busbw = bandwidths(size, median, collective, world[point])
-        interval, verdict = None, "baseline"
+        interval = None
+        verdict: TuneVerdict = "baseline"
         if config != baseline:
             interval = speedup_interval(pairs, level)
             verdict = verdict_of(interval, min_gain)

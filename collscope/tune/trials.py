@@ -29,6 +29,7 @@ from typing import Any
 
 from collscope.errors import UsageError
 from collscope.records.jsonl import parse_jsonl, read_records
+from collscope.records.tune import TrialStatus
 from collscope.tune.analysis import Measurement, Trial
 from collscope.tune.space import Config
 
@@ -120,7 +121,7 @@ def choose_launcher(template: str | None, nproc: int | None, environ: Mapping[st
 
 
 def classify(timed_out: bool, exit_code: int | None, records: Sequence[dict[str, Any]],
-             stderr_tail: str, timeout_s: float) -> tuple[str, str]:
+             stderr_tail: str, timeout_s: float) -> tuple[TrialStatus, str]:
     """(status, reason) of a finished trial: ok, or failed with the reason."""
     # The last line that says something: not bench's "#" comments or table rows.
     said_lines = [line.strip() for line in stderr_tail.splitlines()
