@@ -164,12 +164,7 @@ def load_model(path: str) -> Any:
 def fit(args: argparse.Namespace) -> int:
     from collscope.model.config import parse_counts
     from collscope.model.costmodel import build
-    from collscope.model.fit import require_scipy
 
-    try:
-        require_scipy()             # before anything is read or written
-    except ImportError as error:
-        raise UsageError(str(error)) from None
     if args.output == "-" and args.json == "-":
         raise UsageError("--json: '-' (stdout) is taken by -o -; give --json a file name")
     held = parse_counts(args.holdout_nodes, "--holdout-nodes") if args.holdout_nodes else []

@@ -133,15 +133,6 @@ def _model(alpha: float, inverse_bw: float, x: Sequence[float]) -> list[float]:
     return [alpha + xi * inverse_bw for xi in x]
 
 
-def require_scipy() -> None:
-    """ImportError with the install hint when scipy (the fit's solver) is missing."""
-    try:
-        import scipy.optimize  # type: ignore[import-untyped]  # noqa: F401
-    except ImportError as error:
-        raise ImportError("collscope model fit needs scipy: pip install 'collscope[model]'"
-                          ) from error
-
-
 def _robust_fit(x: Sequence[float], t: Sequence[float]) -> tuple[float, float, bool]:
     """(alpha_us, 1/B, whether 1/B ended at its lower bound) minimising the soft_l1 loss of
     log residuals; x = S f(n) / 1e3."""
@@ -191,7 +182,6 @@ def _unidentified(slope: float, p: float, rows: int, at_bound: bool) -> str:
 
 def fit_group(samples: Sequence[Sample], collective: str, world_size: int) -> GroupFit:
     """The robust alpha-beta fit of one group; FitError when it has no usable rows."""
-    require_scipy()
     rows = [s for s in samples if s.size_bytes > 0 and s.time_us > 0 and math.isfinite(s.time_us)]
     if not rows:
         raise FitError("no rows with a size > 0 and a time > 0")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -108,15 +109,16 @@ class Input:
 
 
 def load_input(path: str | Path, name: str | None = None) -> Input:
-    """Read one input file; raises InputError when it cannot be read or holds no records."""
-    path = Path(path)
+    """Read one input file; raises InputError when it cannot be read or holds no records.
+    The path is said as given (not normalised: the user must recognise it)."""
+    given = os.fspath(path)
     try:
-        text = decode_capture(path.read_bytes())
+        text = decode_capture(Path(path).read_bytes())
     except OSError as error:
-        raise InputError(f"{path}: cannot read it ({error.strerror or error})") from None
+        raise InputError(f"{given}: cannot read it ({error.strerror or error})") from None
     except DecodeError as error:
-        raise InputError(f"{path}: {error}") from None
-    return parse_input(text, str(path), name)
+        raise InputError(f"{given}: {error}") from None
+    return parse_input(text, given, name)
 
 
 def load_inputs(paths: list[str]) -> list[Input]:
@@ -166,7 +168,7 @@ def display_names(paths: list[str]) -> list[str]:
     parts = [PurePath(path).parts or (path,) for path in paths]
     depth = 1
     while True:
-        names = ["/".join(p[-depth:]) for p in parts]
+        names = [str(PurePath(*p[-depth:])) for p in parts]
         repeated = [n for n, c in Counter(names).items() if c > 1]
         if not repeated or depth >= max(len(p) for p in parts):
             break

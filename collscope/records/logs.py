@@ -48,6 +48,24 @@ _AVERAGE = {"0": "rank0", "1": "mean", "2": "min", "3": "max"}
 _STRONG_FAILURE = re.compile(r"Test (?:\w+ )?failure|#\s*error:|NCCL error|failure", re.I)
 
 
+@dataclass
+class ImportLogRecord:
+    """`collscope import --json`: one per log given, what was taken from it (or why not)."""
+
+    log: str                          # as given
+    runs: int
+    results: int
+    collectives: list[str] = field(default_factory=list)
+    world_sizes: list[int] = field(default_factory=list)
+    failed_results: int = 0           # rows the log marks failed (kept, with the mark)
+    warnings: list[str] = field(default_factory=list)
+    error: str = ""                   # --skip-failed: why the log gave nothing
+    kind: str = "import_log"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 class LogImportError(ValueError):
     """The log holds no result table; the message names the failure it reports, if any."""
 
