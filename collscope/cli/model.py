@@ -88,9 +88,9 @@ def _say(line: str) -> None:
 
 
 def _write_records(target: str, records: list[dict[str, Any]]) -> None:
-    from collscope.console import write_json
+    from collscope.records.jsonl import write_records
 
-    write_json(target, records, lines=True)
+    write_records(target, records)
 
 
 def fit(args: argparse.Namespace) -> int:

@@ -43,8 +43,8 @@ def add_parser(commands: Any) -> None:
 
 
 def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    from collscope.records.load import InputError, load_inputs
     from collscope.report.html import all_charts, render_report
-    from collscope.report.store import InputError, load_inputs
 
     if args.png:
         from collscope.report.plots import require_matplotlib

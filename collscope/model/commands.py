@@ -24,13 +24,13 @@ from collscope.model.config import (
 from collscope.model.costmodel import CostModel, ModelError
 from collscope.model.data import Measurements
 from collscope.model.plan import PlanConfig, PlanRow
-from collscope.results import PredictionRecord
+from collscope.records.model import PredictionRecord
 
 
 def measurements(paths: list[str], flag: str = "INPUT") -> tuple[Measurements, list[str]]:
     """The grouped rows of ``paths`` and a warning per input left out as a repeat."""
     from collscope.model.data import collect
-    from collscope.report.store import InputError, distinct_inputs, load_inputs
+    from collscope.records.load import InputError, distinct_inputs, load_inputs
 
     # Copies of one input are not repeated runs: counting them would fake a zero spread.
     paths, repeats = distinct_inputs(paths)
@@ -67,12 +67,6 @@ def load_model(path: str) -> CostModel:
 def fit(request: FitRequest) -> tuple[CostModel, list[str]]:
     """(the fitted model, warnings about the inputs); the model file is not written yet."""
     from collscope.model.costmodel import build
-    from collscope.model.fit import require_scipy
-
-    try:
-        require_scipy()             # before anything is read or written
-    except ImportError as error:
-        raise UsageError(str(error)) from None
     held = request.holdout_nodes
     found, warnings = measurements(request.inputs)
     present = sorted({key.nodes for key in found.groups})
@@ -166,7 +160,7 @@ class PlanResult:
 
 def _train_record(path: str) -> tuple[dict[str, Any], list[str]]:
     """The DDP default (or first) train record of ``path``, and the loader's warnings."""
-    from collscope.report.store import InputError, load_input
+    from collscope.records.load import InputError, load_input
 
     try:
         source = load_input(path)

@@ -36,7 +36,7 @@ from collscope.model.formulas import (
     steps,
     tree_time,
 )
-from collscope.results import PredictionRecord
+from collscope.records.model import PredictionRecord
 
 # How a prediction's method ends when its size lies outside the sizes a group was fitted on.
 EXTRAPOLATED_NOTE = "; extrapolated: "

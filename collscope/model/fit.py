@@ -44,9 +44,10 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from collscope.bench.stats import quantile
 from collscope.collectives.table import bus_factor
 from collscope.model.spread import TAIL_METHOD, TailRun, tail_runs, typical_spread
+from collscope.stats.fits import rising_slope
+from collscope.stats.summary import MAD_TO_SIGMA, quantile
 
 SOFT_L1_SCALE = 0.05      # log residual where the soft_l1 loss turns linear (~5 %)
 MAD_LIMIT = 3.5           # robust standard deviations
@@ -167,16 +168,6 @@ def _model(alpha: float, inverse_bw: float, x: Sequence[float]) -> list[float]:
     return [alpha + xi * inverse_bw for xi in x]
 
 
-def require_scipy() -> None:
-    """ImportError with the install hint when scipy (the fit's solver) is missing."""
-    try:
-        import scipy.optimize  # type: ignore[import-untyped]  # noqa: F401
-    except ImportError as error:
-        raise ImportError("collscope model fit needs scipy (a dependency of collscope): "
-                          "pip install scipy"
-                          ) from error
-
-
 def _robust_fit(x: Sequence[float], t: Sequence[float]) -> tuple[float, float, bool]:
     """(alpha_us, 1/B, whether 1/B ended at its lower bound) minimising the soft_l1 loss of
     log residuals; x = S f(n) / 1e3."""
@@ -204,14 +195,8 @@ def _robust_fit(x: Sequence[float], t: Sequence[float]) -> tuple[float, float, b
 
 def _size_trend(rows: Sequence[Sample]) -> tuple[float, float]:
     """(slope of log time against log size, its one-sided t-test p that it is > 0)."""
-    from scipy.stats import linregress  # type: ignore[import-untyped]
-
-    if len(rows) < 3:
-        return math.nan, 1.0
-    result = linregress([math.log(s.size_bytes) for s in rows],
-                        [math.log(s.time_us) for s in rows], alternative="greater")
-    slope, p = float(result.slope), float(result.pvalue)
-    return (slope, 1.0) if math.isnan(slope) or math.isnan(p) else (slope, p)
+    return rising_slope([math.log(s.size_bytes) for s in rows],
+                        [math.log(s.time_us) for s in rows])
 
 
 def _unidentified(slope: float, p: float, rows: int, at_bound: bool) -> str:
@@ -232,7 +217,6 @@ def _unidentified(slope: float, p: float, rows: int, at_bound: bool) -> str:
 
 def fit_group(samples: Sequence[Sample], collective: str, world_size: int) -> GroupFit:
     """The robust alpha-beta fit of one group; FitError when it has no usable rows."""
-    require_scipy()
     rows = [s for s in samples if s.size_bytes > 0 and s.time_us > 0 and math.isfinite(s.time_us)]
     if not rows:
         raise FitError("no rows with a size > 0 and a time > 0")
@@ -299,7 +283,7 @@ def _flag_outliers(rows: Sequence[Sample], residuals: Sequence[float]) -> list[i
     neighbourhood, so one wild row does not make its sane neighbours look wild. The MAD scale
     is that of all rows (recomputing it would shrink it each round)."""
     sizes = [s.size_bytes for s in rows]
-    scale = 1.4826 * quantile([abs(d) for d in _local_deviations(sizes, residuals)], 0.5)
+    scale = MAD_TO_SIGMA * quantile([abs(d) for d in _local_deviations(sizes, residuals)], 0.5)
     flagged: list[int] = []
     while len(flagged) < len(rows) // 3:
         deviations = _local_deviations(sizes, residuals, set(flagged))

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from collscope.bench.stats import quantile
+from collscope.stats.summary import quantile
 
 TAIL_LIMIT = 3.5            # robust standard deviations of the rows' run-to-median log ratios
 TAIL_FLOOR = math.log(1.10)  # a run less than 10 % slower than the others is typical

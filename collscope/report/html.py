@@ -18,9 +18,9 @@ from collections import Counter
 from typing import Any
 
 from collscope import __version__
+from collscope.records.load import OTHER_KINDS, Input, Run
 from collscope.redact import is_secret_name, redact_argv, redact_secrets
 from collscope.report import charts as ch
-from collscope.report.store import OTHER_KINDS, Input, Run
 from collscope.report.svg import esc, legend_swatch, render
 from collscope.report.trace_charts import trace_charts
 from collscope.units import format_size

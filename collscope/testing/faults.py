@@ -17,7 +17,7 @@ delay@R:MS  bench/links: rank R sleeps MS milliseconds before each launch
 blip@R:MS   links: like delay, in the first measurement only (a transient slowdown that
             the confirmation's re-run clears)
 straggle@R:MS  train: rank R sleeps MS milliseconds before each step's backward
-disk-full@0:N  records_io: the writing process's JSON Lines / CSV files fail with ENOSPC
+disk-full@0:N  records.jsonl: the writing process's JSON Lines / CSV files fail with ENOSPC
             once N records are in them (R is always 0: one process writes)
 ==========  =====================================================================
 

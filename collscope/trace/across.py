@@ -289,7 +289,7 @@ def _straggler(lateness: list[RankLateness], steps: int, calls: int,
     n = len(lateness)
     if n < 2:
         return None, ""
-    from collscope.bench.stats import late_rank_p
+    from collscope.stats.significance import late_rank_p
 
     if steps == 0:
         return None, ("no straggler test: no matched call lies in a ProfilerStep (steps are "

@@ -10,12 +10,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from collscope.results import (
-    FindingRecord,
-    TraceCollectiveRecord,
-    TraceRankRecord,
-    TraceStepRecord,
-)
+from collscope.records.finding import FindingRecord
+from collscope.records.trace import TraceCollectiveRecord, TraceRankRecord, TraceStepRecord
 from collscope.trace.across import Across, match
 from collscope.trace.baseline import Baseline
 from collscope.trace.config import StepSelection, TraceConfig, parse_steps  # noqa: F401

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from collscope.results import FindingRecord, TraceCollectiveRecord
+from collscope.records.finding import FindingRecord
+from collscope.records.trace import TraceCollectiveRecord
 from collscope.trace import intervals as iv
 from collscope.trace.across import Across
 from collscope.trace.calls import CommCall

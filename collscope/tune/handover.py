@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from collscope.results import TuneRecord
+from collscope.records.tune import TuneRecord
 from collscope.tune.analysis import (
     CI_METHOD,
     CORRECTION,

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from collscope import envvars
 from collscope.doctor import envlint
 from collscope.doctor.facts import Facts, RdmaPort
 from collscope.doctor.rules.common import listing
 from collscope.doctor.rules.registry import Verdict, rule
+from collscope.versions import version_tuple
 
 
 def _interface_names(facts: Facts) -> list[str]:
@@ -183,7 +185,7 @@ channel tuning model when NCCL_MIN/MAX_NCHANNELS are set) and typically cost ban
 cause hangs.
 """)
 def check_debug_knobs(facts: Facts) -> Iterable[Verdict]:
-    for name, why in envlint.DEBUG_KNOBS.items():
+    for name, why in envvars.DEBUG_KNOBS.items():
         if name in facts.env:
             yield Verdict("warn", f"{name}={facts.env[name]} is set (a debugging knob)",
                           f"It {why}. Keep it for an experiment, not in a job script.",
@@ -216,11 +218,11 @@ TORCH_NCCL_BLOCKING_WAIT and TORCH_NCCL_DESYNC_DEBUG instead of the NCCL_* spell
 The installed RCCL version comes from torch (torch.cuda.nccl.version()) or the NCCL log.
 """)
 def check_obsolete(facts: Facts) -> Iterable[Verdict]:
-    installed = envlint.version_tuple(facts.rccl_or_nccl_version)
+    installed = version_tuple(facts.rccl_or_nccl_version)
     is_rccl = bool(facts.torch and facts.torch.hip) or \
         bool(facts.nccl_log and facts.nccl_log.library == "RCCL")
     for name in sorted(facts.env):
-        entry = envlint.OBSOLETE.get(name)
+        entry = envvars.OBSOLETE.get(name)
         if entry is None:
             continue
         if entry.replacement:
@@ -253,9 +255,9 @@ plugin's or a newer release's variable).
 def check_typos(facts: Facts) -> Iterable[Verdict]:
     unknown = []
     for name in sorted(facts.env):
-        if not name.startswith(envlint.TYPO_PREFIXES) or name in envlint.KNOWN:
+        if not name.startswith(envvars.TYPO_PREFIXES) or name in envvars.KNOWN:
             continue
-        close = envlint.closest_known(name)
+        close = envvars.closest_known(name)
         if close:
             yield Verdict("warn", f"{name} is not a known variable: did you mean {close}?",
                           f"{name}={facts.env[name]} is ignored by the libraries.",

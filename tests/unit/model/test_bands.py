@@ -12,7 +12,7 @@ import pytest
 from collscope.cli import main
 from collscope.model.fit import Sample
 from collscope.model.spread import tail_runs, typical_spread
-from collscope.report.store import load_input
+from collscope.records.load import load_input
 from tests.conftest import fixture_path
 
 MI325X = "mi325x_1to8node_allreduce_rccl_egrep_filtered.txt"

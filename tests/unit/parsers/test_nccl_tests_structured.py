@@ -16,8 +16,8 @@ from collscope.parsers.nccl_tests import (
     detect_format,
     parse_any,
 )
-from collscope.report.importer import import_log
-from collscope.report.store import parse_input
+from collscope.records.load import parse_input
+from collscope.records.logs import import_log
 from tests.conftest import OWN_FIXTURES
 from tests.helpers import run_cli
 from tests.unit.parsers import mutations, nccl_tests_json_shape
