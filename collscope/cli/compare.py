@@ -51,9 +51,6 @@ def add_parser(commands: Any) -> None:
     p.add_argument("base", metavar="BASE", help="baseline: collscope JSON Lines or a log")
     p.add_argument("new", metavar="NEW", help="candidate: collscope JSON Lines or a log")
     add_flags(p, CompareConfig)
-    p.add_argument("--json", metavar="FILE",
-                   help="write the comparison as JSON Lines: a compare record, then one "
-                        "compare_row per size ('-': to stdout instead of the table)")
     p.set_defaults(handler=handle)
 
 
@@ -89,10 +86,10 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
         sys.stderr.write(f"collscope compare: warning: {len(result.unmatched_new)} result(s) "
                          f"of {new.name} not judged: BASE has no result of their collective, "
                          "dtype, op, placement, size, algo and world size\n")
-    if args.json:
-        write_records(args.json, result.records(args.base, args.new,
+    if config.json:
+        write_records(config.json, result.records(args.base, args.new,
                                                 redact_argv(["collscope", *argv])))
-    if args.json != "-":
+    if config.json != "-":
         render(result, base.name, new.name)
     return 1 if result.regressed else 0
 

@@ -80,11 +80,16 @@ class CompareConfig:
     min_bytes: int = flag(0, "--min-bytes", metavar="SIZE", parse=parse_size,
                           show_default=False, help="ignore sizes below SIZE (latency-bound "
                                                    "sizes are noisy), e.g. 64K")
+    json: str | None = flag(None, "--json", metavar="FILE",
+                            help="write the comparison as JSON Lines: a compare record, then one "
+                                 "compare_row per size ('-': to stdout instead of the table)")
 
     def __post_init__(self) -> None:
         if self.metric not in METRICS:
             raise invalid(self, "metric", f"'{self.metric}' is not accepted; use "
                                           f"{', '.join(METRICS)}")
+
+
 TESTS = {"mann-whitney": "median of repeated runs beyond the threshold and one-sided "
                         "Mann-Whitney U p <= 0.05",
          "ci-overlap": "p50 beyond the threshold and non-overlapping 95% CIs of the medians",

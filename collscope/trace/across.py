@@ -289,12 +289,12 @@ def _straggler(lateness: list[RankLateness], steps: int, calls: int,
     n = len(lateness)
     if n < 2:
         return None, ""
-    from collscope.stats.significance import late_rank_p
+    from collscope.stats.significance import late_rank_p, min_late_trials
 
     if steps == 0:
         return None, ("no straggler test: no matched call lies in a ProfilerStep (steps are "
                       "the trials; the calls of one step are not independent)")
-    if late_rank_p(steps, steps, n) >= STRAGGLER_ALPHA:
+    if steps < min_late_trials(n, STRAGGLER_ALPHA):
         return None, (f"no straggler test: {steps} step(s) with matched calls, too few for "
                       f"p < {STRAGGLER_ALPHA:g} even if one rank were late in all of them "
                       "(steps are the trials; trace more ProfilerSteps)")
