@@ -12,7 +12,6 @@ import sys
 import time
 import urllib.request
 from functools import lru_cache
-from pathlib import Path
 
 import psutil
 import pytest
