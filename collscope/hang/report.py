@@ -144,3 +144,32 @@ def _stacks(analysis: HangAnalysis) -> list[str]:
         if origin.where:
             lines.append(f"rank {origin.rank}'s main thread at dump time: {origin.where}")
     return lines
+
+
+def write_json_records(target: str, analysis: HangAnalysis, argv: Any) -> None:
+    """The run record, then the hang_group records and the hang_verdict, to ``target``."""
+    from collscope.console import write_json
+    from collscope.records_io import JsonlWriter
+    from collscope.results import RunRecord
+
+    dumps = analysis.dumps
+    hosts = sorted(set(analysis.verdict.hosts.values()))
+    run = RunRecord.create(
+        "hang", argv=["collscope", *argv], launcher="hang",
+        backend=next((d.backend for d in dumps if d.backend), analysis.source),
+        world_size=len(analysis.world), nodes=len(hosts), ranks_per_node=0, hosts=hosts,
+        devices=[{"rank": d.rank, "path": d.path, "format": d.fmt, "version": d.version}
+                 for d in dumps], versions={"flight_recorder": ", ".join(sorted(
+                     {d.version for d in dumps})) or None}, env={},
+        timing="none: a hang analysis reads dumps, it measures nothing",
+        extra={"source": analysis.source}).to_dict()
+    records = [run, *analysis.records()]
+    if target == "-":
+        write_json("-", records, lines=True)
+        return
+    writer = JsonlWriter(target, "--json")
+    try:
+        for record in records:
+            writer.write(record)
+    finally:
+        writer.close()
