@@ -105,9 +105,9 @@ def next_steps(cause: Cause, hosts: list[str]) -> tuple[str, ...]:
         Cause.SIZE_MISMATCH: ("the ranks passed tensors of different sizes: uneven batches "
                               "or shapes that depend on the rank"),
         Cause.DTYPE_MISMATCH: "the ranks passed different dtypes (mixed precision on one rank?)",
-        Cause.DEAD: ("the rank left no dump: it died or its main thread held the GIL; read "
-                     "its log and dmesg (OOM killer, segfault), then collscope doctor"
-                     f"{on}"),
+        Cause.DEAD: ("the rank died or stopped answering (a Python dumper also needs the "
+                     "GIL its main thread may hold): read its log and dmesg (OOM killer, "
+                     f"segfault), then collscope doctor{on}"),
         Cause.NOT_COMPLETED: (f"collscope doctor{on} (GPU errors: dmesg Xid, amd-smi / "
                               "nvidia-smi; links: collscope links)"),
     }
