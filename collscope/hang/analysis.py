@@ -118,13 +118,14 @@ def analyse_channel(channel: Channel, dead: dict[int, str],
         issued = lane.issued if lane.issued is not None else -1
         if rank in dead:
             member.did, member.detail = Cause.DEAD.value, dead[rank]
+        elif rank in at_seq and channel.kind == "collectives" and reference and (
+                wrong := _mismatch(at_seq[rank], reference, channel.kind)) and len(votes) > 1:
+            # Also when gloo marked it completed: a peer's error ends a mismatched call too.
+            member.did = wrong.value
         elif _done(lane) >= seq:
             member.did = AHEAD
         elif issued < seq:
             member.did = Cause.NOT_ENTERED.value
-        elif rank in at_seq and channel.kind == "collectives" and reference and (
-                wrong := _mismatch(at_seq[rank], reference, channel.kind)) and len(votes) > 1:
-            member.did = wrong.value
         elif pair_cause is not None:
             member.did = pair_cause.value
         elif anyone_done:

@@ -79,6 +79,8 @@ def _sentence(finding: ChannelFinding, rank: int) -> str:
         why = "" if member.detail in ("", "no dump") else f"; {member.detail}"
         return f"left no dump (dead or unresponsive{why}) at {where}"
     if member.did in (c.value for c in MISMATCHES) and member.entry is not None:
+        others = [r for r, m in finding.members.items()
+                  if m.entry is not None and r not in finding.culprits]
         return (f"called {member.entry.describe()} where ranks {ranks_text(others)} called "
                 f"{_reference(finding)} at #{finding.seq} of group {finding.channel.label}")
     if member.detail == "its peers completed it":
