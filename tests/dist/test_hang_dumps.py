@@ -5,82 +5,23 @@ module-scoped run), dumped with _dump_fr_trace / _dump_fr_trace_json as dumpers 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from collscope.hang import Cause, analyse_paths
-from tests.helpers import REPO, cli_env, run_cli
+from tests.dist.scripts.fr_hang_job import make_dumps
+from tests.helpers import cli_env, run_cli
 
 pytestmark = pytest.mark.dist
-SCRIPT = REPO / "tests" / "dist" / "scripts" / "fr_hang_job.py"
 # Every job's ranks end on their own within seconds on a quiet machine; a loaded 2-core one
 # (load 30) took 40 s for one 4-rank job.
 DEADLINE_S = 300
 
 
-@dataclass(frozen=True)
-class Job:
-    world: int
-    layout: str
-    name: str
-    fmt: str
-    fault: str
-
-
-JOBS = {
-    "skip": Job(4, "flat", "nccl_trace_rank_{rank}", "both", "fr-skip@2:3"),
-    "op": Job(4, "flat", "nccl_trace_rank_{rank}", "pickle", "fr-op@3:3"),
-    "size": Job(4, "flat", "nccl_trace_rank_{rank}", "pickle", "fr-size@1:3"),
-    "dead": Job(4, "flat", "_dump_{rank}", "pickle", "fr-die@1:3"),
-    "cascade": Job(8, "tp4", "job42_{host}_{rank}", "pickle", "fr-skip@5:3"),
-    "healthy": Job(4, "flat", "nccl_trace_rank_{rank}", "pickle", ""),
-}
-
-
-def _dump_files(folder: Path, job: Job, rank: int) -> list[Path]:
-    host = "node-01" if rank < job.world // 2 else "node-02"
-    name = folder / job.name.format(rank=rank, host=host)
-    return {"pickle": [name], "json": [name],
-            "both": [name, name.with_name(name.name + ".json")]}[job.fmt]
-
-
 @pytest.fixture(scope="module")
 def dumps(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Every job at once; a rank is done when it has written its dumps or has ended (died,
-    aborted); then the ranks still alive (each blocked in its hang) are ended."""
-    root = tmp_path_factory.mktemp("fr")
-    ranks: list[tuple[subprocess.Popen[bytes], list[Path]]] = []
-    folders = {}
-    for key, job in JOBS.items():
-        folder = root / key
-        folder.mkdir()
-        folders[key] = folder
-        for rank in range(job.world):
-            env = cli_env(RANK=str(rank), WORLD_SIZE=str(job.world), TORCH_FR_BUFFER_SIZE="200",
-                          COLLSCOPE_FAULT_INJECT=job.fault)
-            proc = subprocess.Popen(
-                [sys.executable, str(SCRIPT), str(folder), job.layout, job.name, job.fmt],
-                env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            ranks.append((proc, _dump_files(folder, job, rank)))
-    deadline = time.monotonic() + DEADLINE_S
-    try:
-        while time.monotonic() < deadline and not all(
-                proc.poll() is not None or all(p.exists() for p in files)
-                for proc, files in ranks):
-            time.sleep(0.2)
-    finally:
-        for proc, _ in ranks:
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait(timeout=30)
-    for folder in folders.values():
-        (folder / ".store").unlink(missing_ok=True)
-    return folders
+    return make_dumps(tmp_path_factory.mktemp("fr"), cli_env(), DEADLINE_S)
 
 
 def _files(folder: Path) -> list[str]:
@@ -160,3 +101,11 @@ def test_cli_on_the_cascade_exits_1_with_the_verdict_first(dumps, tmp_path):
     assert proc.returncode == 1, proc.stderr
     assert proc.stdout.startswith("HANG: rank 5 (node-02)")
     assert os.path.getsize(tmp_path / "h.jsonl") > 0
+
+
+def test_beside_fr_trace_on_the_cascade_collscope_analyses_what_it_cannot(dumps):
+    from benchmarks.hang_vs_fr_trace import compare
+
+    case = compare("cascade", dumps["cascade"], (5,))
+    assert case.fr.status != "analysed"      # gloo's pg_config: KeyError on ('1', rank)
+    assert case.holds and case.collscope == [5]

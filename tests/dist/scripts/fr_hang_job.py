@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import datetime
 import os
+import subprocess
 import sys
 import threading
 import time
-
-import torch
-import torch.distributed as dist
+from dataclasses import dataclass
+from pathlib import Path
 
 from collscope.testing.faults import planted
 
@@ -38,6 +38,9 @@ ARMED_AFTER = 3
 
 
 def main(out: str, layout: str, name: str, fmt: str) -> None:
+    import torch
+    import torch.distributed as dist
+
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     dist.init_process_group("gloo", rank=rank, world_size=world,
                             init_method="file://" + os.path.join(out, ".store"),
@@ -92,6 +95,70 @@ def _write(target: str, data: bytes | str) -> None:
     with open(target + ".tmp", "wb") as handle:
         handle.write(data.encode() if isinstance(data, str) else data)
     os.replace(target + ".tmp", target)          # whole files only, as dumpers do
+
+
+@dataclass(frozen=True)
+class Job:
+    world: int
+    layout: str
+    name: str
+    fmt: str
+    fault: str
+    culprits: tuple[int, ...]          # the ground truth
+    cause: str
+
+
+# One job per fault class (the test and benchmarks/hang_vs_fr_trace.py run them all).
+JOBS = {
+    "skip": Job(4, "flat", "nccl_trace_rank_{rank}", "both", "fr-skip@2:3", (2,), "not_entered"),
+    "op": Job(4, "flat", "nccl_trace_rank_{rank}", "pickle", "fr-op@3:3", (3,), "op_mismatch"),
+    "size": Job(4, "flat", "nccl_trace_rank_{rank}", "pickle", "fr-size@1:3", (1,),
+                "size_mismatch"),
+    "dead": Job(4, "flat", "_dump_{rank}", "pickle", "fr-die@1:3", (1,), "dead_or_unresponsive"),
+    "cascade": Job(8, "tp4", "job42_{host}_{rank}", "pickle", "fr-skip@5:3", (5,),
+                   "not_entered"),
+    "healthy": Job(4, "flat", "nccl_trace_rank_{rank}", "pickle", "", (), "none"),
+}
+
+
+def dump_files(folder: Path, job: Job, rank: int) -> list[Path]:
+    host = "node-01" if rank < job.world // 2 else "node-02"
+    name = folder / job.name.format(rank=rank, host=host)
+    return {"pickle": [name], "json": [name],
+            "both": [name, name.with_name(name.name + ".json")]}[job.fmt]
+
+
+def make_dumps(root: Path, env: dict[str, str], deadline_s: float) -> dict[str, Path]:
+    """Every job of JOBS at once under ``root`` (one folder each); a rank is done when it has
+    written its dumps or has ended (died, aborted); then the ranks still alive (each blocked
+    in its hang) are ended. ``env``: the environment (PYTHONPATH set) the ranks start from."""
+    ranks: list[tuple[subprocess.Popen[bytes], list[Path]]] = []
+    folders = {}
+    for key, job in JOBS.items():
+        folder = root / key
+        folder.mkdir(parents=True)
+        folders[key] = folder
+        for rank in range(job.world):
+            proc = subprocess.Popen(
+                [sys.executable, __file__, str(folder), job.layout, job.name, job.fmt],
+                env={**env, "RANK": str(rank), "WORLD_SIZE": str(job.world),
+                     "TORCH_FR_BUFFER_SIZE": "200", "COLLSCOPE_FAULT_INJECT": job.fault},
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            ranks.append((proc, dump_files(folder, job, rank)))
+    deadline = time.monotonic() + deadline_s
+    try:
+        while time.monotonic() < deadline and not all(
+                proc.poll() is not None or all(p.exists() for p in files)
+                for proc, files in ranks):
+            time.sleep(0.2)
+    finally:
+        for proc, _ in ranks:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait(timeout=30)
+    for folder in folders.values():
+        (folder / ".store").unlink(missing_ok=True)
+    return folders
 
 
 if __name__ == "__main__":
