@@ -54,6 +54,7 @@ class Run:
     trace: list[dict[str, Any]] = field(default_factory=list)     # `trace` records
     links: list[dict[str, Any]] = field(default_factory=list)     # `links` link/node records
     overlap: list[dict[str, Any]] = field(default_factory=list)   # `overlap` records
+    hang: list[dict[str, Any]] = field(default_factory=list)      # `hang` group/verdict records
 
 
 # Record kinds `collscope trace` writes (collscope.results); report draws them as they are.
@@ -62,7 +63,7 @@ TRACE_KINDS = ("trace_collective", "trace_step", "trace_rank", "finding")
 OTHER_KINDS = {"train": "train record(s)", "samples": "sample(s)",
                "predictions": "prediction(s)", "tune": "tune record(s)",
                "trace": "trace record(s)", "links": "links record(s)",
-               "overlap": "overlap record(s)"}
+               "overlap": "overlap record(s)", "hang": "hang record(s)"}
 
 
 @dataclass
@@ -272,11 +273,14 @@ def group_records(records: list[tuple[int, dict[str, Any]]], name: str,
             current().tune.append(record)
         elif kind == "overlap":
             current().overlap.append(record)
+        elif kind in ("hang_group", "hang_verdict"):
+            current().hang.append(record)
         elif kind not in ("tune_trial", "link_try"):   # raw trials / tries: the tune and
             #                                                link records sum them up
             warnings.append(f"{name}: line {number}: record kind {kind!r} is not one report "
                             "reads (run, result, train, sample, trace_*, finding, prediction, "
-                            "tune, link, node, links_summary, overlap); skipped")
+                            "tune, link, node, links_summary, overlap, hang_group, "
+                            "hang_verdict); skipped")
     for index, run in enumerate(runs):
         extra = run.context.get("extra")
         run.label = _run_label(name, index, len(runs),
