@@ -85,24 +85,34 @@ def render_text(analysis: HangAnalysis) -> str:
     v = analysis.verdict
     lines = [v.headline, ""]
     hosts = v.hosts
-    for record in analysis.group_records:
-        for channel in record["channels"]:
-            if not channel["stuck"]:
-                continue
-            label = f'group "{record["group"]}"' + (f' ({record["desc"]})' if record["desc"]
-                                                     else "")
-            if channel["channel"] != "collectives":
-                label += f" {channel['channel']}"
-            lines.append(f"{label}, ranks {ranks_text(record['ranks'])}: stuck at "
-                         f"#{channel['seq']} {channel['op'] or ''} -> {channel['cause']}"
-                         + (f" ({channel['note']})" if channel["note"] else ""))
-            lines.append(f"  {'rank':>5}  {'host':<14} {'did':<21} {'issued':>8} "
-                         f"{'completed':>9}  op / where")
-            for m in channel["members"]:
-                lines.append(f"  {m['rank']:>5}  {(m['host'] or '-'):<14} {m['did']:<21} "
-                             f"{_n(m['issued']):>8} {_n(m['completed']):>9}  "
-                             f"{m['op'] or '-'}{' at ' + m['at'] if m['at'] else ''}")
-            lines.append("")
+    culprits = set(v.culprit_ranks)
+    stuck = [(record, channel) for record in analysis.group_records
+             for channel in record["channels"] if channel["stuck"]]
+    origin = [(r, c) for r, c in stuck if set(c["culprit_ranks"]) & culprits]
+    # The groups the verdict names first, then the other groups where the culprits lag.
+    named = {(o.group, o.seq) for o in v.origins}
+    origin.sort(key=lambda rc: (_label(*rc).removeprefix("group ").split(" p2p")[0],
+                                rc[1]["seq"]) not in named)
+    for record, channel in origin:
+        lines.append(f"{_label(record, channel)}, ranks {ranks_text(record['ranks'])}: stuck "
+                     f"at #{channel['seq']} {channel['op'] or ''} -> {channel['cause']}"
+                     + (f" ({channel['note']})" if channel["note"] else ""))
+        lines.append(f"  {'rank':>5}  {'host':<14} {'did':<21} {'issued':>8} "
+                     f"{'completed':>9}  op / where")
+        for m in channel["members"]:
+            lines.append(f"  {m['rank']:>5}  {(m['host'] or '-'):<14} {m['did']:<21} "
+                         f"{_n(m['issued']):>8} {_n(m['completed']):>9}  "
+                         f"{m['op'] or '-'}{' at ' + m['at'] if m['at'] else ''}")
+        lines.append("")
+    others = [(r, c) for r, c in stuck if (r, c) not in origin]
+    if others:
+        lines.append(f"{len(others)} other stuck group(s), waiting on the above:")
+        for record, channel in others:
+            why = channel["note"] or (f"{channel['cause']}: ranks "
+                                      f"{ranks_text(channel['culprit_ranks'])}")
+            lines.append(f"  {_label(record, channel)}: #{channel['seq']} {channel['op'] or ''}"
+                         f", ranks {ranks_text(channel['waiting_ranks'])} wait ({why})")
+        lines.append("")
     lines += _stacks(analysis)
     if analysis.missing:
         lines.append("no dump: " + "; ".join(
@@ -111,6 +121,11 @@ def render_text(analysis: HangAnalysis) -> str:
     lines += [f"note: {n}" for n in analysis.notes]
     lines += [f"next: {step}" for step in v.next_steps]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _label(record: dict[str, Any], channel: dict[str, Any]) -> str:
+    label = f'group "{record["group"]}"' + (f' ({record["desc"]})' if record["desc"] else "")
+    return label + ("" if channel["channel"] == "collectives" else f" {channel['channel']}")
 
 
 def _n(value: int | None) -> str:
