@@ -167,7 +167,7 @@ def _blame(finding: ChannelFinding, dead: dict[int, str],
                         f"{', '.join(map(str, unseen))} left no dump and may belong here")
         return
     finding.culprits, finding.cause = sorted(members), Cause.NOT_COMPLETED
-    for rank in members.values():
-        rank.did = Cause.NOT_COMPLETED.value
-        rank.detail = "every member issued it, none completed it"
+    for stuck in members.values():
+        stuck.did = Cause.NOT_COMPLETED.value
+        stuck.detail = "every member issued it, none completed it"
     finding.edges = [(a, b) for a in members for b in members if a != b]

@@ -110,13 +110,13 @@ def build_groups(dumps: list[RankDump]) -> dict[str, Group]:
     groups: dict[str, Group] = {}
     for name, (ranks, desc, _) in listed.items():
         groups[name] = Group(GroupKey(name, ranks), desc or descs.get(name, ""), False)
-    for name, ranks in named_by_entries.items():
+    for name, seen in named_by_entries.items():
         if name in groups:
             continue
         desc = descs.get(name, "")
         default = next((_default_ranks(d) for d in dumps if _default_ranks(d)), None) \
             if desc == "default_pg" else None
-        members = default or tuple(sorted(ranks))
+        members = default or tuple(sorted(seen))
         groups[name] = Group(GroupKey(name, members), desc, default is None)
     return groups
 
@@ -160,9 +160,10 @@ def build_channels(dumps: list[RankDump], groups: dict[str, Group]) -> list[Chan
                 _status(lane, status, False)
             elif status is not None and kind == "p2p" and peer is not None:
                 other = group.key.local_to_global(peer)
-                pair = (min(rank, other), max(rank, other)) if other is not None else None
-                if pair in pairs and rank in pairs[pair]:
-                    _status(pairs[pair][rank], status, True)
+                side = pairs.get((min(rank, other), max(rank, other))) \
+                    if other is not None else None
+                if side is not None and rank in side:
+                    _status(side[rank], status, True)
         if any(lane.entries for lane in coll.values()):
             channels.append(Channel(group, "collectives", group.key.ranks, coll))
         for pair, lanes in sorted(pairs.items()):

@@ -146,9 +146,8 @@ def _stacks(analysis: HangAnalysis) -> list[str]:
                 lines.append(f"stack of rank {rank}'s {'call' if member.entry else 'last call'}"
                              f" ({entry.op}):")
                 lines += _frames_text(entry)
-        waiter = next((finding.members[r] for r in finding.waiting
-                       if finding.members[r].entry is not None
-                       and finding.members[r].entry.frames), None)
+        waiter = next((m for m in (finding.members[r] for r in finding.waiting)
+                       if m.entry is not None and m.entry.frames), None)
         if waiter is not None and waiter.entry is not None:
             lines.append(f"stack of waiting rank {waiter.rank}'s pending {waiter.entry.op}:")
             lines += _frames_text(waiter.entry)
