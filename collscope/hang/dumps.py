@@ -82,7 +82,12 @@ def read_inputs(paths: list[str | os.PathLike[str]]) -> Inputs:
     inputs = Inputs()
     for path, explicit in expand(paths):
         try:
-            _read_one(path, inputs)
+            try:
+                _read_one(path, inputs)
+            except (TypeError, KeyError, AttributeError, IndexError) as odd:
+                raise ValueError(f"a dump of an unexpected shape ({type(odd).__name__}: "
+                                 f"{odd}); not a Flight Recorder dump as torch writes "
+                                 "them") from None
         except ValueError as error:
             if explicit:
                 raise UsageError(f"{path}: {error}") from None

@@ -15,6 +15,7 @@ class Origin:
     rank: int
     cause: Cause
     group: str                  # the group's label, e.g. '"37" (TENSOR_MODEL_PARALLEL_GROUP)'
+    group_name: str             # its name, e.g. "37"
     group_ranks: tuple[int, ...]
     op: str | None
     seq: int | None
@@ -28,7 +29,7 @@ class HangVerdict:
     culprit_ranks: list[int]
     waiting_ranks: list[int]
     cause: Cause
-    group: str | None
+    group: str | None           # the process group's name (pg_config key), e.g. "37"
     collective: str | None
     seq: int | None
     hosts: dict[int, str]
@@ -140,7 +141,7 @@ def judge(findings: list[ChannelFinding], roots: list[int], waiting: list[int],
     if lasts:
         headline += ". " + "; ".join(lasts)
     root_hosts = sorted({hosts[r] for r in roots if r in hosts})
-    return HangVerdict(sorted(roots), waiting, first.cause, first.group, first.op, first.seq,
+    return HangVerdict(sorted(roots), waiting, first.cause, first.group_name, first.op, first.seq,
                        hosts, headline, origins, next_steps(first.cause, root_hosts))
 
 
@@ -162,7 +163,8 @@ def _origin(findings: list[ChannelFinding], rank: int, hosts: dict[int, str],
     if frame is not None and stack is not None:
         inner = stack.frames[-1]
         where = frame.short() + (f" ({inner.name})" if inner is not frame else "")
-    return Origin(rank, cause, finding.channel.label, finding.channel.group.key.ranks,
+    return Origin(rank, cause, finding.channel.label, finding.channel.group.key.name,
+                  finding.channel.group.key.ranks,
                   finding.op, finding.seq, _sentence(finding, rank), last, where)
 
 
