@@ -91,3 +91,17 @@ def test_a_missing_path_and_a_bad_hosts_file_name_their_flag(tmp_path):
     line = _one_line_exit_2(str(fixture_path("flight-recorder", "gloo_skip_4ranks")),
                             "--hosts", str(hosts))
     assert line.startswith("collscope hang: --hosts:")
+
+
+def test_hosts_file_names_the_culprits_host_in_the_verdict(tmp_path):
+    hosts = tmp_path / "hosts.json"
+    hosts.write_text('{"0": "node-01", "1": "node-01", "2": "node-02", "3": "node-02"}')
+    out = tmp_path / "hang.jsonl"
+    proc = run_cli("hang", str(fixture_path("flight-recorder", "gloo_skip_4ranks")),
+                   "--hosts", str(hosts), "--json", str(out), timeout=60)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout.startswith("HANG: rank 2 (node-02) never entered all_reduce #9")
+    import json
+
+    verdict = json.loads(out.read_text().splitlines()[-1])
+    assert verdict["hosts"] == {"0": "node-01", "1": "node-01", "2": "node-02", "3": "node-02"}
