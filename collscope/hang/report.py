@@ -90,9 +90,8 @@ def render_text(analysis: HangAnalysis) -> str:
              for channel in record["channels"] if channel["stuck"]]
     origin = [(r, c) for r, c in stuck if set(c["culprit_ranks"]) & culprits]
     # The groups the verdict names first, then the other groups where the culprits lag.
-    named = {(o.group, o.seq) for o in v.origins}
-    origin.sort(key=lambda rc: (_label(*rc).removeprefix("group ").split(" p2p")[0],
-                                rc[1]["seq"]) not in named)
+    named = {(o.group_name, o.seq) for o in v.origins}
+    origin.sort(key=lambda rc: (rc[0]["group"], rc[1]["seq"]) not in named)
     for record, channel in origin:
         lines.append(f"{_label(record, channel)}, ranks {ranks_text(record['ranks'])}: stuck "
                      f"at #{channel['seq']} {channel['op'] or ''} -> {channel['cause']}"
@@ -110,8 +109,11 @@ def render_text(analysis: HangAnalysis) -> str:
         for record, channel in others:
             why = channel["note"] or (f"{channel['cause']}: ranks "
                                       f"{ranks_text(channel['culprit_ranks'])}")
+            waiting = channel["waiting_ranks"]
+            who = f"rank {waiting[0]} waits" if len(waiting) == 1 else \
+                f"ranks {ranks_text(waiting)} wait"
             lines.append(f"  {_label(record, channel)}: #{channel['seq']} {channel['op'] or ''}"
-                         f", ranks {ranks_text(channel['waiting_ranks'])} wait ({why})")
+                         f", {who} ({why})")
         lines.append("")
     lines += _stacks(analysis)
     if analysis.missing:
@@ -124,7 +126,8 @@ def render_text(analysis: HangAnalysis) -> str:
 
 
 def _label(record: dict[str, Any], channel: dict[str, Any]) -> str:
-    label = f'group "{record["group"]}"' + (f' ({record["desc"]})' if record["desc"] else "")
+    desc = record["desc"] if record["desc"] not in ("", "undefined") else ""
+    label = f'group "{record["group"]}"' + (f" ({desc})" if desc else "")
     return label + ("" if channel["channel"] == "collectives" else f" {channel['channel']}")
 
 
