@@ -60,7 +60,7 @@ def _first_pending(lane: Lane) -> int | None:
 
 def _signature(entry: Entry, kind: str) -> tuple[str, str, str]:
     op = "p2p" if kind == "p2p" else entry.op
-    return op, repr(entry.input_sizes), ",".join(entry.input_dtypes)
+    return op, repr(entry.input_sizes), ",".join(map(str, entry.input_dtypes))
 
 
 def _mismatch(entry: Entry, reference: tuple[str, str, str], kind: str) -> Cause | None:

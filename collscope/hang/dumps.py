@@ -6,6 +6,7 @@ so a dump holding an object is refused, never loaded (pickle's own loader would 
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import json
 import os
@@ -170,6 +171,7 @@ def _int(value: Any, default: int = 0) -> int:
 _P2P_NAME = re.compile(r"^(send|recv)\s+(\d+)\s*(->|<-)\s*(\d+)$")
 
 
+@functools.lru_cache(maxsize=4096)      # a buffer repeats a few names thousands of times
 def _op(profiling_name: str) -> tuple[str, str, int | None]:
     """(backend, op, peer in group-local ranks) from ``nccl:send 0->1`` and the like."""
     backend, _, name = profiling_name.partition(":")
@@ -182,13 +184,8 @@ def _op(profiling_name: str) -> tuple[str, str, int | None]:
     return backend, name.strip().split(" ")[0], None
 
 
-def _frames(raw: Any) -> list[Frame]:
-    """An entry's stack, outermost first (the dump lists the innermost first; stack files
-    and tracebacks the outermost)."""
-    if not isinstance(raw, list):
-        return []
-    return [Frame(str(f.get("filename", "?")), _int(f.get("line")), str(f.get("name", "?")))
-            for f in reversed(raw) if isinstance(f, dict)]
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else list(value) if isinstance(value, tuple) else []
 
 
 def _entry(raw: dict[str, Any]) -> Entry:
@@ -201,12 +198,12 @@ def _entry(raw: dict[str, Any]) -> Entry:
         seq=_int(raw.get("collective_seq_id")), p2p_seq=_int(raw.get("p2p_seq_id")),
         op_id=_int(raw.get("op_id")),
         backend=backend, op=op, peer_local=peer,
-        input_sizes=list(raw.get("input_sizes") or []),
-        input_dtypes=[str(d) for d in raw.get("input_dtypes") or []],
-        output_sizes=list(raw.get("output_sizes") or []),
-        output_dtypes=[str(d) for d in raw.get("output_dtypes") or []],
+        input_sizes=_list(raw.get("input_sizes")), input_dtypes=_list(raw.get("input_dtypes")),
+        output_sizes=_list(raw.get("output_sizes")),
+        output_dtypes=_list(raw.get("output_dtypes")),
         done=bool(raw.get("retired")) or state == "completed", state=state,
-        frames=_frames(raw.get("frames")), time_created_ns=raw.get("time_created_ns"))
+        raw_frames=raw["frames"] if isinstance(raw.get("frames"), list) else [],
+        time_created_ns=raw.get("time_created_ns"))
 
 
 def _ranks(text: Any) -> tuple[int, ...]:

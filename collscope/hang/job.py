@@ -55,7 +55,8 @@ def _one_per_rank(dumps: list[RankDump]) -> list[RankDump]:
             raise UsageError(f"{dump.path}: dumps of two different jobs mixed (or two dumps "
                              f"of one rank from different moments): rank {dump.rank} is also "
                              f"{other.path}; give one dump per rank")
-        if any(e.frames for e in dump.entries) and not any(e.frames for e in other.entries):
+        if any(e.raw_frames for e in dump.entries) and \
+                not any(e.raw_frames for e in other.entries):
             kept[dump.rank] = dump
     return [kept[r] for r in sorted(kept)]
 

@@ -46,7 +46,7 @@ class Frame:
         return f"{self.filename.rsplit('/', 1)[-1]}:{self.line} in {self.name}"
 
 
-@dataclass
+@dataclass(slots=True)
 class Entry:
     """One Flight Recorder entry of one rank."""
 
@@ -66,7 +66,7 @@ class Entry:
     output_dtypes: list[str]
     done: bool
     state: str
-    frames: list[Frame] = field(default_factory=list)
+    raw_frames: list[Any] = field(default_factory=list)   # as dumped: innermost first
     time_created_ns: int | None = None
 
     @property
@@ -75,13 +75,27 @@ class Entry:
 
     def describe(self) -> str:
         sizes = ",".join(str(list(s)) for s in self.input_sizes) if self.input_sizes else "[]"
-        dtypes = ",".join(self.input_dtypes) or "?"
+        dtypes = ",".join(map(str, self.input_dtypes)) or "?"
         return f"{self.op} {sizes} {dtypes}"
+
+    @property
+    def frames(self) -> list[Frame]:
+        """Its stack, outermost first (as stack files and tracebacks list them); made when
+        asked: a buffer of 20 000 entries carries 100 000 frames nobody reads."""
+        return [Frame(str(f.get("filename", "?")), _int(f.get("line")), str(f.get("name", "?")))
+                for f in reversed(self.raw_frames) if isinstance(f, dict)]
 
     def user_frame(self) -> Frame | None:
         """The innermost frame outside torch and the Python library (where the user's code
         called the collective)."""
         return innermost_user_frame(self.frames)
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
 
 
 def innermost_user_frame(frames: list[Frame]) -> Frame | None:
