@@ -36,7 +36,7 @@ from collscope.sysfs import list_dir
 RawCapture = dict[str, str]
 
 # Environment captured into env.txt: what shapes collectives, and what hides GPUs.
-ENV_PREFIXES = ("NCCL_", "RCCL_", "HSA_", "UCX_", "GLOO_", "TORCH_NCCL_")
+ENV_PREFIXES = ("NCCL_", "RCCL_", "HSA_", "UCX_", "GLOO_", "TORCH_NCCL_", "TORCH_FR_")
 ENV_NAMES = ("HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES",
              "GPU_DEVICE_ORDINAL")
 

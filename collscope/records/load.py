@@ -56,6 +56,7 @@ class Run:
     trace: list[dict[str, Any]] = field(default_factory=list)     # `trace` records
     links: list[dict[str, Any]] = field(default_factory=list)     # `links` link/node records
     overlap: list[dict[str, Any]] = field(default_factory=list)   # `overlap` records
+    hang: list[dict[str, Any]] = field(default_factory=list)      # `hang` group/verdict records
 
 
 # Record kinds `collscope trace` writes (collscope.records.trace); report draws them as they are.
@@ -65,14 +66,14 @@ TRACE_KINDS = ("trace_collective", "trace_step", "trace_rank", "finding")
 RUN_FIELD = {"train": "train", **dict.fromkeys(TRACE_KINDS, "trace"),
              **dict.fromkeys(("link", "node", "links_summary"), "links"),
              "sample": "samples", "prediction": "predictions", "tune": "tune",
-             "overlap": "overlap"}
+             "overlap": "overlap", **dict.fromkeys(("hang_group", "hang_verdict"), "hang")}
 # Raw trials / tries: the tune and link records sum them up, so report reads them not.
 SUMMED_KINDS = ("tune_trial", "link_try")
 # Run fields holding the other record kinds, and how `Input.holdings` names them.
 OTHER_KINDS = {"train": "train record(s)", "samples": "sample(s)",
                "predictions": "prediction(s)", "tune": "tune record(s)",
                "trace": "trace record(s)", "links": "links record(s)",
-               "overlap": "overlap record(s)"}
+               "overlap": "overlap record(s)", "hang": "hang record(s)"}
 
 
 @dataclass
@@ -241,7 +242,8 @@ def group_records(records: list[tuple[int, dict[str, Any]]], name: str,
         elif kind not in SUMMED_KINDS:
             warnings.append(f"{name}: line {number}: record kind {kind!r} is not one report "
                             "reads (run, result, train, sample, trace_*, finding, prediction, "
-                            "tune, link, node, links_summary, overlap); skipped")
+                            "tune, link, node, links_summary, overlap, hang_group, "
+                            "hang_verdict); skipped")
     for index, run in enumerate(runs):
         extra = run.context.get("extra")
         run.label = _run_label(name, index, len(runs),
