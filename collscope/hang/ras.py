@@ -283,7 +283,7 @@ def analyse_ras(inputs: Inputs, given_hosts: Mapping[int, str] | None) -> HangAn
 
 
 def _comm_record(comm: Comm) -> dict[str, Any]:
-    from collscope.hang.records import HangGroupRecord
+    from collscope.records.hang import HangGroupRecord
 
     return HangGroupRecord(group=comm.name, desc="ncclras communicator",
                            ranks=list(range(comm.size)) if comm.size else [],

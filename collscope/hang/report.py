@@ -7,7 +7,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from collscope.hang.analysis import ChannelFinding
-from collscope.hang.records import (
+from collscope.records.hang import (
     HangChannelRecord,
     HangGroupRecord,
     HangMemberRecord,

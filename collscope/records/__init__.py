@@ -16,6 +16,7 @@ One module per family of kinds:
 - ``trace``: ``trace_collective``, ``trace_step``, ``trace_rank``;  ``finding``: ``finding``
 - ``links``: ``link``, ``link_try``, ``node``, ``links_summary``
 - ``tune``: ``tune_trial``, ``tune``
+- ``hang``: ``hang_group``, ``hang_verdict``
 
 and the machinery:
 
@@ -24,7 +25,7 @@ and the machinery:
 - ``load``: an input file (collscope JSON Lines, or a log through ``logs``) as runs
 - ``logs``: nccl-tests / rccl-tests text logs and JSON as run and result records
 
-A new family (hang, watch, ...) is a module here: dataclasses with a ``kind: str = "<kind>"``
+A new family is a module here: dataclasses with a ``kind: str = "<kind>"``
 field and ``to_dict()`` (``dataclasses.asdict``), no logic beyond that; written through
 ``jsonl.JsonlWriter`` or ``write_records``. For report and the other readers to take the kind,
 it gets a line in ``load.RUN_FIELD`` (the Run field it joins, added to ``load.Run`` and

@@ -1,4 +1,4 @@
-"""The JSON Lines records of `collscope hang` (schema; the run record is collscope.results'
+"""The JSON Lines records of `collscope hang` (schema; the run record is records.run's
 RunRecord): one ``hang_group`` per process group (or ncclras communicator), then exactly one
 ``hang_verdict``."""
 
