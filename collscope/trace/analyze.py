@@ -18,10 +18,12 @@ from collscope.results import (
 )
 from collscope.trace.across import Across, match
 from collscope.trace.baseline import Baseline
+from collscope.trace.collect import RankEvents
 from collscope.trace.config import StepSelection, TraceConfig, parse_steps  # noqa: F401
 from collscope.trace.events import TraceInputError, load_trace
 from collscope.trace.findings import findings
-from collscope.trace.rank import RankTrace, analyse_doc
+from collscope.trace.rank import RankTrace, analyse_events
+from collscope.trace.stream import NotStreamable, stream_events
 from collscope.trace.table import collective_rows, pooled_rows, rank_window_calls
 
 TRACE_SUFFIXES = (".json", ".json.gz")
@@ -65,8 +67,17 @@ def _json_bytes(path: Path) -> int:
 
 
 def read_rank(path: str, selection: StepSelection) -> RankTrace:
-    """One rank's analysis; runs in a worker process (only the summary travels back)."""
-    return analyse_doc(load_trace(path), path, rank_from_name(Path(path)), selection)
+    """One rank's analysis, the trace streamed (:mod:`stream`); a file the stream cannot cut
+    is read whole, which decodes it or names what is wrong with it. Runs in a worker process
+    (only the summary travels back)."""
+    collected = RankEvents()
+    try:
+        outside = stream_events(Path(path), collected.add)
+    except NotStreamable:
+        outside = load_trace(path)
+        collected = RankEvents()
+        collected.add(outside.traceEvents)
+    return analyse_events(collected, outside, path, rank_from_name(Path(path)), selection)
 
 
 def read_ranks(files: list[Path], selection: StepSelection,
