@@ -13,7 +13,11 @@ ranks are identical: no rank is late, and none may be named a straggler.
 
 Each tool runs in a fresh child process (benchmarks/trace_tools.py: wall time, and the peak
 summed RSS of the whole process tree sampled with psutil, collscope's worker processes
-included). MB are the uncompressed JSON of one rank; MB/s = all ranks' MB / wall time.
+included). MB are the uncompressed JSON of one rank; MB/s = all ranks' MB / work time (the
+analysis, imports excluded; the wall time adds interpreter start and imports, ~0.3-1 s); CPU
+s per 100 MB = the work's CPU time over all ranks' MB: flat when time grows linearly.
+With --repeat N each case runs N times, interleaved with the others of its size, and the row
+shows the run of median work time (on a shared machine the load moves single runs).
 Everything is written under a temporary folder, removed at the end.
 
 Run (HolisticTraceAnalysis from the `hta` extra; without it only collscope is measured):
@@ -27,6 +31,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import math
+import os
 import shutil
 import sys
 import tempfile
@@ -130,33 +135,42 @@ def main() -> int:
     parser.add_argument("--ranks", default="1,8", help="rank counts")
     parser.add_argument("--hta-size", type=float, default=300.0,
                         help="MB per rank of the single-rank trace HTA also reads (0: none)")
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each collscope case")
     args = parser.parse_args()
     sizes, rank_counts = parse_list(args.sizes, float), parse_list(args.ranks, int)
     with_hta = args.hta_size > 0 and importlib.util.find_spec("hta") is not None
     unit = Unit(args.fixture)
     print(f"fixture {args.fixture.name}: {len(unit.events)} events per repetition, "
           f"{unit.step_span} ProfilerSteps, shifted {unit.period / 1e3:.1f} ms each")
+    print(f"load average at the start: {os.getloadavg()[0]:.1f} ({os.cpu_count()} cores)")
     print("\n| MB per rank | ranks | MB (gz) per rank | wall s | work s | MB/s | "
-          "s per 100 MB per rank | peak MB (process tree) | largest process MB | "
-          "straggler |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "work s per 100 MB per rank | work CPU s | CPU s per 100 MB | "
+          "peak MB (process tree) | largest process MB | straggler |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     hta_rows = []
     root = Path(tempfile.mkdtemp(prefix="collscope-trace-scale-"))
     try:
         for size in sizes:
             events = root / f"events-{size:g}.gz"
             raw = write_events(unit, size, events)
-            for ranks in rank_counts:
-                files = write_ranks(unit, events, root / f"{size:g}MB-{ranks}ranks", ranks)
-                ours = run_child("collscope", files)
+            cases = {ranks: write_ranks(unit, events, root / f"{size:g}MB-{ranks}ranks", ranks)
+                     for ranks in rank_counts}
+            runs: dict[int, list[dict]] = {ranks: [] for ranks in rank_counts}
+            for _ in range(args.repeat):
+                for ranks, files in cases.items():
+                    runs[ranks].append(run_child("collscope", files))
+            for ranks, files in cases.items():
+                ours = sorted(runs[ranks], key=lambda r: r["work_s"])[len(runs[ranks]) // 2]
                 if ours["error"]:
                     print(f"| {raw / 1e6:.0f} | {ranks} | collscope failed: {ours['error']} |")
                     continue
                 print(f"| {raw / 1e6:.0f} | {ranks} | {files[0].stat().st_size / 1e6:.1f} | "
                       f"{ours['wall_s']:.2f} | {ours['work_s']:.2f} | "
-                      f"{ranks * raw / 1e6 / ours['wall_s']:.0f} | "
-                      f"{100 * ours['wall_s'] / (raw / 1e6):.2f} | "
-                      f"{ours['tree_peak_mb']:.0f} | {ours['peak_mb']:.0f} | "
+                      f"{ranks * raw / 1e6 / ours['work_s']:.0f} | "
+                      f"{100 * ours['work_s'] / (raw / 1e6):.2f} | {ours['work_cpu_s']:.2f} | "
+                      f"{100 * ours['work_cpu_s'] / (ranks * raw / 1e6):.2f} | "
+                      f"{max(r['tree_peak_mb'] for r in runs[ranks]):.0f} | "
+                      f"{max(r['peak_mb'] for r in runs[ranks]):.0f} | "
                       f"{', '.join(map(str, ours['stragglers'])) or 'none'} |", flush=True)
                 if with_hta and ranks == 1 and math.isclose(size, args.hta_size):
                     hta_rows.append((raw, run_child("hta", files), ours))
@@ -164,19 +178,20 @@ def main() -> int:
             events.unlink()
     finally:
         shutil.rmtree(root, ignore_errors=True)
+    print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
     if hta_rows:
-        print("\n| MB | HTA work s | HTA wall s | HTA peak MB | collscope work s | "
-              "collscope wall s | collscope peak MB | speed-up (work) | speed-up (wall) | "
+        print("\n| MB | HTA work s | HTA CPU s | HTA peak MB | collscope work s | "
+              "collscope CPU s | collscope peak MB | speed-up (work) | speed-up (CPU) | "
               "HTA overlap % | collscope overlap % |")
         print("|---|---|---|---|---|---|---|---|---|---|---|")
         for raw, hta, ours in hta_rows:
             if hta["error"]:
                 print(f"| {raw / 1e6:.0f} | HTA failed: {hta['error']} |")
                 continue
-            print(f"| {raw / 1e6:.0f} | {hta['work_s']:.2f} | {hta['wall_s']:.2f} | "
-                  f"{hta['tree_peak_mb']:.0f} | {ours['work_s']:.2f} | {ours['wall_s']:.2f} | "
+            print(f"| {raw / 1e6:.0f} | {hta['work_s']:.2f} | {hta['work_cpu_s']:.2f} | "
+                  f"{hta['tree_peak_mb']:.0f} | {ours['work_s']:.2f} | {ours['work_cpu_s']:.2f} | "
                   f"{ours['tree_peak_mb']:.0f} | {hta['work_s'] / ours['work_s']:.1f}x | "
-                  f"{hta['wall_s'] / ours['wall_s']:.1f}x | {hta['overlap']:.2f} | "
+                  f"{hta['work_cpu_s'] / ours['work_cpu_s']:.1f}x | {hta['overlap']:.2f} | "
                   f"{ours['overlap']:.2f} |")
     elif args.hta_size > 0:
         print("\nHolisticTraceAnalysis not installed (pip install '.[hta]'): not compared")

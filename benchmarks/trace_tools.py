@@ -4,7 +4,9 @@ traces in a fresh child process, timed and measured the same way.
 HolisticTraceAnalysis builds its TraceAnalysis (parse + align + filter) over a folder of the
 traces and calls get_comm_comp_overlap(); collscope runs its `trace` analysis
 (collscope.trace.analyze.analyse, worker processes included) over the same files. Timed: the
-work with perf_counter, imports excluded (reported apart), and the child's whole wall time.
+work with perf_counter, imports excluded (reported apart), and its CPU time (os.times: user +
+system of the child and of its reaped worker processes, imports excluded: on a machine shared
+with other jobs the figure their load moves least), and the child's whole wall time.
 Memory, two figures: the peak of the summed RSS of the child and all its descendants, sampled
 with psutil every SAMPLE_S (the whole process tree: collscope's worker processes included;
 pages shared between a parent and its forked workers count in each, so it errs high), and the
@@ -36,7 +38,7 @@ if tool == "hta":
 else:
     from collscope.trace.analyze import analyse
     from collscope.trace.config import TraceConfig
-imported = time.perf_counter()
+imported, cpu_before = time.perf_counter(), os.times()
 try:
     if tool == "hta":
         for path in paths:
@@ -52,9 +54,10 @@ try:
     error = None
 except Exception as exc:  # HTA 0.5 fails on some traces: report it, do not stop
     overlap, stragglers, error = None, None, f"{type(exc).__name__}: {str(exc)[:80]}"
-done = time.perf_counter()
-print(json.dumps({"import_s": imported - t0, "work_s": done - imported, "overlap": overlap,
-                  "stragglers": stragglers, "error": error}))
+done, cpu_after = time.perf_counter(), os.times()
+work_cpu = sum(after - before for after, before in zip(cpu_after[:4], cpu_before[:4]))
+print(json.dumps({"import_s": imported - t0, "work_s": done - imported, "work_cpu_s": work_cpu,
+                  "overlap": overlap, "stragglers": stragglers, "error": error}))
 """
 
 
@@ -95,7 +98,7 @@ def run_child(tool: str, paths: list[Path]) -> dict:
         out = stdout.read()
     lines = out.decode().strip().splitlines()
     result = json.loads(lines[-1]) if lines else {
-        "import_s": 0.0, "work_s": 0.0, "overlap": None, "stragglers": None,
+        "import_s": 0.0, "work_s": 0.0, "work_cpu_s": 0.0, "overlap": None, "stragglers": None,
         "error": f"exit status {proc.returncode}"}
     result.update(wall_s=wall, tree_peak_mb=peak / 2**20, peak_mb=usage.ru_maxrss / 1024)
     return result
