@@ -259,11 +259,11 @@ def analyse_events(collected: RankEvents, doc: TraceDoc, path: str, rank_hint: i
         raise TraceInputError(f"--steps: {selection[0] if selection[0] is not None else ''}:"
                               f"{selection[1] if selection[1] is not None else ''} selects no "
                               f"step of {path} ({have})")
-    on_gpu = collected.cpu is None
-    part = (_gpu_part(collected, all_steps, steps, selection is not None, world_size, pg_sizes)
-            if collected.cpu is None else _cpu_part(collected.cpu, all_steps, steps,
-                                                    selection is not None, world_size,
-                                                    pg_sizes))
+    on_gpu = collected.on_gpu
+    part = (_cpu_part(collected.cpu, all_steps, steps, selection is not None, world_size,
+                      pg_sizes) if collected.cpu is not None
+            else _gpu_part(collected, all_steps, steps, selection is not None, world_size,
+                           pg_sizes))
     first_ts = collected.first_ts if collected.first_ts is not None else 0.0
     last_ts = collected.last_ts if collected.last_ts is not None else 0.0
     whole = _breakdown(-1, first_ts, last_ts, part.comm, part.compute,
