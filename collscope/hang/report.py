@@ -7,13 +7,13 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from collscope.hang.analysis import ChannelFinding
+from collscope.hang.verdict import ranks_text
 from collscope.records.hang import (
     HangChannelRecord,
     HangGroupRecord,
     HangMemberRecord,
     HangVerdictRecord,
 )
-from collscope.hang.verdict import ranks_text
 
 if TYPE_CHECKING:
     from collscope.hang.job import HangAnalysis
