@@ -97,11 +97,11 @@ def print_check(report: Any, request: Any) -> None:
 
 
 def print_plan(result: Any, request: Any) -> None:
-    header, rows, params = result.header, result.rows, result.header["params"]
+    header, rows, params = result.header, result.rows, result.header.params
     element = result.config.element_size
     what = request.parallel.upper() + (f", {request.bucket_cap_mb:g} MB buckets, hook "
                                        f"{request.comm_hook}" if request.parallel == "ddp" else "")
-    print(f"plan: {header['preset'] or 'custom'} ({params:,} parameters, {request.dtype}), "
+    print(f"plan: {header.preset or 'custom'} ({params:,} parameters, {request.dtype}), "
           f"{what}")
     total = rows[0].bytes_per_step if rows else 0
     check = params * element
@@ -109,9 +109,9 @@ def print_plan(result: Any, request: Any) -> None:
              else "all-gather forward + backward, reduce-scatter")
     print(f"bytes per step per rank ({scope}): {total:,} = {total / check:.3g} x "
           f"{params:,} params x {element} bytes")
-    print(f"overlap: {header['overlap']:g} ({header['overlap_source']}); compute per step: "
-          + (f"{header['step_compute_ms']:g} ms ({header['step_compute_source']})"
-             if header["step_compute_ms"] is not None else header["step_compute_source"]))
+    print(f"overlap: {header.overlap:g} ({header.overlap_source}); compute per step: "
+          + (f"{header.step_compute_ms:g} ms ({header.step_compute_source})"
+             if header.step_compute_ms is not None else header.step_compute_source))
 
     def ms(value: float | None) -> str:
         return "-" if value is None else f"{value:.1f}"

@@ -15,12 +15,13 @@ each size band says how many of its sizes are, and the report the share over all
 from __future__ import annotations
 
 import statistics
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from collscope.model.costmodel import CostModel, ModelError, predict
 from collscope.model.data import GroupKey, Measurements
 from collscope.model.fit import Sample
+from collscope.records.model import CheckBandRecord, CheckRowRecord
 
 MiB = 1 << 20
 SIZE_BANDS: tuple[tuple[int, float, str], ...] = (
@@ -44,42 +45,12 @@ def size_band(size_bytes: int) -> str:
 
 
 @dataclass
-class CheckRow:
-    collective: str
-    nodes: int
-    ranks_per_node: int
-    size_bytes: int
-    measured_busbw_gbs: float
-    predicted_busbw_gbs: float
-    error_pct: float
-    algo: str
-    source: str
-
-
-@dataclass
-class BandSummary:
-    collective: str
-    nodes: int
-    ranks_per_node: int
-    band: str
-    rows: int
-    median_error_pct: float
-    max_error_pct: float
-    in_sample: bool               # the model was fitted on this layout
-    sizes: int = 0                # distinct measured sizes
-    medians_in_band: int = 0      # of them, those whose measured median lies in the band
-
-
-@dataclass
 class CheckReport:
-    rows: list[CheckRow] = field(default_factory=list)
-    bands: list[BandSummary] = field(default_factory=list)
+    rows: list[CheckRowRecord] = field(default_factory=list)
+    bands: list[CheckBandRecord] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     method: str = METHOD
     band_method: str = BAND_CHECK
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
     def coverage(self) -> dict[str, Any]:
         """How many measured medians lie inside the typical band, out of how many sizes."""
@@ -87,7 +58,6 @@ class CheckReport:
         inside = sum(b.medians_in_band for b in self.bands)
         return {"sizes": sizes, "medians_in_band": inside,
                 "medians_in_band_pct": 100 * inside / sizes if sizes else None}
-
 
 
 def check(model: CostModel, measurements: Measurements,
@@ -115,7 +85,7 @@ def check(model: CostModel, measurements: Measurements,
             p = by_size[sample.size_bytes]
             # busbw ratio = time ratio inverted (same size, same bus factor).
             measured = p.busbw_gbs * p.time_us / sample.time_us
-            rows.append(CheckRow(key.collective, key.nodes, key.ranks_per_node,
+            rows.append(CheckRowRecord(key.collective, key.nodes, key.ranks_per_node,
                                  sample.size_bytes, measured, p.busbw_gbs,
                                  abs(p.busbw_gbs / measured - 1) * 100, p.algo, sample.source))
         report.rows.extend(rows)
@@ -127,14 +97,14 @@ def _median_time(samples: list[Sample], size: int) -> float:
     return statistics.median(s.time_us for s in samples if s.size_bytes == size)
 
 
-def _bands(key: GroupKey, rows: list[CheckRow], in_sample: bool,
-           inside: dict[int, bool]) -> list[BandSummary]:
+def _bands(key: GroupKey, rows: list[CheckRowRecord], in_sample: bool,
+           inside: dict[int, bool]) -> list[CheckBandRecord]:
     found = []
     for _, _, band in SIZE_BANDS:
         errors = [r.error_pct for r in rows if size_band(r.size_bytes) == band]
         sizes = [size for size in inside if size_band(size) == band]
         if errors:
-            found.append(BandSummary(key.collective, key.nodes, key.ranks_per_node, band,
+            found.append(CheckBandRecord(key.collective, key.nodes, key.ranks_per_node, band,
                                      len(errors), statistics.median(errors), max(errors),
                                      in_sample, len(sizes), sum(inside[s] for s in sizes)))
     return found

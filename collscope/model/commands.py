@@ -23,8 +23,15 @@ from collscope.model.config import (
 )
 from collscope.model.costmodel import CostModel, ModelError
 from collscope.model.data import Measurements
-from collscope.model.plan import PlanConfig, PlanRow
-from collscope.records.model import PredictionRecord
+from collscope.model.plan import PlanConfig
+from collscope.records.model import (
+    CheckRecord,
+    ModelFitRecord,
+    ModelGroupRecord,
+    PlanRecord,
+    PlanRowRecord,
+    PredictionRecord,
+)
 
 
 def measurements(paths: list[str], flag: str = "INPUT") -> tuple[Measurements, list[str]]:
@@ -102,10 +109,11 @@ def save_model(model: CostModel, path: str) -> None:
 
 def fit_records(model: CostModel, output: str) -> list[dict[str, Any]]:
     document = model.to_dict()
-    summary = {"kind": "model_fit", "model": output, "fit_method": document["fit_method"],
-               "band_method": document["band_method"], "held_out_nodes": model.held_out_nodes,
-               "diagnostics": model.diagnostics}
-    return [summary, *({"kind": "model_group", **group} for group in document["groups"])]
+    summary = ModelFitRecord(output, document["fit_method"], document["band_method"],
+                             model.held_out_nodes, model.diagnostics)
+    groups = (ModelGroupRecord(**asdict(g.key), world_size=g.key.world_size,
+                               fit=g.fit.to_dict()) for g in model.groups)
+    return [summary.to_dict(), *(group.to_dict() for group in groups)]
 
 
 # -- predict -----------------------------------------------------------------------------------
@@ -140,11 +148,10 @@ def check(request: CheckRequest) -> tuple[CheckReport, list[str]]:
 
 
 def check_records(report: CheckReport, model_path: str) -> list[dict[str, Any]]:
-    summary = {"kind": "check", "model": model_path, "method": report.method,
-               "band_method": report.band_method, "skipped": report.skipped,
-               **report.coverage()}
-    return [summary, *({"kind": "check_band", **asdict(b)} for b in report.bands),
-            *({"kind": "check_row", **asdict(r)} for r in report.rows)]
+    summary = CheckRecord(model_path, report.method, report.band_method, report.skipped,
+                          **report.coverage())
+    return [summary.to_dict(), *(b.to_dict() for b in report.bands),
+            *(r.to_dict() for r in report.rows)]
 
 
 # -- plan --------------------------------------------------------------------------------------
@@ -152,8 +159,8 @@ def check_records(report: CheckReport, model_path: str) -> list[dict[str, Any]]:
 
 @dataclass
 class PlanResult:
-    header: dict[str, Any]          # what was planned, and where compute and overlap came from
-    rows: list[PlanRow]
+    header: PlanRecord              # what was planned, and where compute and overlap came from
+    rows: list[PlanRowRecord]
     config: PlanConfig
     notes: list[str] = field(default_factory=list)
 
@@ -225,16 +232,13 @@ def plan(request: PlanRequest) -> PlanResult:
                         compute_ms, tokens)
     except ModelError as error:
         raise UsageError(str(error)) from None
-    header = {"model": request.model, "preset": request.preset, "params": params,
-              "dtype": request.dtype, "parallel": request.parallel,
-              "bucket_cap_mb": request.bucket_cap_mb, "comm_hook": request.comm_hook,
-              "overlap": overlap, "overlap_source": overlap_how, "step_compute_ms": compute_ms,
-              "step_compute_source": compute_how or "none (step time, tokens/s and scaling "
-                                                    "efficiency need --step-compute-ms or --train)",
-              "tokens_per_rank_per_step": tokens, "notes": notes}
+    header = PlanRecord(
+        request.model, request.preset, params, request.dtype, request.parallel,
+        request.bucket_cap_mb, request.comm_hook, overlap, overlap_how, compute_ms,
+        compute_how or "none (step time, tokens/s and scaling efficiency need "
+                       "--step-compute-ms or --train)", tokens, notes)
     return PlanResult(header, rows, config, notes)
 
 
 def plan_records(result: PlanResult) -> list[dict[str, Any]]:
-    return [{"kind": "plan", **result.header},
-            *({"kind": "plan_row", **row.to_dict()} for row in result.rows)]
+    return [result.header.to_dict(), *(row.to_dict() for row in result.rows)]

@@ -11,7 +11,9 @@ in the names: ``_us`` microseconds, ``_ms`` milliseconds, ``_gbs`` GB/s with GB 
 One module per family of kinds:
 
 - ``run``: ``run`` (every output's first record), ``SCHEMA_VERSION``, the recorded environment
-- ``bench``: ``result``;  ``model``: ``prediction``;  ``train``: ``train``, ``overlap``
+- ``bench``: ``result``;  ``train``: ``train``, ``overlap``
+- ``model``: ``prediction``, ``model_fit``, ``model_group``, ``check``, ``check_band``,
+  ``check_row``, ``plan``, ``plan_row``
 - ``sample``: monitor's ``sample`` and its flat metric names
 - ``trace``: ``trace_collective``, ``trace_step``, ``trace_rank``;  ``finding``: ``finding``
 - ``links``: ``link``, ``link_try``, ``node``, ``links_summary``
