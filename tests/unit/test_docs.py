@@ -43,7 +43,7 @@ def test_a_broken_link_or_anchor_is_named_with_its_line(tmp_path: Path) -> None:
         "[repeat](docs/bench.md#limits-1) [html](docs/bench.md#own-id) [web](https://x.org/a)",
         "[gone](docs/tune.md)",
         "[anchor](docs/bench.md#json-and-exit-codes)",
-        "[outside](../shared/DESIGN.md)",
+        "[outside](../beside/notes.md)",
         "`[in code](docs/none.md)`",
         "```", "[in a block](docs/none.md)", "```",
         "[ref]: docs/missing.md",
@@ -52,7 +52,7 @@ def test_a_broken_link_or_anchor_is_named_with_its_line(tmp_path: Path) -> None:
         "README.md:3: link 'docs/tune.md': no such file docs/tune.md",
         "README.md:4: link 'docs/bench.md#json-and-exit-codes': docs/bench.md has no heading "
         "or id #json-and-exit-codes",
-        "README.md:5: link '../shared/DESIGN.md' points outside the repository",
+        "README.md:5: link '../beside/notes.md' points outside the repository",
         "README.md:10: link 'docs/missing.md': no such file docs/missing.md"]
 
 
