@@ -9,6 +9,9 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+# Stand-ins for vendor Python bindings as they behave without their native library (amdsmi
+# 7.0.2 printing its loader error at import): put this folder first on sys.path / PYTHONPATH.
+FAKE_VENDOR = REPO / "tests" / "fixtures" / "fake_vendor"
 
 
 def cli_env(**extra: str) -> dict[str, str]:
