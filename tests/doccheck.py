@@ -60,10 +60,13 @@ def doc_files(repo: Path = REPO) -> list[Path]:
 # ---------------------------------------------------------------------------------------------
 
 
-def split_blocks(text: str) -> tuple[list[tuple[int, str]], list[tuple[str, list[tuple[int, str]]]]]:
-    """(prose lines, fenced code blocks as (language, lines)); lines as (number, text)."""
-    prose: list[tuple[int, str]] = []
-    blocks: list[tuple[str, list[tuple[int, str]]]] = []
+Lines = list[tuple[int, str]]          # (line number, text)
+
+
+def split_blocks(text: str) -> tuple[Lines, list[tuple[str, Lines]]]:
+    """(prose lines, fenced code blocks as (language, lines))."""
+    prose: Lines = []
+    blocks: list[tuple[str, Lines]] = []
     fence: str | None = None
     for number, line in enumerate(text.splitlines(), 1):
         match = _FENCE.match(line)
