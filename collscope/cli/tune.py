@@ -87,7 +87,7 @@ def add_parser(commands: Any) -> None:
     p.add_argument("--env-out", metavar="FILE", help="write the winners as bash export lines")
     p.add_argument("--tuner-csv", metavar="FILE",
                    help="write an NCCL example-tuner-plugin CSV (NCCL_TUNER_CONFIG_FILE)")
-    p.set_defaults(handler=handle)
+    p.set_defaults(handler=handle, needs_torch=True)
 
 
 def _settings(args: argparse.Namespace) -> tuple[TuneConfig, Space, BenchArgs]:
