@@ -1,4 +1,5 @@
-"""Running collscope as users do: a real process, real ranks, a hard timeout."""
+"""What several test files build: collscope run as users do (a real process, real ranks, a
+hard timeout), fake tools on a PATH, and doctor's facts of a node."""
 
 from __future__ import annotations
 
@@ -7,6 +8,11 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+from collscope.doctor.checks import Finding, run_checks
+from collscope.doctor.facts import Facts, HostInfo, NetInterface, RdmaDevice, RdmaPort, TorchBuild
+from collscope.parsers.common import GpuInfo, Topology
 
 REPO = Path(__file__).resolve().parents[1]
 # Stand-ins for vendor Python bindings as they behave without their native library (amdsmi
@@ -89,3 +95,83 @@ def usage_error(proc: subprocess.CompletedProcess[str], *needles: str) -> str:
     for needle in needles:
         assert needle in lines[0]
     return lines[0]
+
+
+def fake_tool(bin_dir: Path, name: str, body: str) -> None:
+    """An executable ``bin_dir/name`` running the shell ``body`` (a stand-in for a CLI tool)."""
+    path = bin_dir / name
+    path.write_text("#!/bin/sh\n" + body + "\n")
+    path.chmod(0o755)
+
+
+# ---------------------------------------------------------------------------------------------
+# doctor's facts of a node, built by hand (what the rules read)
+# ---------------------------------------------------------------------------------------------
+
+MI300X = "AMD Instinct MI300X"
+
+
+def gpu_list(n: int, name: str = MI300X, numa: list[int | None] | None = None) -> list[GpuInfo]:
+    return [GpuInfo(index=i, name=name, memory_bytes=192 << 30, driver_version="6.8.5",
+                    numa_node=(numa[i] if numa else None)) for i in range(n)]
+
+
+def full_topology(n: int, link: str = "xgmi", weight: int = 15,
+                  slow: tuple[tuple[int, int], ...] = ()) -> Topology:
+    link_type = [["self" if i == j else link for j in range(n)] for i in range(n)]
+    weights: list[list[int | None]] = [[0 if i == j else weight for j in range(n)]
+                                       for i in range(n)]
+    for i, j in slow:
+        link_type[i][j] = link_type[j][i] = "pcie"
+        weights[i][j] = weights[j][i] = 40
+    return Topology(gpus=n, link_type=link_type, weight=weights)
+
+
+def net_interfaces(*specs: str) -> list[NetInterface]:
+    """"eth0:up" -> NetInterface(eth0, up)."""
+    return [NetInterface(name=s.split(":")[0], operstate=s.split(":")[1]) for s in specs]
+
+
+def rdma_devices(*specs: str, link_layer: str = "InfiniBand") -> list[RdmaDevice]:
+    """"mlx5_0:1:ACTIVE" -> a device with that port."""
+    devices: dict[str, RdmaDevice] = {}
+    for spec in specs:
+        name, port, state = spec.split(":")
+        dev = devices.setdefault(name, RdmaDevice(name=name))
+        dev.ports.append(RdmaPort(port=int(port), state=state, rate="200 Gb/sec (4X HDR)",
+                                  link_layer=link_layer))
+    return list(devices.values())
+
+
+def amd_node(**overrides: Any) -> Facts:
+    """A healthy 8 x MI300X node (ROCm torch, xGMI, two active IB ports); fields overridden."""
+    facts = Facts(vendor="amd", gpus=gpu_list(8), topology=full_topology(8),
+                  topology_source="amd-smi-topology.txt",
+                  torch=TorchBuild(version="2.6.0+rocm6.3", hip="6.3.1", nccl_version="2.21.5",
+                                   gpu_available=True, gpu_count=8, backends=["nccl", "gloo"]),
+                  host=HostInfo(numa_balancing=0, cmdline="BOOT_IMAGE=/vmlinuz iommu=pt",
+                                memlock_soft=-1, rocm_version="6.3.1"),
+                  interfaces=net_interfaces("lo:unknown", "eth0:up", "ens5:up"),
+                  rdma=rdma_devices("mlx5_0:1:ACTIVE", "mlx5_1:1:ACTIVE"))
+    for key, value in overrides.items():
+        setattr(facts, key, value)
+    return facts
+
+
+def cpu_node(**overrides: Any) -> Facts:
+    """A CPU-only node with a CPU torch build; fields overridden."""
+    facts = Facts(vendor="none", torch=TorchBuild(version="2.13.0+cpu", backends=["gloo"]),
+                  host=HostInfo(numa_balancing=0, memlock_soft=8 << 20),
+                  interfaces=net_interfaces("lo:unknown", "eth0:up"))
+    for key, value in overrides.items():
+        setattr(facts, key, value)
+    return facts
+
+
+def findings_of(facts: Facts, rule_id: str) -> list[Finding]:
+    """The findings one doctor rule makes of ``facts``."""
+    return [f for f in run_checks(facts) if f.id == rule_id]
+
+
+def levels_of(facts: Facts, rule_id: str) -> list[str]:
+    return [f.level for f in findings_of(facts, rule_id)]

@@ -18,8 +18,7 @@ from collscope.doctor import diagnose, probes
 from collscope.doctor.checks import Finding
 from collscope.doctor.vendor_output import VENDOR_OUTPUT_FILE
 from collscope.hw import capture
-from tests.helpers import FAKE_VENDOR, cli_env, run_cli
-from tests.unit.doctor.test_probes import fake_tool
+from tests.helpers import FAKE_VENDOR, cli_env, fake_tool, run_cli
 
 NO_DRIVER = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
              "Make sure that the latest NVIDIA driver is installed and running.")
