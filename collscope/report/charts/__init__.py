@@ -8,25 +8,33 @@ tune, monitor, links), the spec types and names in ``spec``, the axis math in ``
 
 from collscope.report.charts.axes import (
     axis,
+    contrast_ratio,
     format_bytes_tick,
     format_number,
     heat_color,
+    heat_key,
     heat_range,
+    label_step,
     linear_ticks,
     log_ticks,
+    past_limit,
+    text_color_on,
     tick_label,
 )
 from collscope.report.charts.collectives import collective_views, prediction_charts
-from collscope.report.charts.links import link_heat_maps
+from collscope.report.charts.links import link_heat_maps, links_headline
 from collscope.report.charts.monitor import decimate, metric_family, monitor_charts, unit_label
 from collscope.report.charts.spec import (
     HEAT_BAD,
+    HEAT_BEST,
     HEAT_GOOD,
+    HEAT_PAST,
     PALETTE,
     BarChart,
     Chart,
     CollectiveView,
     ColorBook,
+    Headline,
     HeatMap,
     LegendEntry,
     LineChart,
@@ -38,10 +46,11 @@ from collscope.report.charts.spec import (
 )
 from collscope.report.charts.train import TRAIN_COLUMNS, config_text, train_views, tune_charts
 
-__all__ = ["HEAT_BAD", "HEAT_GOOD", "PALETTE", "TRAIN_COLUMNS", "BarChart", "Chart",
-           "CollectiveView", "ColorBook", "HeatMap", "LegendEntry", "LineChart", "Series",
-           "TrainView", "as_number", "axis", "collective_views", "config_text", "decimate",
-           "format_bytes_tick", "format_number", "heat_color", "heat_range", "linear_ticks",
-           "link_heat_maps", "log_ticks", "metric_family", "monitor_charts", "placement_name",
-           "prediction_charts", "slug", "tick_label", "train_views", "tune_charts",
-           "unit_label"]
+__all__ = ["HEAT_BAD", "HEAT_BEST", "HEAT_GOOD", "HEAT_PAST", "PALETTE", "TRAIN_COLUMNS",
+           "BarChart", "Chart", "CollectiveView", "ColorBook", "Headline", "HeatMap",
+           "LegendEntry", "LineChart", "Series", "TrainView", "as_number", "axis",
+           "collective_views", "config_text", "contrast_ratio", "decimate", "format_bytes_tick",
+           "format_number", "heat_color", "heat_key", "heat_range", "label_step", "linear_ticks",
+           "link_heat_maps", "links_headline", "log_ticks", "metric_family", "monitor_charts",
+           "past_limit", "placement_name", "prediction_charts", "slug", "text_color_on",
+           "tick_label", "train_views", "tune_charts", "unit_label"]

@@ -69,7 +69,9 @@ def collective_views(inputs: list[Input], colors: ColorBook | None = None,
             peaks.append({"series": name, "color": color, "sizes": len(results),
                           "smallest": results[0].size_bytes, "largest": results[-1].size_bytes,
                           "peak_busbw_gbs": best.busbw_gbs, "peak_at": best.size_bytes,
-                          "wrong": sum(r.wrong or 0 for r in results)})
+                          # None: no result was checked (nccl-tests' N/A), not 0 wrong
+                          "wrong": sum(r.wrong or 0 for r in results)
+                          if any(r.wrong is not None for r in results) else None})
         note = (f"{zero_busbw} point(s) with busbw 0 are not drawn (log axis)"
                 if zero_busbw else "")
         cid = slug(collective)

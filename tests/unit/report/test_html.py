@@ -53,8 +53,10 @@ def test_every_input_string_is_escaped(tmp_path: Path) -> None:
 def test_page_is_self_contained_and_its_csp_admits_only_our_style_and_script() -> None:
     source = parse_input(_jsonl_text(), "s.jsonl")
     page = render_report([source], GENERATED)
-    # Nothing is fetched: no src/href attributes and no URL other than the SVG namespace.
-    assert not re.search(r"\s(src|href)\s*=", page)
+    # Nothing is fetched: no src attribute, no href but links inside the page (#section), no
+    # URL other than the SVG namespace.
+    assert not re.search(r"\ssrc\s*=", page)
+    assert re.findall(r'\shref\s*=\s*"([^"]*)"', page) == ["#collectives"]
     urls = set(re.findall(r"https?://[^\s\"'<>]+", page))
     assert urls == {"http://www.w3.org/2000/svg"}
     assert not re.search(r"\sstyle\s*=", page)       # the CSP would refuse inline styles
