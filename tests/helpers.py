@@ -97,6 +97,19 @@ def usage_error(proc: subprocess.CompletedProcess[str], *needles: str) -> str:
     return lines[0]
 
 
+CHROMIUM = Path("/usr/bin/chromium")       # Debian's package; .ci/run installs it in CI
+
+
+def chromium(html: Path, profile: Path, *mode: str) -> subprocess.CompletedProcess[str]:
+    """Headless Chromium on a local page (``--dump-dom``, ``--screenshot=...``), nothing
+    fetched, page messages (script errors, CSP refusals) logged to stderr as CONSOLE lines."""
+    return subprocess.run(
+        [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+         "--no-first-run", "--disable-background-networking", "--disable-component-update",
+         "--disable-sync", f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0",
+         *mode, html.as_uri()], capture_output=True, text=True, timeout=90)
+
+
 def fake_tool(bin_dir: Path, name: str, body: str) -> None:
     """An executable ``bin_dir/name`` running the shell ``body`` (a stand-in for a CLI tool)."""
     path = bin_dir / name

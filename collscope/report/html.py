@@ -153,13 +153,16 @@ def report_sections(inputs: list[Input]) -> list[Section | None]:
         Section("collectives", "Collectives", [_collectives_headline(collectives)],
                 COLLECTIVES_NOTE + "".join(_collective_section(v) for v in collectives))
         if collectives else None,
-        _charts_section("model", "Model predictions", predictions, []),
+        _charts_section("model", "Model predictions", predictions,
+                        [h for h in (ch.prediction_headline(inputs),) if h]),
         Section("train", "Training sweeps", [_train_headline(view) for view in trains],
                 "".join(_train_section(view) for view in trains)) if trains else None,
-        _charts_section("tune", "Tuning sweeps", ch.tune_charts(inputs), []),
+        _charts_section("tune", "Tuning sweeps", ch.tune_charts(inputs),
+                        [h for run in runs if (h := ch.tune_headline(run))]),
         _charts_section("monitor", "Monitor timelines", ch.monitor_charts(inputs), []),
-        Section("overlap", "Compute and communication overlap", [], _overlap_table(overlaps))
-        if overlaps else None,
+        Section("overlap", "Compute and communication overlap",
+                [_overlap_headline(label, record) for label, record in overlaps],
+                _overlap_table(overlaps)) if overlaps else None,
     ]
 
 
@@ -420,6 +423,16 @@ def _train_headline(view: ch.TrainView) -> ch.Headline:
     return ch.Headline(f"{view.run.label}: fastest of {len(view.rows)} configuration(s): "
                        f"{ch.config_text(fastest.get('config'))}"
                        + "".join(f"; {part}" for part in said if part))
+
+
+def _overlap_headline(label: str, record: dict[str, Any]) -> ch.Headline:
+    efficiency = ch.as_number(record.get("overlap_efficiency"))
+    times = [(mode, ch.as_number(record.get(f"t_{mode}_ms"))) for mode in
+             ("compute", "comm", "both")]
+    said = ", ".join(f"t_{mode} {ch.format_number(v)} ms" for mode, v in times if v is not None)
+    return ch.Headline(f"{label}: overlap efficiency "
+                       + (f"{efficiency:.2f}" if efficiency is not None else "n/a")
+                       + (f" ({said})" if said else ""))
 
 
 def _overlap_table(overlaps: list[tuple[str, dict[str, Any]]]) -> str:

@@ -69,7 +69,7 @@ def line_chart(chart: LineChart) -> str:
         x = sx(tick)
         out.append(f'<line class="grid" x1="{x:.1f}" y1="{TOP}" x2="{x:.1f}" '
                    f'y2="{HEIGHT - BOTTOM}"/>')
-        out.append(f'<text class="tick" x="{x:.1f}" y="{HEIGHT - BOTTOM + 16}" '
+        out.append(f'<text class="tick" x="{x:.1f}" y="{HEIGHT - BOTTOM + 18}" '
                    f'text-anchor="middle">{esc(tick_label(tick, chart.x_format))}</text>')
     for tick in y_ticks:
         y = sy(tick)

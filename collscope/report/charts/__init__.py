@@ -21,7 +21,11 @@ from collscope.report.charts.axes import (
     text_color_on,
     tick_label,
 )
-from collscope.report.charts.collectives import collective_views, prediction_charts
+from collscope.report.charts.collectives import (
+    collective_views,
+    prediction_charts,
+    prediction_headline,
+)
 from collscope.report.charts.links import link_heat_maps, links_headline
 from collscope.report.charts.monitor import decimate, metric_family, monitor_charts, unit_label
 from collscope.report.charts.spec import (
@@ -44,7 +48,13 @@ from collscope.report.charts.spec import (
     placement_name,
     slug,
 )
-from collscope.report.charts.train import TRAIN_COLUMNS, config_text, train_views, tune_charts
+from collscope.report.charts.train import (
+    TRAIN_COLUMNS,
+    config_text,
+    train_views,
+    tune_charts,
+    tune_headline,
+)
 
 __all__ = ["HEAT_BAD", "HEAT_BEST", "HEAT_GOOD", "HEAT_PAST", "PALETTE", "TRAIN_COLUMNS",
            "BarChart", "Chart", "CollectiveView", "ColorBook", "Headline", "HeatMap",
@@ -52,5 +62,6 @@ __all__ = ["HEAT_BAD", "HEAT_BEST", "HEAT_GOOD", "HEAT_PAST", "PALETTE", "TRAIN_
            "collective_views", "config_text", "contrast_ratio", "decimate", "format_bytes_tick",
            "format_number", "heat_color", "heat_key", "heat_range", "label_step", "linear_ticks",
            "link_heat_maps", "links_headline", "log_ticks", "metric_family", "monitor_charts",
-           "past_limit", "placement_name", "prediction_charts", "slug", "text_color_on",
-           "tick_label", "train_views", "tune_charts", "unit_label"]
+           "past_limit", "placement_name", "prediction_charts", "prediction_headline", "slug",
+           "text_color_on", "tick_label", "train_views", "tune_charts", "tune_headline",
+           "unit_label"]

@@ -262,3 +262,22 @@ def test_redact_secrets_in_echoed_configs(text: str, shown: str) -> None:
     from collscope.redact import redact_secrets
 
     assert redact_secrets(text) == shown
+
+
+def test_model_predictions_open_with_the_largest_size_predicted_per_layout() -> None:
+    from collscope.results import PredictionRecord
+
+    records = [PredictionRecord("all_reduce", size, nodes, 8, 8 * nodes, "ring", 10.0 * size,
+                                2.0 * nodes, 9.0 * size, 11.0 * size,
+                                extrapolated=nodes == 16).to_dict()
+               for nodes in (8, 16) for size in (1 << 20, 1 << 30)]
+    source = parse_input("\n".join(json.dumps(r) for r in records), "pred.jsonl")
+    headline = ch.prediction_headline([source])
+    assert headline is not None and headline.details == [
+        "all_reduce on 8 node(s) x 8 at 1 GiB: 1.074e+10 us (9.664e+09 to 1.181e+10), "
+        "busbw 16 GB/s, ring",
+        "all_reduce on 16 node(s) x 8 at 1 GiB: 1.074e+10 us (9.664e+09 to 1.181e+10), "
+        "busbw 32 GB/s, ring (extrapolated)"]
+    assert headline.text.endswith("; and 1 more layout(s)")
+    page = render_report([source], GENERATED)
+    assert page.index(headline.text) < page.index("<svg")
