@@ -1,5 +1,6 @@
 """What several test files build: collscope run as users do (a real process, real ranks, a
-hard timeout), fake tools on a PATH, and doctor's facts of a node."""
+hard timeout), fake tools on a PATH, headless Chromium, doctor's facts of a node, tune's
+trials, monitor's scripted sources and model's alpha-beta groups."""
 
 from __future__ import annotations
 
@@ -10,9 +11,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from collscope.collectives.table import bus_factor
 from collscope.doctor.checks import Finding, run_checks
 from collscope.doctor.facts import Facts, HostInfo, NetInterface, RdmaDevice, RdmaPort, TorchBuild
+from collscope.model.data import GroupKey, Measurements
+from collscope.model.fit import Sample
+from collscope.monitor.sources import Reading
 from collscope.parsers.common import GpuInfo, Topology
+from collscope.tune.analysis import Measurement, Trial
+from collscope.tune.space import Config
 
 REPO = Path(__file__).resolve().parents[1]
 # Stand-ins for vendor Python bindings as they behave without their native library (amdsmi
@@ -188,3 +195,83 @@ def findings_of(facts: Facts, rule_id: str) -> list[Finding]:
 
 def levels_of(facts: Facts, rule_id: str) -> list[str]:
     return [f.level for f in findings_of(facts, rule_id)]
+
+
+# ---------------------------------------------------------------------------------------------
+# tune: trials made by hand, and the tuner plugin's documented names
+# ---------------------------------------------------------------------------------------------
+
+# The example plugin's documented layout (NVIDIA/nccl ext-tuner/example/README.md).
+DOCUMENTED = {
+    "collective_type": {"broadcast", "reduce", "allgather", "reducescatter", "allreduce"},
+    "algorithm": {"tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat"},
+    "protocol": {"ll", "ll128", "simple"},
+}
+
+
+def trials_from(times: dict[Config, list[dict[int, float]]], failed: set[Config] = frozenset(),
+                ) -> list[Trial]:
+    """Trials in interleaved rounds from {config: [per round {size: time_us}]}."""
+    trials = []
+    rounds = len(next(iter(times.values())))
+    for round_ in range(rounds):
+        for position, (config, per_round) in enumerate(times.items()):
+            trial = Trial(len(trials), 0, round_, position, config,
+                          status="failed" if config in failed else "ok")
+            if config not in failed:
+                trial.measurements = [Measurement("all_reduce", "float", size, t, 4)
+                                      for size, t in per_round[round_].items()]
+            trials.append(trial)
+    return trials
+
+
+# ---------------------------------------------------------------------------------------------
+# monitor: a clock and a source a test drives
+# ---------------------------------------------------------------------------------------------
+
+
+class ManualClock:
+    """A clock that moves only when a test sets ``now`` (the sampler's time source)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Scripted:
+    """A source that returns the next scripted reading each time (or raises)."""
+
+    def __init__(self, name: str, readings: list[Reading | Exception]) -> None:
+        self.name = name
+        self.readings = list(readings)
+        self.closed = False
+
+    def read(self) -> Reading:
+        item = self.readings.pop(0) if len(self.readings) > 1 else self.readings[0]
+        if isinstance(item, Exception):
+            raise item
+        return item
+
+    def close(self) -> None:
+        self.closed = True
+
+
+# ---------------------------------------------------------------------------------------------
+# model: measurement groups of exact alpha-beta rows
+# ---------------------------------------------------------------------------------------------
+
+MODEL_SIZES = [1 << k for k in range(16, 31)]        # 64 KiB .. 1 GiB
+
+
+def model_groups(*shapes: tuple[int, int, float, float]) -> Measurements:
+    """all_reduce groups (nodes, ranks per node, alpha, B) of exact alpha-beta rows."""
+    found = Measurements()
+    for nodes, per_node, alpha, bw in shapes:
+        n = nodes * per_node
+        factor = bus_factor("all_reduce", n)
+        found.groups[GroupKey("all_reduce", nodes, per_node)] = [
+            Sample(s, alpha + s * factor / (bw * 1e3), f"{nodes}x{per_node} {s}")
+            for s in MODEL_SIZES]
+    return found

@@ -13,7 +13,7 @@ import pytest
 from collscope.report.importer import import_file
 from tests.conftest import FIXTURES, fixture_path
 from tests.helpers import CHROMIUM, REPO, chromium, read_records, run_cli, usage_error
-from tests.unit.parsers.test_nccl_tests import count_printed_placements
+from tests.unit.parsers.mutations import count_printed_placements
 from tests.unit.report.samples import EVIL, bench_file, run_record, samples, train_records
 from tests.unit.report.samples import write_jsonl as write_records
 

@@ -11,14 +11,7 @@ from collscope.tune.analysis import analyse
 from collscope.tune.handover import NO_WINNER, env_lines, read_tuner_csv, recommend, tune_records
 from collscope.tune.handover import tuner_csv as tuner_lines
 from collscope.tune.space import Config
-from tests.unit.tune.test_analysis import trials_from
-
-# The example plugin's documented layout (NVIDIA/nccl ext-tuner/example/README.md).
-DOCUMENTED = {
-    "collective_type": {"broadcast", "reduce", "allgather", "reducescatter", "allreduce"},
-    "algorithm": {"tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat"},
-    "protocol": {"ll", "ll128", "simple"},
-}
+from tests.helpers import DOCUMENTED, trials_from
 
 BASE = Config((("NCCL_ALGO", None), ("NCCL_PROTO", None), ("NCCL_IB_QPS_PER_CONNECTION", None)))
 TREE_LL = Config((("NCCL_ALGO", "Tree"), ("NCCL_PROTO", "LL"),
