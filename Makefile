@@ -24,8 +24,9 @@ demo: setup
 test: setup
 	$(BIN)/python -m pytest -q
 
+# Unit tests on every core (pytest-xdist; --dist loadfile keeps each file's tests together).
 test-fast: setup
-	$(BIN)/python -m pytest -q tests/unit
+	$(BIN)/python -m pytest -q -n auto --dist loadfile tests/unit
 
 lint: setup
 	$(BIN)/python -m pip install -q ruff
