@@ -27,7 +27,13 @@ from collscope.report.charts.collectives import (
     prediction_headline,
 )
 from collscope.report.charts.links import link_heat_maps, links_headline
-from collscope.report.charts.monitor import decimate, metric_family, monitor_charts, unit_label
+from collscope.report.charts.monitor import (
+    decimate,
+    metric_family,
+    monitor_charts,
+    monitor_headline,
+    unit_label,
+)
 from collscope.report.charts.spec import (
     HEAT_BAD,
     HEAT_BEST,
@@ -62,6 +68,6 @@ __all__ = ["HEAT_BAD", "HEAT_BEST", "HEAT_GOOD", "HEAT_PAST", "PALETTE", "TRAIN_
            "collective_views", "config_text", "contrast_ratio", "decimate", "format_bytes_tick",
            "format_number", "heat_color", "heat_key", "heat_range", "label_step", "linear_ticks",
            "link_heat_maps", "links_headline", "log_ticks", "metric_family", "monitor_charts",
-           "past_limit", "placement_name", "prediction_charts", "prediction_headline", "slug",
-           "text_color_on", "tick_label", "train_views", "tune_charts", "tune_headline",
-           "unit_label"]
+           "monitor_headline", "past_limit", "placement_name", "prediction_charts",
+           "prediction_headline", "slug", "text_color_on", "tick_label", "train_views",
+           "tune_charts", "tune_headline", "unit_label"]

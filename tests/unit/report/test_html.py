@@ -116,6 +116,13 @@ def test_train_and_monitor_sections_appear_only_with_their_records(tmp_path: Pat
     assert set(families) == {"cpu.percent", "mem.used_bytes", "net.*.rx_bytes_per_s",
                              "net.*.tx_bytes_per_s"}   # gpu util was null: absent, not 0
     assert families["cpu.percent"].series[0].points[1][0] == pytest.approx(0.5)
+    # The monitor section opens with how long it watched and the peaks of network and GPU
+    # metrics (gpu util was null throughout: no peak said for it).
+    headline = ch.monitor_headline(rich.runs[0])
+    assert headline is not None and headline.text == "t.jsonl: 12 sample(s) over 5.5 s"
+    assert headline.details == ["peak net.*.rx_bytes_per_s: 300M bytes/s (node0 node0)",
+                                "peak net.*.tx_bytes_per_s: 50M bytes/s (node0 eth0)"]
+    assert page.index(headline.text) < page.index('id="svg-monitor_')
 
 
 def test_context_table_puts_runs_side_by_side_and_marks_differences(tmp_path: Path) -> None:
