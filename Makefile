@@ -1,6 +1,7 @@
 # Quickstart targets. Each one sets up .venv first (idempotent), then runs.
 #   make demo   collscope bench on the embedded default (local ranks: GPUs, else 2 gloo ranks)
-#   make test   the test suite
+#   make test       the whole test suite (unit, dist, e2e; under 10 minutes on 2 cores)
+#   make test-fast  the unit tests only: the inner loop (under a minute on 2 cores)
 # The venv sees system site-packages, so a ROCm or CUDA torch already installed is used as is;
 # a CPU torch is installed only when no torch is importable at all.
 PYTHON ?= python3
@@ -8,7 +9,7 @@ VENV   ?= .venv
 TORCH_SPEC ?= torch==2.13.0
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test lint bench-overhead
+.PHONY: setup demo test test-fast lint bench-overhead
 setup: $(VENV)/.setup-done
 
 $(VENV)/.setup-done: pyproject.toml
@@ -22,6 +23,10 @@ demo: setup
 
 test: setup
 	$(BIN)/python -m pytest -q
+
+# Unit tests on every core (pytest-xdist; --dist loadfile keeps each file's tests together).
+test-fast: setup
+	$(BIN)/python -m pytest -q -n auto --dist loadfile tests/unit
 
 lint: setup
 	$(BIN)/python -m pip install -q ruff

@@ -81,6 +81,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
+        if getattr(args, "needs_torch", False):   # set by the commands that run collectives
+            from collscope.runtime.torch_required import require_torch
+
+            require_torch(args.command)
         return int(args.handler(args, argv))
     except UsageError as error:
         sys.stderr.write(f"collscope {args.command}: {error}\n")

@@ -63,7 +63,7 @@ def add_parser(commands: Any) -> None:
     p.add_argument("--nccl-json", metavar="FILE",
                    help="also write nccl-tests' -J JSON (file version 3, per-iteration blocks "
                         "as with -I 1); never overwrites: FILE.0, FILE.1, ... as nccl-tests")
-    p.set_defaults(handler=handle)
+    p.set_defaults(handler=handle, needs_torch=True)
 
 
 def config_from_args(args: argparse.Namespace) -> BenchConfig:

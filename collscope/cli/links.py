@@ -47,7 +47,7 @@ def add_parser(commands: Any) -> None:
     p.add_argument("--json", metavar="FILE",
                    help="write JSON Lines (run, link and node records); '-' for stdout "
                         "(then nothing else goes there)")
-    p.set_defaults(handler=handle)
+    p.set_defaults(handler=handle, needs_torch=True)
 
 
 def config_from_args(args: argparse.Namespace) -> LinksConfig:

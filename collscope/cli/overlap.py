@@ -40,7 +40,7 @@ def add_parser(commands: Any) -> None:
     add_flags(p, OverlapConfig, ["backend", "timeout_s"])
     p.add_argument("--json", metavar="FILE",
                    help="write JSON Lines: a run record, then the overlap record")
-    p.set_defaults(handler=handle)
+    p.set_defaults(handler=handle, needs_torch=True)
 
 
 def config_from_args(args: argparse.Namespace) -> OverlapConfig:

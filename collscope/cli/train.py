@@ -59,7 +59,7 @@ def add_parser(commands: Any) -> None:
     run.add_argument("--json", metavar="FILE",
                      help="write JSON Lines: a run record, then one train record per "
                           "configuration (flushed as measured)")
-    p.set_defaults(handler=handle)
+    p.set_defaults(handler=handle, needs_torch=True)
 
 
 def config_from_args(args: argparse.Namespace) -> TrainConfig:

@@ -46,7 +46,7 @@ def add_parser(commands: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     add_collectives_argument(p)
     add_flags(p, TuneConfig)
-    p.set_defaults(handler=handle)
+    p.set_defaults(handler=handle, needs_torch=True)
 
 
 def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:

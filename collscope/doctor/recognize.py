@@ -22,14 +22,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from collscope.doctor import probes
+from collscope.doctor.vendor_output import VENDOR_OUTPUT_FILE
 from collscope.parsers import ibstat, nvidia_smi, smi_tables
 from collscope.parsers.amd_smi.shapes import load_json
 from collscope.parsers.common import json_start
 from collscope.parsers.line_prefix import strip_launcher_prefix
 
-# Bundle files that are not tool outputs (never moved, never "unrecognised").
+# Bundle files that are not tool outputs (never moved, never "unrecognised"): doctor's own
+# captures, vendor libraries' load messages included (rule gpu.vendor-library reads those).
 CONTEXT_FILES = (probes.ENV_FILE, probes.COMMANDS_FILE, probes.HOST_FILE, probes.TORCH_FILE,
-                 probes.SELFTEST_FILE, probes.HW_INVENTORY_FILE)
+                 probes.SELFTEST_FILE, probes.HW_INVENTORY_FILE, VENDOR_OUTPUT_FILE)
 # Extra slots for outputs doctor reads but does not run itself.
 AMD_SMI_TABLE = "amd-smi.txt"
 AMD_SMI_MONITOR = "amd-smi-monitor.txt"

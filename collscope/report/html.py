@@ -15,6 +15,7 @@ import base64
 import hashlib
 import time
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 from collscope import __version__
@@ -22,7 +23,7 @@ from collscope.records.load import OTHER_KINDS, Input, Run
 from collscope.redact import is_secret_name, redact_argv, redact_secrets
 from collscope.report import charts as ch
 from collscope.report.svg import esc, legend_swatch, render
-from collscope.report.trace_charts import trace_charts
+from collscope.report.trace_charts import trace_charts, trace_headline
 from collscope.units import format_size
 
 STYLE = """
@@ -56,6 +57,16 @@ tr.diff td { background: #fff7e0; }
 .dot { display: inline-block; width: 10px; height: 10px; border-radius: 5px; }
 .warn { color: #8a4b00; }
 details { margin: 6px 0; } code { font-size: 12px; }
+svg.chart .value { font-size: 11px; }
+.headline { border-left: 4px solid #5f6b73; padding: 4px 12px; margin: 8px 0 12px;
+            background: #f6f8fa; }
+.headline p.verdict { font-size: 16px; font-weight: 600; margin: 2px 0; }
+.headline ul { margin: 4px 0; padding-left: 18px; font-size: 13px; }
+.headline.fail { border-color: #c9302c; background: #fdf1f0; }
+.headline.warn { border-color: #b86200; background: #fdf6ec; }
+.headline.pass { border-color: #2c7a3f; background: #f0f8f2; }
+ul.glance { padding-left: 18px; margin: 8px 0 4px; font-size: 15px; }
+ul.glance li.fail a { color: #a5231f; } ul.glance li.warn a { color: #8a4b00; }
 """
 
 # A legend entry toggles its series in every chart it belongs to: the charts of its section
@@ -91,69 +102,99 @@ CSP = (f"default-src 'none'; style-src '{_sha256(STYLE)}'; script-src '{_sha256(
        "img-src data:; base-uri 'none'; form-action 'none'")
 
 
+@dataclass
+class Section:
+    """One part of the page: its headlines (verdict or headline numbers) first, then its
+    charts and tables (already rendered HTML)."""
+
+    id: str
+    title: str
+    headlines: list[ch.Headline]
+    body: str
+
+
 def render_report(inputs: list[Input], generated_at: float | None = None,
                   title: str = "collscope report") -> str:
-    """The whole page for ``inputs``; ``generated_at`` (epoch seconds) defaults to now."""
+    """The whole page for ``inputs``; ``generated_at`` (epoch seconds) defaults to now.
+
+    Order: what the report concludes first (a line per section), then each section (its
+    verdict or headline numbers, its charts, its tables), then the run contexts, the inputs
+    and the warnings of reading them.
+    """
     generated_at = time.time() if generated_at is None else generated_at
-    colors = ch.ColorBook()
-    collectives = ch.collective_views(inputs, colors)
-    trains = ch.train_views(inputs)
-    monitors = ch.monitor_charts(inputs)
-    tunes = ch.tune_charts(inputs)
-    link_maps = ch.link_heat_maps(inputs)
+    sections = [section for section in report_sections(inputs) if section is not None]
     body = [f"<h1>{esc(title)}</h1>",
             f'<p class="meta">collscope {esc(__version__)} · generated '
             f"{esc(_iso(generated_at))} · {len(inputs)} input(s)</p>",
-            _inputs_section(inputs)]
-    if collectives:
-        body.append('<h2 id="collectives">Collectives</h2>')
-        body.append('<p class="note">Solid lines and filled circles: out-of-place; dashed lines '
-                    "and open squares: in-place. Log axes. busbw and algbw use nccl-tests' "
-                    "definitions (GB/s = 1e9 B/s); time is each input's own timing method (see "
-                    "Run contexts). Click a legend entry to hide or show it; hover a point for "
-                    "its numbers.</p>")
-        body.extend(_collective_section(view) for view in collectives)
-    predictions = ch.prediction_charts(inputs, colors)
-    if predictions:
-        body.append('<h2 id="model">Model predictions</h2>')
-        blocks = "".join(_chart_block(chart, with_legend=True) for chart in predictions)
-        body.append(f'<section><div class="charts">{blocks}</div></section>')
-    body.append(_contexts_section([run for source in inputs for run in source.runs]))
-    if trains:
-        body.append('<h2 id="train">Training sweeps</h2>')
-        body.extend(_train_section(view) for view in trains)
-    if tunes:
-        body.append('<h2 id="tune">Tuning sweeps</h2>')
-        blocks = "".join(_chart_block(chart, with_legend=True) for chart in tunes)
-        body.append(f'<section><div class="charts">{blocks}</div></section>')
-    traces = trace_charts(inputs)
-    if traces:
-        body.append('<h2 id="trace">Profiler traces</h2>')
-        blocks = "".join(_chart_block(chart, with_legend=True) for chart in traces)
-        body.append(f'<section><div class="charts">{blocks}</div></section>')
-    if monitors:
-        body.append('<h2 id="monitor">Monitor timelines</h2>')
-        blocks = "".join(_chart_block(chart, with_legend=True) for chart in monitors)
-        body.append(f'<section><div class="charts">{blocks}</div></section>')
-    if link_maps:
-        body.append('<h2 id="links">Link matrices</h2>')
-        blocks = "".join(_chart_block(chart) for chart in link_maps)
-        body.append(f'<section><div class="charts">{blocks}</div></section>')
-    hang_maps = ch.hang_heat_maps(inputs)
-    if hang_maps:
-        body.append('<h2 id="hang">Hangs</h2>')
-        blocks = "".join(_chart_block(chart) for chart in hang_maps)
-        body.append(f'<section><div class="charts">{blocks}</div></section>')
-    overlaps = [(run.label, record) for source in inputs for run in source.runs
-                for record in run.overlap]
-    if overlaps:
-        body.append(_overlap_section(overlaps))
-    body.append(_warnings_section(inputs))
+            _glance(sections), *(_section(section) for section in sections),
+            _contexts_section([run for source in inputs for run in source.runs]),
+            _inputs_section(inputs), _warnings_section(inputs)]
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
             '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
             f"<title>{esc(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
-            + "\n".join(body) + f"\n<script>{SCRIPT}</script>\n</body>\n</html>\n")
+            + "\n".join(part for part in body if part)
+            + f"\n<script>{SCRIPT}</script>\n</body>\n</html>\n")
+
+
+def report_sections(inputs: list[Input]) -> list[Section | None]:
+    """Every section the inputs call for, in page order (None: nothing of that kind)."""
+    runs = [run for source in inputs for run in source.runs]
+    colors = ch.ColorBook()
+    collectives = ch.collective_views(inputs, colors)
+    predictions = ch.prediction_charts(inputs, colors)
+    trains = ch.train_views(inputs)
+    overlaps = [(run.label, record) for run in runs for record in run.overlap]
+    return [
+        _charts_section("hang", "Hangs", ch.hang_heat_maps(inputs),
+                        [h for run in runs if (h := ch.hang_headline(run))], legend=False),
+        _charts_section("links", "Links", ch.link_heat_maps(inputs),
+                        [h for run in runs if (h := ch.links_headline(run))], legend=False),
+        _charts_section("trace", "Profiler traces", trace_charts(inputs),
+                        [h for run in runs if run.trace and (h := trace_headline(run))]),
+        Section("collectives", "Collectives", [_collectives_headline(collectives)],
+                COLLECTIVES_NOTE + "".join(_collective_section(v) for v in collectives))
+        if collectives else None,
+        _charts_section("model", "Model predictions", predictions,
+                        [h for h in (ch.prediction_headline(inputs),) if h]),
+        Section("train", "Training sweeps", [_train_headline(view) for view in trains],
+                "".join(_train_section(view) for view in trains)) if trains else None,
+        _charts_section("tune", "Tuning sweeps", ch.tune_charts(inputs),
+                        [h for run in runs if (h := ch.tune_headline(run))]),
+        _charts_section("monitor", "Monitor timelines", ch.monitor_charts(inputs),
+                        [h for run in runs if (h := ch.monitor_headline(run))]),
+        Section("overlap", "Compute and communication overlap",
+                [_overlap_headline(label, record) for label, record in overlaps],
+                _overlap_table(overlaps)) if overlaps else None,
+    ]
+
+
+def _charts_section(section_id: str, title: str, charts: list[ch.Chart],
+                    headlines: list[ch.Headline], legend: bool = True) -> Section | None:
+    if not charts and not headlines:
+        return None
+    blocks = "".join(_chart_block(chart, with_legend=legend) for chart in charts)
+    return Section(section_id, title, headlines, f'<div class="charts">{blocks}</div>')
+
+
+def _section(section: Section) -> str:
+    headlines = "".join(_headline(h) for h in section.headlines)
+    return (f'<section id="{esc(section.id)}"><h2>{esc(section.title)}</h2>'
+            f'{headlines}{section.body}</section>')
+
+
+def _headline(headline: ch.Headline) -> str:
+    details = "".join(f"<li>{esc(line)}</li>" for line in headline.details)
+    return (f'<div class="headline {esc(headline.level)}"><p class="verdict">'
+            f"{esc(headline.text)}</p>{f'<ul>{details}</ul>' if details else ''}</div>")
+
+
+def _glance(sections: list[Section]) -> str:
+    """The page's conclusions first: each section's first headline, linked to the section."""
+    items = "".join(
+        f'<li class="{esc(s.headlines[0].level)}"><a href="#{esc(s.id)}">{esc(s.title)}</a>: '
+        f"{esc(s.headlines[0].text)}</li>" for s in sections if s.headlines)
+    return f'<ul class="glance">{items}</ul>' if items else ""
 
 
 def all_charts(inputs: list[Input]) -> list[ch.Chart]:
@@ -217,16 +258,33 @@ def _inputs_section(inputs: list[Input]) -> str:
                       "path"], rows, {2, 3, 5}))
 
 
+COLLECTIVES_NOTE = ('<p class="note">Solid lines and filled circles: out-of-place; dashed '
+                    "lines and open squares: in-place. Log axes. busbw and algbw use "
+                    "nccl-tests' definitions (GB/s = 1e9 B/s); time is each input's own timing "
+                    "method (see Run contexts). Click a legend entry to hide or show it; hover "
+                    "a point for its numbers.</p>")
+
+
+def _collectives_headline(views: list[ch.CollectiveView]) -> ch.Headline:
+    """The peak busbw of each collective (its best series), the numbers a bench run is for."""
+    def best(view: ch.CollectiveView) -> str:
+        peak = max(view.peaks, key=lambda p: p["peak_busbw_gbs"])
+        return (f"{view.name} {peak['peak_busbw_gbs']:.4g} GB/s at "
+                f"{format_size(peak['peak_at'])} ({peak['series']})")
+    return ch.Headline("peak busbw: " + "; ".join(best(v) for v in views if v.peaks))
+
+
 def _collective_section(view: ch.CollectiveView) -> str:
     peaks = _table(
         ["series", "sizes", "range", "peak busbw (GB/s)", "at size", "#wrong"],
         [[f'{_dot(p["color"])} {esc(p["series"])}', str(p["sizes"]),
           f'{esc(format_size(p["smallest"]))} – {esc(format_size(p["largest"]))}',
-          f'{p["peak_busbw_gbs"]:.4g}', esc(format_size(p["peak_at"])), str(p["wrong"])]
+          f'{p["peak_busbw_gbs"]:.4g}', esc(format_size(p["peak_at"])),
+          "N/A" if p["wrong"] is None else str(p["wrong"])]
          for p in view.peaks], {1, 3, 5})
-    return (f'<section id="c-{esc(ch.slug(view.name))}"><h3>{esc(view.name)}</h3>'
+    return (f'<section id="c-{esc(ch.slug(view.name))}"><h3>{esc(view.name)}</h3>{peaks}'
             f'<div class="charts">{_chart_block(view.busbw)}{_chart_block(view.time)}</div>'
-            f"{_legend(view.legend)}{peaks}</section>")
+            f"{_legend(view.legend)}</section>")
 
 
 def _dot(color: str) -> str:
@@ -258,7 +316,7 @@ def _hosts_summary(hosts: Any, shown: int = 8) -> str:
 def _when(value: Any) -> str:
     if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
         return _iso(float(value))
-    return "unknown"
+    return ""                          # not known (an imported log): left out, not "unknown"
 
 
 def context_rows(runs: list[Run]) -> list[tuple[str, list[str]]]:
@@ -269,14 +327,20 @@ def context_rows(runs: list[Run]) -> list[tuple[str, list[str]]]:
         values = [c.get(name) for c in contexts]
         return [(render(v) if render else ("" if v is None else str(v))) for v in values]
 
+    def count(name: str) -> list[str]:
+        # A job has at least one rank and node: 0 is how a record says "not known" (a trace
+        # does not know its nodes), so it is left out rather than printed.
+        return [str(v) if isinstance(v, int) and not isinstance(v, bool) and v > 0 else ""
+                for v in (c.get(name) for c in contexts)]
+
     rows = [
         ("command", field("command")),
         ("collscope version", field("collscope_version")),
         ("launcher", field("launcher")),
         ("backend", field("backend")),
-        ("world size", field("world_size")),
-        ("nodes", field("nodes")),
-        ("ranks per node", field("ranks_per_node")),
+        ("world size", count("world_size")),
+        ("nodes", count("nodes")),
+        ("ranks per node", count("ranks_per_node")),
         ("hosts", field("hosts", _hosts_summary)),
         ("devices", field("devices", _devices_summary)),
         ("timing", field("timing")),
@@ -354,7 +418,28 @@ def _train_section(view: ch.TrainView) -> str:
             + f'<div class="charts">{_chart_block(view.chart)}</div></section>')
 
 
-def _overlap_section(overlaps: list[tuple[str, dict[str, Any]]]) -> str:
+def _train_headline(view: ch.TrainView) -> ch.Headline:
+    fastest = view.rows[0] if view.rows else {}
+    step, exposed = (ch.as_number(fastest.get(k)) for k in ("step_time_ms", "exposed_comm_ms"))
+    said = [f"step {ch.format_number(step)} ms" if step is not None else "",
+            f"exposed communication {ch.format_number(exposed)} ms"
+            if exposed is not None else ""]
+    return ch.Headline(f"{view.run.label}: fastest of {len(view.rows)} configuration(s): "
+                       f"{ch.config_text(fastest.get('config'))}"
+                       + "".join(f"; {part}" for part in said if part))
+
+
+def _overlap_headline(label: str, record: dict[str, Any]) -> ch.Headline:
+    efficiency = ch.as_number(record.get("overlap_efficiency"))
+    times = [(mode, ch.as_number(record.get(f"t_{mode}_ms"))) for mode in
+             ("compute", "comm", "both")]
+    said = ", ".join(f"t_{mode} {ch.format_number(v)} ms" for mode, v in times if v is not None)
+    return ch.Headline(f"{label}: overlap efficiency "
+                       + (f"{efficiency:.2f}" if efficiency is not None else "n/a")
+                       + (f" ({said})" if said else ""))
+
+
+def _overlap_table(overlaps: list[tuple[str, dict[str, Any]]]) -> str:
     """`collscope overlap` records: the three medians, their IQRs and the efficiency."""
     def ms(record: dict[str, Any], mode: str) -> str:
         value, iqr = record.get(f"t_{mode}_ms"), record.get(f"t_{mode}_ms_iqr")
@@ -373,7 +458,7 @@ def _overlap_section(overlaps: list[tuple[str, dict[str, Any]]]) -> str:
                      ms(r, "compute"), ms(r, "comm"), ms(r, "both"),
                      esc(f"{eff:.2f}" if isinstance(eff, (int, float)) else "n/a"),
                      esc(r.get("iters", "")), esc(r.get("timing", ""))])
-    return ('<h2 id="overlap">Compute and communication overlap</h2><p class="note">'
+    return ('<p class="note">'
             "collscope overlap: a matmul and an all_reduce alone and together; times in ms, "
             "medians over iterations of the slowest rank; overlap efficiency = (t_compute + "
             "t_comm - t_both) / min(t_compute, t_comm): 1 the shorter hides completely, 0 "

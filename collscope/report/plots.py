@@ -17,7 +17,9 @@ from collscope.report.charts import (
     axis,
     format_number,
     heat_color,
-    heat_range,
+    heat_key,
+    label_step,
+    text_color_on,
     tick_label,
 )
 from collscope.report.svg import MAX_MARKERS
@@ -126,19 +128,20 @@ def _heat(plt: Any, chart: HeatMap) -> Any:
     cells = [[to_rgba(heat_color(chart, v)) if v is not None else blank for v in row]
              for row in chart.values]
     ax.imshow(cells if rows else [[blank]], aspect="auto", interpolation="nearest")
-    ax.set_xticks(range(cols))
-    ax.set_xticklabels([_plain(c[:8]) for c in chart.cols], fontsize=7)
+    # 7 pt labels on an 8 in wide axis (about 6.2 in): at most about 5 px a character
+    shown = range(0, cols, label_step(cols, 6.2 * 72, 5 * max(
+        (len(c[:8]) for c in chart.cols), default=1) + 4))
+    ax.set_xticks(list(shown))
+    ax.set_xticklabels([_plain(chart.cols[j][:8]) for j in shown], fontsize=7)
     ax.set_yticks(range(rows))
     ax.set_yticklabels([_plain(r[:14]) for r in chart.rows], fontsize=7)
     if cols <= 16:
         for i, row in enumerate(chart.values):
             for j, value in enumerate(row):
                 if value is not None:
-                    ax.text(j, i, format_number(value), ha="center", va="center", fontsize=6)
-    lo, hi = heat_range(chart)
-    ax.set_xlabel(_plain(f"{chart.col_label}; colour: {format_number(lo)} to "
-                         f"{format_number(hi)} {chart.unit}, red = "
-                         f"{'lowest' if chart.bad == 'low' else 'highest'}"))
+                    ax.text(j, i, format_number(value), ha="center", va="center", fontsize=6,
+                            color=text_color_on(heat_color(chart, value)))
+    ax.set_xlabel(_plain(f"{chart.col_label}; {heat_key(chart)}"))
     ax.set_ylabel(_plain(chart.row_label))
     ax.set_title(_plain(chart.title), loc="left", fontsize=11)
     return figure

@@ -19,7 +19,9 @@ from collscope.report.charts import (
     axis,
     format_number,
     heat_color,
-    heat_range,
+    heat_key,
+    label_step,
+    text_color_on,
     tick_label,
 )
 
@@ -67,7 +69,7 @@ def line_chart(chart: LineChart) -> str:
         x = sx(tick)
         out.append(f'<line class="grid" x1="{x:.1f}" y1="{TOP}" x2="{x:.1f}" '
                    f'y2="{HEIGHT - BOTTOM}"/>')
-        out.append(f'<text class="tick" x="{x:.1f}" y="{HEIGHT - BOTTOM + 16}" '
+        out.append(f'<text class="tick" x="{x:.1f}" y="{HEIGHT - BOTTOM + 18}" '
                    f'text-anchor="middle">{esc(tick_label(tick, chart.x_format))}</text>')
     for tick in y_ticks:
         y = sy(tick)
@@ -145,9 +147,14 @@ def bar_chart(chart: BarChart) -> str:
     return "\n".join(out)
 
 
+# Text widths for spacing labels: 11 px tick text is at most about 6.6 px a character.
+TICK_CHAR_PX = 6.6
+
+
 def heat_map(chart: HeatMap) -> str:
     """A matrix of cells under its column labels, each cell with its value as a tooltip (and
-    printed in the cell while the cells are wide enough to read)."""
+    printed in the cell, black or white for contrast, while the cells are wide enough to
+    read); column and row labels thinned so that none overlaps."""
     label_w, right = 96, RIGHT
     cols, rows = max(len(chart.cols), 1), len(chart.rows)
     cell_w = (WIDTH - label_w - right) / cols
@@ -159,13 +166,15 @@ def heat_map(chart: HeatMap) -> str:
     out.append(f'<text class="label" x="{label_w + (WIDTH - label_w - right) / 2:.0f}" '
                f'y="{TOP + 10}" text-anchor="middle">{esc(chart.col_label)}</text>')
     show_text = cell_w >= 34 and cell_h >= 14
-    label_every = max(1, math.ceil(cols * 7 / (WIDTH - label_w - right)))
-    for j, col in enumerate(chart.cols):
-        if j % label_every == 0:
+    col_names = [col[:8] for col in chart.cols]
+    widest = max((len(name) for name in col_names), default=1) * TICK_CHAR_PX + 6
+    col_every = label_step(cols, WIDTH - label_w - right, widest)
+    for j, col in enumerate(col_names):
+        if j % col_every == 0:
             x = label_w + (j + 0.5) * cell_w
             out.append(f'<text class="tick" x="{x:.1f}" y="{bottom + 14}" '
-                       f'text-anchor="middle">{esc(col[:8])}</text>')
-    row_every = max(1, math.ceil(12 / cell_h))
+                       f'text-anchor="middle">{esc(col)}</text>')
+    row_every = label_step(rows, rows * cell_h, 13)        # 11 px text, 2 px apart
     for i, (name, values) in enumerate(zip(chart.rows, chart.values)):
         y = top + i * cell_h
         if i % row_every == 0:
@@ -175,20 +184,18 @@ def heat_map(chart: HeatMap) -> str:
             if value is None:
                 continue
             x = label_w + j * cell_w
+            fill = heat_color(chart, value)
             tip = f"{chart.row_label} {name}, {chart.col_label} {chart.cols[j]}: " \
                   f"{format_number(value)} {chart.unit}"
-            out.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{cell_w:.1f}" '
-                       f'height="{cell_h:.1f}" fill="{heat_color(chart, value)}" '
-                       f'stroke="#fff" stroke-width="0.5"><title>{esc(tip)}</title></rect>')
+            out.append(f'<rect class="cell" x="{x:.1f}" y="{y:.1f}" width="{cell_w:.1f}" '
+                       f'height="{cell_h:.1f}" fill="{fill}" stroke="#fff" '
+                       f'stroke-width="0.5"><title>{esc(tip)}</title></rect>')
             if show_text:
-                out.append(f'<text class="tick" x="{x + cell_w / 2:.1f}" '
-                           f'y="{y + cell_h / 2 + 4:.1f}" text-anchor="middle">'
-                           f'{esc(format_number(value))}</text>')
-    lo, hi = heat_range(chart)
+                out.append(f'<text class="value" x="{x + cell_w / 2:.1f}" '
+                           f'y="{y + cell_h / 2 + 4:.1f}" text-anchor="middle" '
+                           f'fill="{text_color_on(fill)}">{esc(format_number(value))}</text>')
     out.append(f'<text class="label" x="{label_w}" y="{height - 12}">{esc(chart.row_label)} '
-               f'(rows); colour: {esc(format_number(lo))} to {esc(format_number(hi))} '
-               f'{esc(chart.unit)}, red = {"lowest" if chart.bad == "low" else "highest"}'
-               '</text>')
+               f"(rows); {esc(heat_key(chart))}</text>")
     if not rows:
         out.append(f'<text class="label" x="{WIDTH / 2:.0f}" y="{top + 20}" '
                    'text-anchor="middle">no data to draw</text>')

@@ -1,5 +1,6 @@
 """Charts of `collscope trace` records: step breakdown bars, busbw against the baseline per
-collective, and the rank x call lateness heat map (pure: records -> chart specs)."""
+collective, and the rank x call lateness heat map; and the trace's headline (its findings and
+each rank's exposed communication). Pure: records -> chart specs."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ from collscope.report.charts import (
     PALETTE,
     BarChart,
     Chart,
+    Headline,
     HeatMap,
     LineChart,
     Series,
     as_number,
+    format_number,
     slug,
 )
 
@@ -87,7 +90,8 @@ def lateness_map(run: Run) -> HeatMap | None:
                    key=lambda r: r.get("rank", 0))
     if len(ranks) < 2:
         return None
-    calls = min(MAX_HEAT_CALLS, max(len(r["late_by_call"]) for r in ranks))
+    matched = max(len(r["late_by_call"]) for r in ranks)
+    calls = min(MAX_HEAT_CALLS, matched)
     values: list[list[float | None]] = [
         [(as_number(v) if i < len(r["late_by_call"]) else None)
          for i, v in enumerate((r["late_by_call"] + [None] * calls)[:calls])] for r in ranks]
@@ -99,7 +103,8 @@ def lateness_map(run: Run) -> HeatMap | None:
         "collective", "rank", "matched call", [f"rank {r.get('rank')}" for r in ranks],
         [str(i) for i in range(calls)], values, unit="ms", bad="high",
         note=f"start of the call on this rank minus the earliest rank's start ({clocks}); "
-             "the dark cells are the ranks the others waited for")
+             "the red cells are the ranks the others waited for"
+             + (f"; the first {calls} of {matched} matched calls" if matched > calls else ""))
 
 
 def trace_charts(inputs: list[Input]) -> list[Chart]:
@@ -113,3 +118,39 @@ def trace_charts(inputs: list[Input]) -> list[Chart]:
             charts += [c for c in (bars, heat) if c is not None]
             charts += efficiency_charts(run)
     return charts
+
+
+def trace_headline(run: Run) -> Headline | None:
+    """The trace's findings, biggest time at stake first, and each rank's exposed
+    communication and overlap (the figures its findings come from)."""
+    ranks = sorted(_of(run, "trace_rank"), key=lambda r: r.get("rank", 0))
+    if not ranks and not run.trace:
+        return None
+    found = sorted(_of(run, "finding"), key=lambda f: -(as_number(f.get("at_stake_ms")) or 0))
+    warned = [f for f in found if f.get("level") == "warn"]
+    if warned:
+        top = warned[0]
+        stake = as_number(top.get("at_stake_ms"))
+        text = (f"{run.label}: {len(warned)} finding(s); first: {top.get('title')}"
+                + (f" (at stake {format_number(stake)} ms per step)" if stake else ""))
+    else:
+        text = f"{run.label}: no finding"
+    details = [f"[{f.get('level')}] {f.get('title')}" + (
+        f"; decided by: {f['test']}" if f.get("test") else "") for f in found]
+    exposed = [as_number(r.get("exposed_comm_ms")) for r in ranks]
+    overlap = [as_number(r.get("overlap_percent")) for r in ranks]
+    if ranks and all(v is not None for v in exposed):
+        details.append(f"exposed communication per rank: {_spread(exposed)} ms"
+                       + (f", overlapped {_spread(overlap)}%"
+                          if all(v is not None for v in overlap) else ""))
+    late = [r for r in ranks if (as_number(r.get("late_calls")) or 0) > 0]
+    details += [f"rank {r.get('rank')} started {r.get('late_calls')} call(s) last; the others "
+                f"waited {format_number(as_number(r.get('wait_caused_ms')) or 0.0)} ms for it"
+                for r in late]
+    return Headline(text, "warn" if warned else "pass", details)
+
+
+def _spread(values: list[float | None]) -> str:
+    known = [v for v in values if v is not None]
+    lo, hi = min(known), max(known)
+    return format_number(lo) if lo == hi else f"{format_number(lo)} to {format_number(hi)}"

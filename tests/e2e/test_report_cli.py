@@ -6,15 +6,14 @@ import gzip
 import json
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from collscope.records.logs import import_file
 from tests.conftest import FIXTURES, fixture_path
-from tests.helpers import REPO, read_records, run_cli, usage_error
-from tests.unit.parsers.test_nccl_tests import count_printed_placements
+from tests.helpers import CHROMIUM, REPO, chromium, read_records, run_cli, usage_error
+from tests.unit.parsers.mutations import count_printed_placements
 from tests.unit.report.samples import EVIL, bench_file, run_record, samples, train_records
 from tests.unit.report.samples import write_jsonl as write_records
 
@@ -23,7 +22,6 @@ LOG_NAMES = sorted(p.name for p in LOGS.glob("*.txt")) if LOGS.is_dir() else []
 FAILED_RUN = "h100_2node_16gpu_alltoall_sendrecv_nccl_network_error.txt"
 MI300X = "mi300x_8gpu_allreduce_rccl_k8s.txt"
 T4 = "t4_3node_allreduce_nccl_old_error_column_c0.txt"
-CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = REPO / "artifacts"
 
 
@@ -285,18 +283,10 @@ def test_report_of_bench_and_log_holds_both_and_pngs(report_html: Path) -> None:
                     "all_reduce_time.png"]
 
 
-def _chromium(html: Path, profile: Path, *mode: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-         "--no-first-run", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0",
-         *mode, html.as_uri()], capture_output=True, text=True, timeout=90)
-
-
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="chromium not installed (/usr/bin/chromium)")
 def test_report_opens_in_chromium_with_charts_and_no_console_errors(
         report_html: Path, tmp_path: Path) -> None:
-    dom = _chromium(report_html, tmp_path / "profile", "--dump-dom")
+    dom = chromium(report_html, tmp_path / "profile", "--dump-dom")
     assert dom.returncode == 0, dom.stderr[-2000:]
     # Page messages (script errors, CSP refusals, failed loads) are logged as CONSOLE lines.
     assert not [line for line in dom.stderr.splitlines() if ":CONSOLE" in line]
@@ -308,7 +298,7 @@ def test_report_opens_in_chromium_with_charts_and_no_console_errors(
     ARTIFACTS.mkdir(exist_ok=True)
     shot = ARTIFACTS / "report.png"
     shot.unlink(missing_ok=True)
-    proc = _chromium(report_html, tmp_path / "profile", f"--screenshot={shot}",
+    proc = chromium(report_html, tmp_path / "profile", f"--screenshot={shot}",
                      "--window-size=1400,2000")
     assert proc.returncode == 0 and shot.exists(), proc.stderr[-2000:]
     assert not [line for line in proc.stderr.splitlines() if ":CONSOLE" in line]
@@ -332,7 +322,7 @@ def test_report_escapes_hostile_input_and_draws_train_and_monitor(tmp_path: Path
     assert len(re.findall(r"<script\b", page)) == 1
     assert 'id="train"' in page and 'id="monitor"' in page
     if CHROMIUM.exists():
-        dom = _chromium(html, tmp_path / "profile", "--dump-dom")
+        dom = chromium(html, tmp_path / "profile", "--dump-dom")
         assert not [line for line in dom.stderr.splitlines() if ":CONSOLE" in line]
         assert "<script>alert(1)</script>" not in dom.stdout.replace(
             "&lt;script&gt;alert(1)&lt;/script&gt;", "")
@@ -358,8 +348,10 @@ def test_report_says_what_an_input_holds_and_tabulates_overlap_records(tmp_path:
         "collscope report: ov.jsonl: jsonl, 1 run(s), 0 results, 1 overlap record(s), "
         "0 warning(s)"]
     page = html.read_text()
-    assert '<h2 id="overlap">' in page and "skipped" not in page
-    row = page.split('<h2 id="overlap">')[1].split("</tr>")[1]
+    assert '<section id="overlap">' in page and "skipped" not in page
+    row = page.split('<section id="overlap">')[1].split("</tr>")[1]
+    assert ("ov.jsonl: overlap efficiency 0.46 (t_compute 1.77 ms, t_comm 4.28 ms, t_both "
+            "5.23 ms)") in page                            # its headline, above the table
     cells = re.findall(r"<td[^>]*>([^<]*)</td>", row)
     assert cells[:8] == ["ov.jsonl", "2", "512x512x512 float32", "4 MiB float",
                          "1.77 (IQR 0.062)", "4.28 (IQR 1.34)", "5.23 (IQR 1.44)", "0.46"]

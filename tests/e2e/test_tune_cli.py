@@ -8,8 +8,7 @@ import subprocess
 
 import pytest
 
-from tests.helpers import read_records, run_cli, usage_error_in_process
-from tests.unit.tune.test_handover import DOCUMENTED
+from tests.helpers import DOCUMENTED, read_records, run_cli, usage_error_in_process
 
 GLOO = ["--backend", "gloo"]
 

@@ -11,9 +11,7 @@ from collscope.doctor.facts import Facts
 from collscope.doctor.rules.gpu import check_vendor_library
 from collscope.doctor.vendor_output import from_capture
 from collscope.hw import capture
-from tests.helpers import REPO, cli_env
-
-FAKE_VENDOR = REPO / "tests" / "fixtures" / "fake_vendor"
+from tests.helpers import FAKE_VENDOR, REPO, cli_env
 
 
 def test_fd_level_capture_keeps_python_and_c_output_off_stdout(capfd):
@@ -52,4 +50,5 @@ def test_doctor_json_stays_pure_with_amdsmi_installed_and_no_rocm_library():
     (finding,) = [f for f in report["findings"] if f["id"] == "gpu.vendor-library"]
     assert finding["title"].startswith("amdsmi is installed but its library is missing")
     assert "libamd_smi.so" in finding["detail"]
+    assert not [f for f in report["findings"] if "vendor-library-output" in f["title"]]
     assert "Traceback" not in proc.stderr

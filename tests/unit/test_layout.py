@@ -1,7 +1,9 @@
-"""The package's shape: CONTRIBUTING.md's Layout section names every part of the tree, and no
-module grows past 500 lines (issue 11: split along sections before that)."""
+"""The package's shape: the Layout section of CONTRIBUTING.md names every part of the tree, and
+no module grows past 500 lines (issue 11: split along sections before that)."""
 
 from __future__ import annotations
+
+import re
 
 from tests.helpers import REPO
 
@@ -29,3 +31,13 @@ def test_no_module_over_500_lines():
     long = {str(p.relative_to(REPO)): n for p in PACKAGE.rglob("*.py")
             if (n := len(p.read_text().splitlines())) > MAX_LINES}
     assert long == {}
+
+
+def test_no_test_module_imports_another():
+    # What several test files build lives in tests/helpers.py (or an area's fakes module),
+    # never in a test module that others import.
+    pattern = re.compile(r"^\s*(from\s+tests\.\S*\btest_\w+\s+import|import\s+tests\.\S*\btest_)",
+                         re.M)
+    offenders = sorted(str(p.relative_to(REPO)) for p in (REPO / "tests").rglob("*.py")
+                       if pattern.search(p.read_text()))
+    assert offenders == []

@@ -9,6 +9,7 @@ from collscope.doctor import vendor_output
 from collscope.doctor.facts import Facts
 from collscope.doctor.rules.common import VISIBLE_DEVICES, human_bytes, listing
 from collscope.doctor.rules.registry import Verdict, rule
+from collscope.runtime.torch_required import INSTALL_TORCH
 
 
 @rule("gpu.inventory", "gpu", """
@@ -167,8 +168,7 @@ def check_torch_build(facts: Facts) -> Iterable[Verdict]:
         return
     if not torch.version:
         yield Verdict("fail", "torch cannot be imported", torch.error or "import failed",
-                      "install torch into this environment (`pip install torch`, the ROCm "
-                      "wheel on AMD)")
+                      INSTALL_TORCH)
         return
     kind = f"HIP {torch.hip}" if torch.hip else f"CUDA {torch.cuda}" if torch.cuda else "CPU-only"
     lib = ("RCCL" if torch.hip else "NCCL") + f" {torch.nccl_version}" if torch.nccl_version \

@@ -8,26 +8,44 @@ tune, monitor, links, hang), the spec types and names in ``spec``, the axis math
 
 from collscope.report.charts.axes import (
     axis,
+    contrast_ratio,
     format_bytes_tick,
     format_number,
     heat_color,
+    heat_key,
     heat_range,
+    label_step,
     linear_ticks,
     log_ticks,
+    past_limit,
+    text_color_on,
     tick_label,
 )
-from collscope.report.charts.collectives import collective_views, prediction_charts
-from collscope.report.charts.hang import hang_heat_maps
-from collscope.report.charts.links import link_heat_maps
-from collscope.report.charts.monitor import decimate, metric_family, monitor_charts, unit_label
+from collscope.report.charts.collectives import (
+    collective_views,
+    prediction_charts,
+    prediction_headline,
+)
+from collscope.report.charts.hang import hang_headline, hang_heat_maps
+from collscope.report.charts.links import link_heat_maps, links_headline
+from collscope.report.charts.monitor import (
+    decimate,
+    metric_family,
+    monitor_charts,
+    monitor_headline,
+    unit_label,
+)
 from collscope.report.charts.spec import (
     HEAT_BAD,
+    HEAT_BEST,
     HEAT_GOOD,
+    HEAT_PAST,
     PALETTE,
     BarChart,
     Chart,
     CollectiveView,
     ColorBook,
+    Headline,
     HeatMap,
     LegendEntry,
     LineChart,
@@ -37,13 +55,21 @@ from collscope.report.charts.spec import (
     placement_name,
     slug,
 )
-from collscope.report.charts.train import TRAIN_COLUMNS, config_text, train_views, tune_charts
+from collscope.report.charts.train import (
+    TRAIN_COLUMNS,
+    config_text,
+    train_views,
+    tune_charts,
+    tune_headline,
+)
 
-__all__ = ["HEAT_BAD", "HEAT_GOOD", "PALETTE", "TRAIN_COLUMNS", "BarChart", "Chart",
-           "CollectiveView", "ColorBook", "HeatMap", "LegendEntry", "LineChart", "Series",
-           "TrainView", "as_number", "axis", "collective_views", "config_text", "decimate",
-           "format_bytes_tick", "format_number", "hang_heat_maps", "heat_color", "heat_range",
-           "linear_ticks",
-           "link_heat_maps", "log_ticks", "metric_family", "monitor_charts", "placement_name",
-           "prediction_charts", "slug", "tick_label", "train_views", "tune_charts",
-           "unit_label"]
+__all__ = ["HEAT_BAD", "HEAT_BEST", "HEAT_GOOD", "HEAT_PAST", "PALETTE", "TRAIN_COLUMNS",
+           "BarChart", "Chart", "CollectiveView", "ColorBook", "Headline", "HeatMap",
+           "LegendEntry", "LineChart", "Series", "TrainView", "as_number", "axis",
+           "collective_views", "config_text", "contrast_ratio", "decimate", "format_bytes_tick",
+           "format_number", "hang_headline", "hang_heat_maps", "heat_color", "heat_key",
+           "heat_range", "label_step", "linear_ticks",
+           "link_heat_maps", "links_headline", "log_ticks", "metric_family", "monitor_charts",
+           "monitor_headline", "past_limit", "placement_name", "prediction_charts",
+           "prediction_headline", "slug", "text_color_on", "tick_label", "train_views",
+           "tune_charts", "tune_headline", "unit_label"]

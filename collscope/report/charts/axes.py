@@ -6,7 +6,9 @@ from __future__ import annotations
 import math
 import re
 
-from collscope.report.charts.spec import HEAT_BAD, HEAT_GOOD, HeatMap
+from collscope.report.charts.spec import HEAT_BAD, HEAT_BEST, HEAT_GOOD, HEAT_PAST, HeatMap
+
+RGB = tuple[int, int, int]
 
 
 def heat_range(chart: HeatMap) -> tuple[float, float]:
@@ -15,13 +17,74 @@ def heat_range(chart: HeatMap) -> tuple[float, float]:
     return (min(measured), max(measured)) if measured else (0.0, 0.0)
 
 
+def _mix(a: RGB, b: RGB, share: float) -> str:
+    share = min(max(share, 0.0), 1.0)
+    return "#" + "".join(f"{round(x + (y - x) * share):02x}" for x, y in zip(a, b))
+
+
+def past_limit(chart: HeatMap, value: float) -> bool:
+    """Whether a cell is on the bad side of the map's decision threshold."""
+    if chart.limit is None:
+        return False
+    return value < chart.limit if chart.bad == "low" else value > chart.limit
+
+
 def heat_color(chart: HeatMap, value: float) -> str:
-    """The colour of one cell: light at the good end of the range, red at the bad end."""
+    """The colour of one cell. With a limit: calm blue on its good side (bluer the better),
+    red past it (darker the further, the worst cell darkest); without one: light at the good
+    end of the range, red at the bad end."""
     lo, hi = heat_range(chart)
-    share = 0.0 if hi <= lo else (value - lo) / (hi - lo)
-    badness = 1.0 - share if chart.bad == "low" else share
-    rgb = (round(g + (b - g) * badness) for g, b in zip(HEAT_GOOD, HEAT_BAD))
-    return "#" + "".join(f"{c:02x}" for c in rgb)
+    worst, best = (lo, hi) if chart.bad == "low" else (hi, lo)
+    if chart.limit is None:
+        return _mix(HEAT_GOOD, HEAT_BAD, 0.0 if hi <= lo else (best - value) / (best - worst))
+    limit = chart.limit
+    if past_limit(chart, value):
+        return _mix(HEAT_PAST, HEAT_BAD, 1.0 if worst == limit else
+                    (value - limit) / (worst - limit))
+    return _mix(HEAT_GOOD, HEAT_BEST, 0.0 if best == limit else (value - limit) / (best - limit))
+
+
+def _luminance(color: str) -> float:
+    """WCAG 2 relative luminance of a #rrggbb colour."""
+    channels = [int(color[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+    r, g, b = (c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels)
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def contrast_ratio(one: str, other: str) -> float:
+    """WCAG 2 contrast ratio of two #rrggbb colours (1 to 21)."""
+    high, low = sorted((_luminance(one), _luminance(other)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def text_color_on(fill: str) -> str:
+    """Black or white, whichever contrasts more with ``fill``: at least 4.58:1 on any colour,
+    above WCAG's 4.5:1 for normal text."""
+    return max(("#000000", "#ffffff"), key=lambda text: contrast_ratio(text, fill))
+
+
+def label_step(count: int, room_px: float, label_px: float) -> int:
+    """Every how many labels to print so that ``count`` labels of up to ``label_px`` wide,
+    spread over ``room_px``, do not touch: 1, 2, 5, 10, 20, 50, ... (round call numbers)."""
+    if count <= 1 or room_px <= 0:
+        return 1
+    needed = math.ceil(label_px / (room_px / count))
+    step = 1
+    while step < needed:
+        step = next(s * 10 ** math.floor(math.log10(step)) for s in (2, 5, 10)
+                    if s * 10 ** math.floor(math.log10(step)) > step)
+    return step
+
+
+def heat_key(chart: HeatMap) -> str:
+    """What the colours of a heat map mean, in words (under the SVG and the PNG alike)."""
+    if chart.limit is not None:
+        side = "below" if chart.bad == "low" else "above"
+        return (f"red: {side} the threshold {format_number(chart.limit)} {chart.unit}, "
+                "blue: on its good side")
+    lo, hi = heat_range(chart)
+    return (f"colour: {format_number(lo)} to {format_number(hi)} {chart.unit}, red = "
+            f"{'lowest' if chart.bad == 'low' else 'highest'}")
 
 
 def format_number(value: float) -> str:

@@ -11,6 +11,7 @@ from collscope.records.load import Input
 from collscope.report.charts.spec import (
     CollectiveView,
     ColorBook,
+    Headline,
     LegendEntry,
     LineChart,
     Series,
@@ -69,7 +70,9 @@ def collective_views(inputs: list[Input], colors: ColorBook | None = None,
             peaks.append({"series": name, "color": color, "sizes": len(results),
                           "smallest": results[0].size_bytes, "largest": results[-1].size_bytes,
                           "peak_busbw_gbs": best.busbw_gbs, "peak_at": best.size_bytes,
-                          "wrong": sum(r.wrong or 0 for r in results)})
+                          # None: no result was checked (nccl-tests' N/A), not 0 wrong
+                          "wrong": sum(r.wrong or 0 for r in results)
+                          if any(r.wrong is not None for r in results) else None})
         note = (f"{zero_busbw} point(s) with busbw 0 are not drawn (log axis)"
                 if zero_busbw else "")
         cid = slug(collective)
@@ -145,3 +148,25 @@ def _median_per_size(points: list[tuple[float, float]]) -> list[tuple[float, flo
     for x, y in points:
         by_size[x].append(y)
     return [(x, statistics.median(ys)) for x, ys in sorted(by_size.items())]
+
+
+def prediction_headline(inputs: list[Input]) -> Headline | None:
+    """Per collective and layout, the prediction at its largest size: time with its band and
+    busbw (the numbers `model predict` is asked for), extrapolations said."""
+    largest: dict[tuple[str, int, int], dict] = {}
+    for source in inputs:
+        for run in source.runs:
+            for p in run.predictions:
+                key = (str(p.get("collective")), int(p.get("nodes") or 0),
+                       int(p.get("ranks_per_node") or 0))
+                if key not in largest or p["size_bytes"] > largest[key]["size_bytes"]:
+                    largest[key] = p
+    if not largest:
+        return None
+    lines = [f"{c} on {n} node(s) x {r} at {format_size(int(p['size_bytes']))}: "
+             f"{p['time_us']:.4g} us ({p['time_us_low']:.4g} to {p['time_us_high']:.4g}), "
+             f"busbw {p['busbw_gbs']:.4g} GB/s, {p.get('algo')}"
+             + (" (extrapolated)" if p.get("extrapolated") else "")
+             for (c, n, r), p in sorted(largest.items())]
+    return Headline(f"predicted: {lines[0]}" + (f"; and {len(lines) - 1} more layout(s)"
+                                                 if len(lines) > 1 else ""), "info", lines)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from collscope.records.load import Input
-from collscope.report.charts.spec import HeatMap, as_number, slug
+from collscope.records.load import Input, Run
+from collscope.report.charts.spec import Headline, HeatMap, as_number, slug
 
 
 def _lag(channel: dict[str, Any]) -> dict[int, float]:
@@ -53,3 +53,13 @@ def hang_heat_maps(inputs: list[Input]) -> list[HeatMap]:
                                  "p2p_seq_id); blank: no dump or not a member. Culprits: "
                                  f"{', '.join(map(str, culprits)) or 'none'}."))
     return charts
+
+
+def hang_headline(run: Run) -> Headline | None:
+    """The run's verdict as `collscope hang` printed it, with the next steps it gave."""
+    verdict = next((r for r in run.hang if r.get("kind") == "hang_verdict"), None)
+    if verdict is None or not isinstance(verdict.get("headline"), str):
+        return None
+    found = bool(verdict.get("culprit_ranks")) or verdict.get("cause") not in (None, "none")
+    steps = [s for s in verdict.get("next_steps") or [] if isinstance(s, str)]
+    return Headline(f"{run.label}: {verdict['headline']}", "fail" if found else "pass", steps)

@@ -1,13 +1,14 @@
-"""Monitor samples as chart specs: one timeline per metric family, decimated."""
+"""Monitor samples as chart specs: one timeline per metric family, decimated; and the
+recording's headline (how long, the peaks of GPU and network metrics)."""
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
 
-from collscope.records.load import Input
+from collscope.records.load import Input, Run
 from collscope.report.charts.axes import format_number
-from collscope.report.charts.spec import PALETTE, LineChart, Series, as_number, slug
+from collscope.report.charts.spec import PALETTE, Headline, LineChart, Series, as_number, slug
 
 
 def metric_family(name: str) -> tuple[str, str]:
@@ -82,3 +83,23 @@ def unit_label(metric: str) -> str:
         if metric.endswith(suffix):
             return unit
     return "value"
+
+
+def monitor_headline(run: Run) -> Headline | None:
+    """How long the run was watched, and the peak of each GPU and network metric family
+    (the busiest GPU, the busiest link), the numbers a recording is looked at for."""
+    if not run.samples:
+        return None
+    times = [float(s["ts"]) for s in run.samples]
+    peaks: dict[str, tuple[float, str]] = {}
+    for sample in run.samples:
+        for metric, value in sample["metrics"].items():
+            number = as_number(value)
+            family, instance = metric_family(str(metric))
+            if number is not None and family.startswith(("gpu.", "net.", "rdma.")) and \
+                    (family not in peaks or number > peaks[family][0]):
+                peaks[family] = (number, f"{sample.get('host', '')} {instance}".strip())
+    return Headline(f"{run.label}: {len(run.samples)} sample(s) over "
+                    f"{max(times) - min(times):.1f} s", "info",
+                    [f"peak {family}: {format_number(value)} {unit_label(family)} ({where})"
+                     for family, (value, where) in sorted(peaks.items())])

@@ -60,7 +60,9 @@ class HeatMap:
 
     ``values[row][col]`` (None: not measured, drawn blank). ``bad`` says which end of the
     range is the problem ("low" for bandwidth, "high" for waits), so the problem cells are the
-    dark ones in every heat map of the report.
+    red ones in every heat map of the report. ``limit`` is the threshold of the decision the
+    map shows (links: the verdict's slow-below GB/s): cells on its good side are calm blues
+    however they spread, only cells past it are red; without one the colours span the range.
     """
 
     id: str
@@ -73,11 +75,25 @@ class HeatMap:
     unit: str
     bad: str = "low"                  # "low" | "high"
     note: str = ""
+    limit: float | None = None        # the decision's threshold, in ``unit``
 
 
 Chart = LineChart | BarChart | HeatMap
 
+# Heat-map colours. Without a limit: light (good end) to red (bad end). With one: at the limit
+# HEAT_GOOD, the best values HEAT_BEST (healthy cells stay calm); just past it HEAT_PAST, the
+# worst HEAT_BAD.
 HEAT_GOOD, HEAT_BAD = (0xf4, 0xf6, 0xf8), (0xc9, 0x30, 0x2c)
+HEAT_BEST, HEAT_PAST = (0xc6, 0xdc, 0xee), (0xf3, 0xb0, 0x94)
+
+
+@dataclass
+class Headline:
+    """What a section of the report says first: its verdict or headline numbers, in words."""
+
+    text: str                         # one sentence: "links.jsonl: FAIL: slow node(s): node2"
+    level: str = "info"               # "fail" | "warn" | "pass" | "info"
+    details: list[str] = field(default_factory=list)   # what decided it, one line each
 
 
 @dataclass

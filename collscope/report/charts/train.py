@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from collscope.records.load import Input
+from collscope.records.load import Input, Run
 from collscope.report.charts.spec import (
     PALETTE,
     BarChart,
+    Headline,
     LineChart,
     Series,
     TrainView,
@@ -95,3 +96,24 @@ def _ratio_text(record: dict[str, Any]) -> str:
     low, high = as_number(record.get("ratio_ci_low")), as_number(record.get("ratio_ci_high"))
     ci = f" [{low:.3f}, {high:.3f}]" if low is not None and high is not None else ""
     return f"{as_number(record.get('ratio')) or 0:.3f}x the defaults{ci}, {record.get('verdict')}"
+
+
+def tune_headline(run: Run) -> Headline | None:
+    """The sweep's decision: which configuration wins at how many sizes (the fastest one
+    faster than the defaults beyond noise at each size, else the defaults), with its
+    speed-ups and their intervals."""
+    winners = [r for r in run.tune if r.get("winner") and isinstance(r.get("label"), str)]
+    if not winners:
+        return None
+    better = [r for r in winners if not r.get("baseline")]
+    if not better:
+        return Headline(f"{run.label}: the defaults win at all {len(winners)} size(s): no "
+                        "configuration is faster beyond noise", "pass")
+    counts: dict[str, int] = defaultdict(int)
+    for r in better:
+        counts[r["label"]] += 1
+    best = max(counts, key=lambda label: counts[label])
+    return Headline(f"{run.label}: {best} wins at {counts[best]} of {len(winners)} size(s)",
+                    "info", [f"{r.get('collective')} {format_size(int(r['size_bytes']))}: "
+                             f"{r['label']}, {_ratio_text(r)}" for r in better
+                             if as_number(r.get("size_bytes"))])

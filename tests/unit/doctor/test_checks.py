@@ -22,83 +22,24 @@ from collscope.doctor.facts import (
     Facts,
     Gid,
     HostInfo,
-    NetInterface,
     PciDevice,
-    RdmaDevice,
-    RdmaPort,
     TorchBuild,
 )
 from collscope.doctor.probes import ToolRun
 from collscope.doctor.selftest import SelfTestResult
-from collscope.parsers.common import GpuInfo, Topology
+from collscope.parsers.common import GpuInfo
 from collscope.parsers.nccl_debug import NcclDebugSummary
 from collscope.parsers.ucx_info import UcxDevices, UcxMemoryDomain, UcxVersion
-
-MI300X = "AMD Instinct MI300X"
-
-
-def _gpus(n: int, name: str = MI300X, numa: list[int | None] | None = None) -> list[GpuInfo]:
-    return [GpuInfo(index=i, name=name, memory_bytes=192 << 30, driver_version="6.8.5",
-                    numa_node=(numa[i] if numa else None)) for i in range(n)]
-
-
-def _topology(n: int, link: str = "xgmi", weight: int = 15,
-              slow: tuple[tuple[int, int], ...] = ()) -> Topology:
-    link_type = [["self" if i == j else link for j in range(n)] for i in range(n)]
-    weights: list[list[int | None]] = [[0 if i == j else weight for j in range(n)]
-                                       for i in range(n)]
-    for i, j in slow:
-        link_type[i][j] = link_type[j][i] = "pcie"
-        weights[i][j] = weights[j][i] = 40
-    return Topology(gpus=n, link_type=link_type, weight=weights)
-
-
-def _ifaces(*specs: str) -> list[NetInterface]:
-    """"eth0:up" -> NetInterface(eth0, up)."""
-    return [NetInterface(name=s.split(":")[0], operstate=s.split(":")[1]) for s in specs]
-
-
-def _rdma(*specs: str, link_layer: str = "InfiniBand") -> list[RdmaDevice]:
-    """"mlx5_0:1:ACTIVE" -> a device with that port."""
-    devices: dict[str, RdmaDevice] = {}
-    for spec in specs:
-        name, port, state = spec.split(":")
-        dev = devices.setdefault(name, RdmaDevice(name=name))
-        dev.ports.append(RdmaPort(port=int(port), state=state, rate="200 Gb/sec (4X HDR)",
-                                  link_layer=link_layer))
-    return list(devices.values())
-
-
-def amd_node(**overrides) -> Facts:
-    facts = Facts(vendor="amd", gpus=_gpus(8), topology=_topology(8),
-                  topology_source="amd-smi-topology.txt",
-                  torch=TorchBuild(version="2.6.0+rocm6.3", hip="6.3.1", nccl_version="2.21.5",
-                                   gpu_available=True, gpu_count=8, backends=["nccl", "gloo"]),
-                  host=HostInfo(numa_balancing=0, cmdline="BOOT_IMAGE=/vmlinuz iommu=pt",
-                                memlock_soft=-1, rocm_version="6.3.1"),
-                  interfaces=_ifaces("lo:unknown", "eth0:up", "ens5:up"),
-                  rdma=_rdma("mlx5_0:1:ACTIVE", "mlx5_1:1:ACTIVE"))
-    for key, value in overrides.items():
-        setattr(facts, key, value)
-    return facts
-
-
-def cpu_node(**overrides) -> Facts:
-    facts = Facts(vendor="none", torch=TorchBuild(version="2.13.0+cpu", backends=["gloo"]),
-                  host=HostInfo(numa_balancing=0, memlock_soft=8 << 20),
-                  interfaces=_ifaces("lo:unknown", "eth0:up"))
-    for key, value in overrides.items():
-        setattr(facts, key, value)
-    return facts
-
-
-def of(facts: Facts, rule_id: str) -> list[Finding]:
-    return [f for f in run_checks(facts) if f.id == rule_id]
-
-
-def levels(facts: Facts, rule_id: str) -> list[str]:
-    return [f.level for f in of(facts, rule_id)]
-
+from tests.helpers import (
+    amd_node,
+    cpu_node,
+    findings_of,
+    full_topology,
+    gpu_list,
+    levels_of,
+    net_interfaces,
+    rdma_devices,
+)
 
 # --------------------------------------------------------------------------- registry
 
@@ -107,7 +48,7 @@ def test_every_rule_has_an_area_and_an_explanation():
     assert len(RULES) >= 24
     for entry in RULES.values():
         assert entry.area in AREAS
-        assert len(entry.explanation) > 80, entry.id
+        assert len(entry.explanation.split()) > 40, entry.id     # says why, not just what
         assert explain(entry.id).startswith(entry.id)
     assert explain("no.such.rule") is None
 
@@ -136,51 +77,51 @@ def test_formatting_helpers():
 
 
 def test_no_gpu_says_gloo_on_cpu():
-    (finding,) = of(cpu_node(), "gpu.inventory")
+    (finding,) = findings_of(cpu_node(), "gpu.inventory")
     assert finding.level == "info" and "No GPU" in finding.title and "gloo" in finding.title
 
 
 def test_gpus_on_pci_but_invisible_is_a_warning():
     facts = cpu_node(pci=[PciDevice("0000:0c:00.0", "0x120000", "0x1002", 0)])
-    (finding,) = of(facts, "gpu.inventory")
+    (finding,) = findings_of(facts, "gpu.inventory")
     assert finding.level == "warn" and "0000:0c:00.0" in finding.detail
 
 
 def test_gpu_inventory_and_mixed_models():
-    (ok,) = of(amd_node(), "gpu.inventory")
+    (ok,) = findings_of(amd_node(), "gpu.inventory")
     assert ok.level == "ok" and "8 x AMD Instinct MI300X" in ok.title
     assert "192 GiB" in ok.detail and "6.8.5" in ok.detail and "ROCm 6.3.1" in ok.detail
     assert "memory 192 GiB each;" in ok.detail
-    mixed = amd_node(gpus=_gpus(4) + _gpus(4, "AMD Instinct MI250X"))
-    assert levels(mixed, "gpu.inventory") == ["warn", "ok"]      # worst first
+    mixed = amd_node(gpus=gpu_list(4) + gpu_list(4, "AMD Instinct MI250X"))
+    assert levels_of(mixed, "gpu.inventory") == ["warn", "ok"]      # worst first
     # a capture that gives the memory of some GPUs only does not say "each"
-    partial = amd_node(gpus=_gpus(1) + [GpuInfo(index=i) for i in range(1, 8)])
-    (ok,) = of(partial, "gpu.inventory")
+    partial = amd_node(gpus=gpu_list(1) + [GpuInfo(index=i) for i in range(1, 8)])
+    (ok,) = findings_of(partial, "gpu.inventory")
     assert "memory 192 GiB (1 of 8 GPUs report it);" in ok.detail
 
 
 def test_torch_sees_fewer_gpus_points_at_visible_devices():
     facts = amd_node(env={"HIP_VISIBLE_DEVICES": "0,1"})
     facts.torch.gpu_count = 2
-    (finding,) = of(facts, "gpu.torch-visible")
+    (finding,) = findings_of(facts, "gpu.torch-visible")
     assert finding.level == "warn" and "HIP_VISIBLE_DEVICES=0,1" in finding.title
     assert "unset HIP_VISIBLE_DEVICES" in finding.fix
     facts.env = {}
-    (finding,) = of(facts, "gpu.torch-visible")
+    (finding,) = findings_of(facts, "gpu.torch-visible")
     assert finding.level == "fail" and "/dev/kfd" in finding.fix
-    assert levels(amd_node(), "gpu.torch-visible") == ["ok"]
+    assert levels_of(amd_node(), "gpu.torch-visible") == ["ok"]
 
 
 def test_torch_build():
-    assert levels(amd_node(), "torch.build") == ["ok"]
+    assert levels_of(amd_node(), "torch.build") == ["ok"]
     cpu_torch_on_amd = amd_node(torch=TorchBuild(version="2.13.0+cpu", backends=["gloo"]))
-    (finding,) = of(cpu_torch_on_amd, "torch.build")
+    (finding,) = findings_of(cpu_torch_on_amd, "torch.build")
     assert finding.level == "fail" and "rocm" in finding.fix
-    assert of(cpu_torch_on_amd, "gpu.torch-visible") == []    # said once, by torch.build
-    assert levels(cpu_node(torch=TorchBuild(error="import torch failed: x")),
+    assert findings_of(cpu_torch_on_amd, "gpu.torch-visible") == []    # said once, by torch.build
+    assert levels_of(cpu_node(torch=TorchBuild(error="import torch failed: x")),
                   "torch.build") == ["fail"]
-    assert levels(cpu_node(torch=None), "torch.build") == ["info"]
-    (cpu,) = of(cpu_node(), "torch.build")
+    assert levels_of(cpu_node(torch=None), "torch.build") == ["info"]
+    (cpu,) = findings_of(cpu_node(), "torch.build")
     assert "CPU-only" in cpu.title and "gloo" in cpu.detail
 
 
@@ -188,9 +129,9 @@ def test_torch_build():
 
 
 def test_topology_links_summary():
-    (finding,) = of(amd_node(), "topology.links")
+    (finding,) = findings_of(amd_node(), "topology.links")
     assert finding.title == "8 GPUs: 28 pair(s) xgmi (weight 15)"
-    assert levels(amd_node(topology=None), "topology.links") == ["info"]
+    assert levels_of(amd_node(topology=None), "topology.links") == ["info"]
 
 
 @pytest.mark.parametrize("platform, fabric", [
@@ -205,110 +146,111 @@ def test_expected_fabric(platform, fabric):
 
 
 def test_pcie_pairs_on_an_xgmi_platform_warn():
-    assert levels(amd_node(), "topology.fabric") == ["ok"]
-    facts = amd_node(topology=_topology(8, slow=((0, 5), (3, 7))))
-    (finding,) = of(facts, "topology.fabric")
+    assert levels_of(amd_node(), "topology.fabric") == ["ok"]
+    facts = amd_node(topology=full_topology(8, slow=((0, 5), (3, 7))))
+    (finding,) = findings_of(facts, "topology.fabric")
     assert finding.level == "warn" and "2 of 28" in finding.title
     assert "0-5 (pcie)" in finding.detail and "amd-smi xgmi" in finding.fix
-    t4 = Facts(vendor="nvidia", gpus=_gpus(4, "Tesla T4"), topology=_topology(4, "phb"))
-    assert levels(t4, "topology.fabric") == ["info"]
+    t4 = Facts(vendor="nvidia", gpus=gpu_list(4, "Tesla T4"), topology=full_topology(4, "phb"))
+    assert levels_of(t4, "topology.fabric") == ["info"]
 
 
 def test_numa_placement_of_gpus_and_nics():
-    facts = amd_node(gpus=_gpus(8, numa=[0, 0, 0, 0, 1, 1, 1, 1]))
+    facts = amd_node(gpus=gpu_list(8, numa=[0, 0, 0, 0, 1, 1, 1, 1]))
     for dev in facts.rdma:
         dev.numa_node = 0
-    found = of(facts, "topology.numa")
+    found = findings_of(facts, "topology.numa")
     assert [f.level for f in found] == ["warn", "info"]
     assert "GPU 4-7" in found[0].title
     assert "node 0: GPU 0-3; node 1: GPU 4-7" in found[1].detail
     facts.rdma[1].numa_node = 1
-    assert levels(facts, "topology.numa") == ["info"]
-    nvidia = Facts(vendor="nvidia", gpus=_gpus(2, "NVIDIA H200", numa=[0, 1]),
+    assert levels_of(facts, "topology.numa") == ["info"]
+    nvidia = Facts(vendor="nvidia", gpus=gpu_list(2, "NVIDIA H200", numa=[0, 1]),
                    gpu_nic_link={0: "pix", 1: "sys"})
-    assert "GPU 1" in of(nvidia, "topology.numa")[0].title
+    assert "GPU 1" in findings_of(nvidia, "topology.numa")[0].title
 
 
 # --------------------------------------------------------------------------- host
 
 
 def test_numa_balancing():
-    assert levels(amd_node(), "host.numa-balancing") == ["ok"]
+    assert levels_of(amd_node(), "host.numa-balancing") == ["ok"]
     on = amd_node(host=HostInfo(numa_balancing=1))
-    (finding,) = of(on, "host.numa-balancing")
+    (finding,) = findings_of(on, "host.numa-balancing")
     assert finding.level == "warn" and "kernel.numa_balancing=0" in finding.fix
-    assert levels(cpu_node(host=HostInfo(numa_balancing=1)), "host.numa-balancing") == ["info"]
+    assert levels_of(cpu_node(host=HostInfo(numa_balancing=1)), "host.numa-balancing") == ["info"]
 
 
 def test_iommu_mode():
-    assert levels(amd_node(), "host.iommu") == ["ok"]
+    assert levels_of(amd_node(), "host.iommu") == ["ok"]
     translated = amd_node(host=HostInfo(cmdline="BOOT_IMAGE=/vmlinuz ro", iommu_groups=40,
                                         cpu_vendor="GenuineIntel"))
-    (finding,) = of(translated, "host.iommu")
+    (finding,) = findings_of(translated, "host.iommu")
     assert finding.level == "warn" and "intel_iommu=on iommu=pt" in finding.fix
-    assert levels(amd_node(host=HostInfo(cmdline="ro iommu=off")), "host.iommu") == ["info"]
-    assert levels(amd_node(host=HostInfo(cmdline="ro", iommu_groups=0)), "host.iommu") == ["info"]
-    assert of(cpu_node(host=HostInfo(cmdline="ro")), "host.iommu") == []
+    assert levels_of(amd_node(host=HostInfo(cmdline="ro iommu=off")), "host.iommu") == ["info"]
+    no_groups = amd_node(host=HostInfo(cmdline="ro", iommu_groups=0))
+    assert levels_of(no_groups, "host.iommu") == ["info"]
+    assert findings_of(cpu_node(host=HostInfo(cmdline="ro")), "host.iommu") == []
 
 
 def test_pcie_acs():
     bridges = [AcsBridge("0000:80:01.1", "PCI bridge: AMD", "SrcValid+ TransBlk- ReqRedir+ "
                          "CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans-"),
                AcsBridge("0000:00:01.1", "PCI bridge: AMD", "SrcValid- ReqRedir- CmpltRedir-")]
-    (finding,) = of(amd_node(acs=AcsInfo(checked=True, bridges=bridges)), "host.pcie-acs")
+    (finding,) = findings_of(amd_node(acs=AcsInfo(checked=True, bridges=bridges)), "host.pcie-acs")
     assert finding.level == "warn" and "0000:80:01.1" in finding.detail
     assert "setpci -s 0000:80:01.1 ECAP_ACS+0x6.w=0000" in finding.fix
-    assert levels(amd_node(acs=AcsInfo(checked=True, bridges=bridges[1:])),
+    assert levels_of(amd_node(acs=AcsInfo(checked=True, bridges=bridges[1:])),
                   "host.pcie-acs") == ["ok"]
-    assert levels(amd_node(acs=AcsInfo(checked=True, access_denied=True)),
+    assert levels_of(amd_node(acs=AcsInfo(checked=True, access_denied=True)),
                   "host.pcie-acs") == ["info"]
-    assert of(amd_node(), "host.pcie-acs") == []
+    assert findings_of(amd_node(), "host.pcie-acs") == []
 
 
 def test_memlock_limit_for_rdma():
-    assert levels(amd_node(), "host.memlock") == ["ok"]
-    (finding,) = of(amd_node(host=HostInfo(memlock_soft=64 << 20)), "host.memlock")
+    assert levels_of(amd_node(), "host.memlock") == ["ok"]
+    (finding,) = findings_of(amd_node(host=HostInfo(memlock_soft=64 << 20)), "host.memlock")
     assert finding.level == "warn" and "64 MiB" in finding.title and "unlimited" in finding.fix
-    assert levels(cpu_node(), "host.memlock") == ["info"]
+    assert levels_of(cpu_node(), "host.memlock") == ["info"]
 
 
 # --------------------------------------------------------------------------- network
 
 
 def test_interfaces_listed_and_only_loopback_warns():
-    (listing,) = of(cpu_node(), "network.interfaces")
+    (listing,) = findings_of(cpu_node(), "network.interfaces")
     assert listing.level == "info" and "eth0 up" in listing.detail
-    assert levels(cpu_node(interfaces=_ifaces("lo:unknown", "eth0:down")),
+    assert levels_of(cpu_node(interfaces=net_interfaces("lo:unknown", "eth0:down")),
                   "network.interfaces") == ["warn", "info"]
 
 
 def test_rdma_ports():
-    assert levels(cpu_node(), "network.rdma-ports") == ["info"]
-    assert levels(amd_node(), "network.rdma-ports") == ["info"]
-    down = amd_node(rdma=_rdma("mlx5_0:1:ACTIVE", "mlx5_1:1:DOWN"))
-    (warn, summary) = of(down, "network.rdma-ports")
+    assert levels_of(cpu_node(), "network.rdma-ports") == ["info"]
+    assert levels_of(amd_node(), "network.rdma-ports") == ["info"]
+    down = amd_node(rdma=rdma_devices("mlx5_0:1:ACTIVE", "mlx5_1:1:DOWN"))
+    (warn, summary) = findings_of(down, "network.rdma-ports")
     assert warn.level == "warn" and "mlx5_1:1" in warn.detail and "^=mlx5_1" in warn.fix
-    none_active = amd_node(rdma=_rdma("mlx5_0:1:DOWN"))
-    assert "No RDMA port is active" in of(none_active, "network.rdma-ports")[0].title
-    mixed = amd_node(rdma=_rdma("mlx5_0:1:ACTIVE", "mlx5_1:1:ACTIVE"))
+    none_active = amd_node(rdma=rdma_devices("mlx5_0:1:DOWN"))
+    assert "No RDMA port is active" in findings_of(none_active, "network.rdma-ports")[0].title
+    mixed = amd_node(rdma=rdma_devices("mlx5_0:1:ACTIVE", "mlx5_1:1:ACTIVE"))
     mixed.rdma[1].ports[0].rate = "100 Gb/sec (4X EDR)"
-    assert "different rates" in of(mixed, "network.rdma-ports")[0].title
+    assert "different rates" in findings_of(mixed, "network.rdma-ports")[0].title
 
 
 def test_roce_gids():
-    facts = amd_node(rdma=_rdma("bnxt_re0:1:ACTIVE", link_layer="Ethernet"))
+    facts = amd_node(rdma=rdma_devices("bnxt_re0:1:ACTIVE", link_layer="Ethernet"))
     port = facts.rdma[0].ports[0]
     port.gids = [Gid(0, "fe80:0000:0000:0000:5e6f:69ff:fe8d:1a2b", "IB/RoCE v1")]
-    (finding,) = of(facts, "network.roce-gids")
+    (finding,) = findings_of(facts, "network.roce-gids")
     assert finding.level == "warn" and "no RoCE v2 GID" in finding.title
     port.gids += [Gid(1, "fe80:0000:0000:0000:5e6f:69ff:fe8d:1a2b", "RoCE v2"),
                   Gid(3, "0000:0000:0000:0000:0000:ffff:0a00:0001", "RoCE v2", "ens1f0np0")]
-    (finding,) = of(facts, "network.roce-gids")
+    (finding,) = findings_of(facts, "network.roce-gids")
     assert finding.level == "info" and "GID index 3" in finding.title
     facts.env = {"NCCL_IB_GID_INDEX": "0"}
-    found = of(facts, "network.roce-gids")
+    found = findings_of(facts, "network.roce-gids")
     assert found[0].level == "warn" and found[0].fix == "export NCCL_IB_GID_INDEX=3"
-    assert of(amd_node(), "network.roce-gids") == []        # InfiniBand ports: no GIDs rule
+    assert findings_of(amd_node(), "network.roce-gids") == []   # InfiniBand ports: no GIDs rule
 
 
 # --------------------------------------------------------------------------- UCX, NCCL log
@@ -316,30 +258,31 @@ def test_roce_gids():
 
 def test_ucx_without_rocm_on_a_rocm_host_warns():
     cuda_ucx = UcxVersion(version="1.16.0", with_cuda=True)
-    (warn,) = of(amd_node(ucx_version=cuda_ucx), "ucx.build")   # the summary is not repeated
+    # the summary is not repeated
+    (warn,) = findings_of(amd_node(ucx_version=cuda_ucx), "ucx.build")
     assert warn.level == "warn" and "--with-rocm" in warn.fix
     assert warn.detail.startswith("UCX 1.16.0; ROCm support: no; CUDA support: yes")
     rocm_ucx = UcxVersion(version="1.18.1", with_rocm=True)
-    assert levels(amd_node(ucx_version=rocm_ucx), "ucx.build") == ["info"]
+    assert levels_of(amd_node(ucx_version=rocm_ucx), "ucx.build") == ["info"]
     # ROCm support shown only by ucx_info -d (a rocm memory domain) counts too
     devices = UcxDevices(memory_domains=[UcxMemoryDomain("rocm_cpy", memory_types=["rocm"])])
-    assert levels(amd_node(ucx_version=UcxVersion(version="1.17.0"), ucx_devices=devices),
+    assert levels_of(amd_node(ucx_version=UcxVersion(version="1.17.0"), ucx_devices=devices),
                   "ucx.build") == ["info"]
     missing = cpu_node(tools={"ucx_info-v.txt": ToolRun("ucx_info-v.txt", ["ucx_info", "-v"],
                                                         "missing")})
-    assert "not installed" in of(missing, "ucx.build")[0].title
-    assert of(missing, "tools.availability") == []      # said once, by ucx.build
+    assert "not installed" in findings_of(missing, "ucx.build")[0].title
+    assert findings_of(missing, "tools.availability") == []      # said once, by ucx.build
 
 
 def test_nccl_log_mixed_versions_and_socket_fallback():
     log = NcclDebugSummary(library="RCCL", version="2.21.5",
                            versions_seen=["2.21.5-HEAD:eef7b29", "2.20.5-HEAD:abc"],
                            network_counts={"Socket": 8}, network="Socket")
-    found = of(amd_node(nccl_log=log), "nccl.log")
+    found = findings_of(amd_node(nccl_log=log), "nccl.log")
     assert [f.level for f in found] == ["fail", "info"]
     assert "different RCCL versions" in found[0].title
     # The Socket fall-back is its own check now (issue 10): one node, so a warning.
-    (socket,) = of(amd_node(nccl_log=log), "nccl.socket-fallback")
+    (socket,) = findings_of(amd_node(nccl_log=log), "nccl.socket-fallback")
     assert socket.level == "warn" and "Socket" in socket.title
 
 
@@ -356,7 +299,7 @@ def test_nccl_log_mixed_versions_and_socket_fallback():
     ("", "fail", "is empty"),
 ])
 def test_socket_ifname(value, level, text):
-    found = of(amd_node(env={"NCCL_SOCKET_IFNAME": value}), "env.socket-ifname")
+    found = findings_of(amd_node(env={"NCCL_SOCKET_IFNAME": value}), "env.socket-ifname")
     assert found[-1].level == level and text in found[-1].title
     if level == "fail":
         assert "eth0" in found[-1].fix
@@ -364,13 +307,13 @@ def test_socket_ifname(value, level, text):
 
 def test_socket_ifname_down_and_partial_lists():
     facts = amd_node(env={"NCCL_SOCKET_IFNAME": "ens"},
-                     interfaces=_ifaces("lo:unknown", "eth0:up", "ens5:down"))
-    assert levels(facts, "env.socket-ifname") == ["warn"]
+                     interfaces=net_interfaces("lo:unknown", "eth0:up", "ens5:down"))
+    assert levels_of(facts, "env.socket-ifname") == ["warn"]
     facts = amd_node(env={"NCCL_SOCKET_IFNAME": "=eth0,bond0"})
-    assert levels(facts, "env.socket-ifname") == ["info", "ok"]
-    assert levels(amd_node(env={"NCCL_SOCKET_IFNAME": "eth"}, interfaces=[]),
+    assert levels_of(facts, "env.socket-ifname") == ["info", "ok"]
+    assert levels_of(amd_node(env={"NCCL_SOCKET_IFNAME": "eth"}, interfaces=[]),
                   "env.socket-ifname") == ["info"]
-    assert of(amd_node(), "env.socket-ifname") == []
+    assert findings_of(amd_node(), "env.socket-ifname") == []
 
 
 @pytest.mark.parametrize("value, level", [
@@ -378,7 +321,7 @@ def test_socket_ifname_down_and_partial_lists():
     ("=eth0", "fail"),
 ])
 def test_gloo_socket_ifname_takes_exact_names(value, level):
-    assert levels(amd_node(env={"GLOO_SOCKET_IFNAME": value}), "env.gloo-ifname") == [level]
+    assert levels_of(amd_node(env={"GLOO_SOCKET_IFNAME": value}), "env.gloo-ifname") == [level]
 
 
 @pytest.mark.parametrize(("var", "value"), [("NCCL_SOCKET_IFNAME", "ib"),
@@ -386,16 +329,17 @@ def test_gloo_socket_ifname_takes_exact_names(value, level):
                                             ("GLOO_SOCKET_IFNAME", "eth9")])
 def test_ifname_fix_never_pastes_a_placeholder(var: str, value: str):
     # Only loopback up: no interface to name, so no "export X=<interface>" to paste.
-    facts = amd_node(env={var: value}, interfaces=_ifaces("lo:unknown", "eth0:down"))
-    (finding,) = of(facts, "env.socket-ifname" if var.startswith("NCCL") else "env.gloo-ifname")
+    facts = amd_node(env={var: value}, interfaces=net_interfaces("lo:unknown", "eth0:down"))
+    rule_id = "env.socket-ifname" if var.startswith("NCCL") else "env.gloo-ifname"
+    (finding,) = findings_of(facts, rule_id)
     assert finding.level == "fail" and not finding.fix.startswith("export")
     assert "=<interface>" not in finding.fix and "such as <interface>" not in finding.fix
 
 
 def test_gloo_socket_ifname_down():
     facts = cpu_node(env={"GLOO_SOCKET_IFNAME": "eth1"},
-                     interfaces=_ifaces("lo:unknown", "eth0:up", "eth1:down"))
-    assert levels(facts, "env.gloo-ifname") == ["warn"]
+                     interfaces=net_interfaces("lo:unknown", "eth0:up", "eth1:down"))
+    assert levels_of(facts, "env.gloo-ifname") == ["warn"]
 
 
 @pytest.mark.parametrize("value, expected", [
@@ -410,17 +354,17 @@ def test_gloo_socket_ifname_down():
     ("mlx5_0:a", ["fail", "ok"]),          # unreadable port; the device still matches
 ])
 def test_ib_hca(value, expected):
-    assert levels(amd_node(env={"NCCL_IB_HCA": value}), "env.ib-hca") == expected
+    assert levels_of(amd_node(env={"NCCL_IB_HCA": value}), "env.ib-hca") == expected
 
 
 def test_ib_hca_inactive_ports_and_no_rdma():
-    facts = amd_node(env={"NCCL_IB_HCA": "=mlx5_1"}, rdma=_rdma("mlx5_0:1:ACTIVE",
+    facts = amd_node(env={"NCCL_IB_HCA": "=mlx5_1"}, rdma=rdma_devices("mlx5_0:1:ACTIVE",
                                                                 "mlx5_1:1:DOWN"))
-    assert levels(facts, "env.ib-hca") == ["fail"]
+    assert levels_of(facts, "env.ib-hca") == ["fail"]
     facts.env = {"NCCL_IB_HCA": "mlx5"}
-    (finding,) = of(facts, "env.ib-hca")
+    (finding,) = findings_of(facts, "env.ib-hca")
     assert finding.level == "warn" and "mlx5_1:1" in finding.title
-    (finding,) = of(cpu_node(env={"NCCL_IB_HCA": "mlx5_0"}), "env.ib-hca")
+    (finding,) = findings_of(cpu_node(env={"NCCL_IB_HCA": "mlx5_0"}), "env.ib-hca")
     assert finding.level == "warn" and "no RDMA device" in finding.title
 
 
@@ -428,35 +372,35 @@ def test_ib_hca_inactive_ports_and_no_rdma():
                                   "NCCL_MAX_NCHANNELS", "NCCL_BUFFSIZE", "NCCL_NTHREADS",
                                   "NCCL_P2P_DISABLE", "NCCL_IB_DISABLE"])
 def test_debug_knobs_left_set(name):
-    (finding,) = of(amd_node(env={name: "1"}), "env.debug-knobs")
+    (finding,) = findings_of(amd_node(env={name: "1"}), "env.debug-knobs")
     assert finding.level == "warn" and name in finding.title and finding.fix == f"unset {name}"
 
 
 @pytest.mark.parametrize("value, expected", [("INFO", ["warn"]), ("trace", ["warn"]),
                                              ("WARN", []), ("VERSION", [])])
 def test_nccl_debug_left_on(value, expected):
-    assert levels(amd_node(env={"NCCL_DEBUG": value}), "env.nccl-debug") == expected
+    assert levels_of(amd_node(env={"NCCL_DEBUG": value}), "env.nccl-debug") == expected
 
 
 def test_obsolete_rccl_switches_depend_on_installed_version():
-    (finding,) = of(amd_node(env={"RCCL_ENABLE_CLIQUE": "1"}), "env.obsolete")
+    (finding,) = findings_of(amd_node(env={"RCCL_ENABLE_CLIQUE": "1"}), "env.obsolete")
     assert finding.level == "warn" and "2.21.5" in finding.title and "2.12.10" in finding.detail
     old = amd_node(env={"RCCL_ENABLE_CLIQUE": "1"})
     old.torch.nccl_version = "2.11.4"
-    assert of(old, "env.obsolete") == []                  # still there in RCCL 2.11.4
+    assert findings_of(old, "env.obsolete") == []                  # still there in RCCL 2.11.4
     unknown = amd_node(env={"RCCL_ENABLE_HIPGRAPH": "1"})
     unknown.torch.nccl_version = None
-    assert levels(unknown, "env.obsolete") == ["info"]
-    (renamed,) = of(cpu_node(env={"NCCL_MAX_NRINGS": "4"}), "env.obsolete")
+    assert levels_of(unknown, "env.obsolete") == ["info"]
+    (renamed,) = findings_of(cpu_node(env={"NCCL_MAX_NRINGS": "4"}), "env.obsolete")
     assert renamed.level == "warn" and "export NCCL_MAX_NCHANNELS=4" in renamed.fix
-    (torch_name,) = of(cpu_node(env={"NCCL_ASYNC_ERROR_HANDLING": "1"}), "env.obsolete")
+    (torch_name,) = findings_of(cpu_node(env={"NCCL_ASYNC_ERROR_HANDLING": "1"}), "env.obsolete")
     assert "TORCH_NCCL_ASYNC_ERROR_HANDLING" in torch_name.title
 
 
 def test_typos_and_unknown_variables():
     facts = cpu_node(env={"NCCL_SOCKET_IFNAMES": "eth0", "NCCL_FOO_BAR_BAZ": "1",
                           "NCCL_SOCKET_IFNAME": "eth0", "UCX_TLS": "rc"})
-    found = of(facts, "env.typo")
+    found = findings_of(facts, "env.typo")
     assert [f.level for f in found] == ["warn", "info"]
     assert "did you mean NCCL_SOCKET_IFNAME" in found[0].title
     assert "export NCCL_SOCKET_IFNAME=eth0" in found[0].fix
@@ -468,13 +412,13 @@ def test_typos_and_unknown_variables():
 
 def test_selftest_findings():
     ok = SelfTestResult("ok", time_us=1234.4, busbw_gbs=0.85, wrong=0, method="how")
-    (finding,) = of(cpu_node(selftest=ok), "selftest.allreduce")
+    (finding,) = findings_of(cpu_node(selftest=ok), "selftest.allreduce")
     assert finding.level == "ok" and "1234 us per op, busbw 0.85 GB/s" in finding.title
     assert finding.detail == "how"
     failed = SelfTestResult("fail", error="rank 0: Connection refused")
-    (finding,) = of(cpu_node(selftest=failed), "selftest.allreduce")
+    (finding,) = findings_of(cpu_node(selftest=failed), "selftest.allreduce")
     assert finding.level == "fail" and "Connection refused" in finding.detail
-    assert levels(cpu_node(), "selftest.allreduce") == ["info"]
+    assert levels_of(cpu_node(), "selftest.allreduce") == ["info"]
 
 
 def test_tools_missing_timeout_error_and_unparsed_lines():
@@ -488,11 +432,11 @@ def test_tools_missing_timeout_error_and_unparsed_lines():
              "lspci-vvv.txt": run("lspci-vvv.txt", ["lspci", "-vvv"], "error", returncode=1,
                                   stderr="pcilib: cannot open\nmore")}
     facts = amd_node(tools=tools, notes={"rocminfo.txt": ["line 3: odd"]})
-    found = of(facts, "tools.availability")
+    found = findings_of(facts, "tools.availability")
     assert [f.level for f in found] == ["warn", "info", "info", "info"]
     assert "rocm-smi --showtopo" in found[0].title and "dmesg" in found[0].fix
     assert "amd-smi" in found[1].title
     assert found[2].detail == "pcilib: cannot open"
     # every AMD tool missing on an AMD node is a warning
     only_missing = {"rocminfo.txt": run("rocminfo.txt", ["rocminfo"], "missing")}
-    assert levels(amd_node(tools=only_missing), "tools.availability") == ["warn"]
+    assert levels_of(amd_node(tools=only_missing), "tools.availability") == ["warn"]

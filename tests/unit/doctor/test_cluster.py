@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collscope.doctor.cluster import NodeReport, differences, merge_findings, node_summary, rank_env
-from tests.unit.doctor.test_checks import amd_node
+from tests.helpers import amd_node
 
 
 def _node(number: int, **overrides) -> NodeReport:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collscope.doctor.facts import TorchBuild
-from tests.unit.doctor.test_checks import cpu_node, of
+from tests.helpers import cpu_node, findings_of
 
 
 def _levels_and_titles(**overrides):
-    return [(f.level, f.title) for f in of(cpu_node(**overrides), "env.flight-recorder")]
+    return [(f.level, f.title) for f in findings_of(cpu_node(**overrides), "env.flight-recorder")]
 
 
 def test_torch_2_6_and_newer_record_without_the_variable():
@@ -17,7 +17,7 @@ def test_torch_2_6_and_newer_record_without_the_variable():
 
 def test_older_or_unknown_torch_without_the_variable_warns_with_the_variables_to_set():
     for torch in (TorchBuild(version="2.4.1+cu121"), None):
-        (finding,) = of(cpu_node(env={}, torch=torch), "env.flight-recorder")
+        (finding,) = findings_of(cpu_node(env={}, torch=torch), "env.flight-recorder")
         assert finding.level == "warn"
         assert "a hang will leave nothing to analyse" in finding.title
         assert "TORCH_FR_BUFFER_SIZE=2000" in finding.fix

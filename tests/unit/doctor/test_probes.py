@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from pathlib import Path
 
 from collscope.doctor.probes import (
     COMMANDS_FILE,
@@ -16,12 +15,7 @@ from collscope.doctor.probes import (
     capture_env,
     run_tool,
 )
-
-
-def fake_tool(bin_dir: Path, name: str, body: str) -> None:
-    path = bin_dir / name
-    path.write_text("#!/bin/sh\n" + body + "\n")
-    path.chmod(0o755)
+from tests.helpers import fake_tool
 
 
 def test_missing_tool_is_a_fact(tmp_path):

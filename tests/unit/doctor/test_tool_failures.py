@@ -9,14 +9,16 @@ cannot read, or hang.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
 from collscope.doctor import diagnose, probes
 from collscope.doctor.checks import Finding
-from tests.helpers import cli_env, run_cli
-from tests.unit.doctor.test_probes import fake_tool
+from collscope.doctor.vendor_output import VENDOR_OUTPUT_FILE
+from collscope.hw import capture
+from tests.helpers import FAKE_VENDOR, cli_env, fake_tool, run_cli
 
 NO_DRIVER = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
              "Make sure that the latest NVIDIA driver is installed and running.")
@@ -132,3 +134,22 @@ def test_different_tools_failing_alike_are_different_problems() -> None:
     titles = [v.title for v in check_tools(Facts(tools=runs))]
     assert titles == ["`ibv_devinfo -v` failed (exit 1)", "`lspci -vvv` failed (exit 1)",
                       "`ucx_info -d` and `ucx_info -v` failed (exit 1)"]
+
+
+def test_what_a_vendor_binding_printed_is_doctors_own_capture_not_an_unknown_tool_output(
+        tmp_path, monkeypatch):
+    # amdsmi 7.0.2 installed without libamd_smi.so (the `amd` extra on a machine without
+    # ROCm): doctor keeps its load message in vendor-library-output.json and explains it under
+    # gpu.vendor-library; the file is its own capture, never "not recognised".
+    monkeypatch.syspath_prepend(str(FAKE_VENDOR))
+    monkeypatch.delitem(sys.modules, "amdsmi", raising=False)
+    capture.forget()
+    try:
+        files = probes.capture(5.0, tools=[], root=tmp_path / "empty", environ={},
+                               path=str(tmp_path), with_torch=False)
+    finally:
+        capture.forget()
+    assert "Unable to find libamd_smi.so" in files[VENDOR_OUTPUT_FILE]
+    _, findings = diagnose(files)
+    assert [f.id for f in findings if f.id == "gpu.vendor-library"] == ["gpu.vendor-library"]
+    assert not [f for f in findings if VENDOR_OUTPUT_FILE in f.title]

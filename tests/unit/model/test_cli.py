@@ -181,10 +181,10 @@ def test_predict_header_says_every_method_and_marks_extrapolated_rows(
     """auto picks tree at 1 KiB and hierarchical at 1 GiB; 1 KiB lies outside the fitted
     sizes, and both rows outside the fitted node counts (1 and 2: 8 is 4 times 2)."""
     from collscope.model.costmodel import build
-    from tests.unit.model.test_costmodel import groups
+    from tests.helpers import model_groups
 
     model = tmp_path / "m.json"
-    model.write_text(json.dumps(build(groups((1, 8, 14.0, 1000.0), (2, 8, 300.0, 50.0)))
+    model.write_text(json.dumps(build(model_groups((1, 8, 14.0, 1000.0), (2, 8, 300.0, 50.0)))
                                 .to_dict()))
     assert main(["model", "predict", str(model), "--collective", "all_reduce", "--nodes", "8",
                  "--ranks-per-node", "8", "-b", "1K", "-e", "1G", "-f", str(1 << 20)]) == 0

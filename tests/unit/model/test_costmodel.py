@@ -9,28 +9,16 @@ import pytest
 from collscope.collectives.table import bus_factor
 from collscope.model.check import check, size_band
 from collscope.model.costmodel import MODEL_VERSION, CostModel, ModelError, build, predict
-from collscope.model.data import GroupKey, Measurements, collect
-from collscope.model.fit import Sample
+from collscope.model.data import GroupKey, collect
 from collscope.records.load import load_inputs
 from tests.conftest import fixture_path
+from tests.helpers import model_groups
 
 LOGS = "nccl-tests-logs"
-SIZES = [1 << k for k in range(16, 31)]
-
-
-def groups(*shapes: tuple[int, int, float, float]) -> Measurements:
-    """all_reduce groups (nodes, ranks per node, alpha, B) of exact alpha-beta rows."""
-    found = Measurements()
-    for nodes, per_node, alpha, bw in shapes:
-        n = nodes * per_node
-        factor = bus_factor("all_reduce", n)
-        found.groups[GroupKey("all_reduce", nodes, per_node)] = [
-            Sample(s, alpha + s * factor / (bw * 1e3), f"{nodes}x{per_node} {s}") for s in SIZES]
-    return found
 
 
 def test_levels_come_from_the_nearest_group() -> None:
-    model = build(groups((1, 8, 20.0, 300.0), (1, 4, 10.0, 320.0), (2, 8, 40.0, 100.0),
+    model = build(model_groups((1, 8, 20.0, 300.0), (1, 4, 10.0, 320.0), (2, 8, 40.0, 100.0),
                          (4, 8, 80.0, 90.0)))
     intra, inter = model.levels("all_reduce", 16, 8)
     assert intra.key == GroupKey("all_reduce", 1, 8)
@@ -40,7 +28,7 @@ def test_levels_come_from_the_nearest_group() -> None:
 
 
 def test_prediction_at_a_measured_shape_is_its_fit() -> None:
-    model = build(groups((2, 4, 30.0, 50.0)))
+    model = build(model_groups((2, 4, 30.0, 50.0)))
     record = predict(model, "all_reduce", [1 << 30], 2, 4, "ring")[0]
     n = 8
     expected = 30.0 + (1 << 30) * bus_factor("all_reduce", n) / 50e3
@@ -52,7 +40,7 @@ def test_prediction_at_a_measured_shape_is_its_fit() -> None:
 
 
 def test_auto_takes_the_fastest_algorithm() -> None:
-    model = build(groups((1, 8, 14.0, 1000.0), (2, 8, 300.0, 50.0)))
+    model = build(model_groups((1, 8, 14.0, 1000.0), (2, 8, 300.0, 50.0)))
     small, large = predict(model, "all_reduce", [1 << 10, 1 << 30], 8, 8)
     assert small.algo == "tree"            # latency: log2 steps across nodes
     assert large.algo == "hierarchical"    # bandwidth: less crosses the nodes
@@ -61,7 +49,7 @@ def test_auto_takes_the_fastest_algorithm() -> None:
 
 
 def test_model_file_round_trip_and_version() -> None:
-    model = build(groups((2, 8, 40.0, 100.0)))
+    model = build(model_groups((2, 8, 40.0, 100.0)))
     data = model.to_dict()
     again = CostModel.from_dict(data)
     assert again.to_dict() == data
@@ -79,13 +67,13 @@ def test_model_file_round_trip_and_version() -> None:
 ])
 def test_predictions_the_model_cannot_make(collective: str, nodes: int, per_node: int,
                                            algo: str, message: str) -> None:
-    model = build(groups((2, 8, 40.0, 100.0)))
+    model = build(model_groups((2, 8, 40.0, 100.0)))
     with pytest.raises(ModelError, match=message):
         predict(model, collective, [1024], nodes, per_node, algo)
 
 
 def test_held_out_nodes_are_not_fitted() -> None:
-    model = build(groups((2, 8, 40.0, 100.0), (4, 8, 50.0, 90.0)), held_out_nodes=[4])
+    model = build(model_groups((2, 8, 40.0, 100.0), (4, 8, 50.0, 90.0)), held_out_nodes=[4])
     assert [g.key.nodes for g in model.groups] == [2]
     assert model.held_out_nodes == [4]
 

@@ -10,14 +10,7 @@ import pytest
 
 from collscope.monitor import Sampler
 from collscope.monitor.sources import RdmaSource, Reading, rdma_counter_files
-
-
-class ManualClock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.helpers import ManualClock, Scripted
 
 
 def make_port(root: Path, dev: str, port: str, rcv: int, xmit: int,
@@ -93,24 +86,6 @@ def test_rdma_device_that_disappears_is_rediscovered(tmp_path):
     make_port(tmp_path, "mlx5_2", "1", 10, 10)
     assert source.read().counters == {}
     assert "rdma.mlx5_2.1.rx_bytes" in source.read().counters
-
-
-class Scripted:
-    """A source that returns the next scripted reading each time (or raises)."""
-
-    def __init__(self, name: str, readings: list[Reading | Exception]) -> None:
-        self.name = name
-        self.readings = list(readings)
-        self.closed = False
-
-    def read(self) -> Reading:
-        item = self.readings.pop(0) if len(self.readings) > 1 else self.readings[0]
-        if isinstance(item, Exception):
-            raise item
-        return item
-
-    def close(self) -> None:
-        self.closed = True
 
 
 def test_sampler_merges_gauges_and_rates_and_isolates_failing_sources():

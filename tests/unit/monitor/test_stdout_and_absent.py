@@ -99,7 +99,7 @@ def test_summary_mean_is_weighted_by_the_seconds_each_sample_covers():
     # The mean rate is 2510 B / 1.2 s = 2091.667 B/s (equal weights would say 4183.333).
     from collscope.monitor import Sampler
     from collscope.monitor.sources import Reading
-    from tests.unit.monitor.test_rdma_and_sampler import ManualClock, Scripted
+    from tests.helpers import ManualClock, Scripted
 
     clock = ManualClock()
     source = Scripted("s", [Reading({"cpu.percent": p}, {"net.lo.rx_bytes": c})

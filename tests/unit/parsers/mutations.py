@@ -242,3 +242,39 @@ def assert_long_lines_stay_fast(
             assert isinstance(parser(text), Parsed)
     elapsed = time.perf_counter() - started
     assert elapsed < limit_s, f"{elapsed:.1f}s, limit {limit_s}s"
+
+# ---------------------------------------------------------------------------------------------
+# nccl-tests / rccl-tests logs (the parser's and the report importer's tests)
+# ---------------------------------------------------------------------------------------------
+
+REAL_NCCL_TESTS_LOGS = sorted(p.name for p in (FIXTURES / "nccl-tests-logs").glob("*.txt"))
+
+
+def count_printed_placements(text: str) -> int:
+    """Placements printed in a log, counted without the parser: every line that starts like
+    a result row (size, count, type, redop) has (tokens - prefix) // 4 placements, the prefix
+    being 5 with a root column (13 or 9 tokens) and 4 without (12 or 8)."""
+    total = 0
+    for line in text.splitlines():
+        if re.match(r"^\s*\d+\s+\d+\s+[A-Za-z]\w*\s+[A-Za-z]\w*\s", line):
+            tokens = line.split()
+            prefix = 5 if len(tokens) % 4 == 1 else 4
+            total += (len(tokens) - prefix) // 4
+    return total
+
+
+def nccl_tests_samples() -> list[str]:
+    """Every own log and four real ones of different shapes, as text."""
+    own, real = OWN_FIXTURES / "nccl-tests-logs", FIXTURES / "nccl-tests-logs"
+    paths = sorted(own.glob("*.txt"))
+    for name in ("mi300x_2node_16gpu_allreduce_rccl.txt",
+                 "h100_2node_16gpu_alltoall_sendrecv_nccl_network_error.txt",
+                 "t4_3node_allreduce_nccl_old_error_column_c0.txt",
+                 "mi325x_1to8node_allreduce_rccl_egrep_filtered.txt"):
+        paths.append(real / name)
+    return [Path(p).read_text() for p in paths]
+
+
+def mutated_nccl_tests_logs() -> st.SearchStrategy[str]:
+    """A sample log damaged by up to 8 edits."""
+    return st.sampled_from(nccl_tests_samples()).flatmap(lambda text: mutated(text, max_ops=8))

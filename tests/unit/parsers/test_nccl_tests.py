@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,7 +25,7 @@ from tests.unit.parsers import mutations
 
 OWN = OWN_FIXTURES / "nccl-tests-logs"
 REAL = FIXTURES / "nccl-tests-logs"
-REAL_NAMES = sorted(p.name for p in REAL.glob("*.txt")) if REAL.is_dir() else []
+REAL_NAMES = mutations.REAL_NCCL_TESTS_LOGS
 LINE_REF = re.compile(r"^lines? \d+")
 
 
@@ -50,19 +49,6 @@ def _row(test: ParsedTest, size: int) -> Row:
     return row
 
 
-def count_printed_placements(text: str) -> int:
-    """Placements printed in a log, counted without the parser: every line that starts like
-    a result row (size, count, type, redop) has (tokens - prefix) // 4 placements, the prefix
-    being 5 with a root column (13 or 9 tokens) and 4 without (12 or 8)."""
-    total = 0
-    for line in text.splitlines():
-        if re.match(r"^\s*\d+\s+\d+\s+[A-Za-z]\w*\s+[A-Za-z]\w*\s", line):
-            tokens = line.split()
-            prefix = 5 if len(tokens) % 4 == 1 else 4
-            total += (len(tokens) - prefix) // 4
-    return total
-
-
 # ---------------------------------------------------------------------------------------------
 # Every real log
 # ---------------------------------------------------------------------------------------------
@@ -72,7 +58,8 @@ def count_printed_placements(text: str) -> int:
 def test_real_log_rows_all_read_and_warnings_name_lines(name: str) -> None:
     text = fixture_path("nccl-tests-logs", name).read_text()
     parsed = parse_nccl_tests(text)
-    assert sum(test.result_count for test in parsed.value) == count_printed_placements(text)
+    printed = mutations.count_printed_placements(text)
+    assert sum(test.result_count for test in parsed.value) == printed
     for warning in parsed.warnings:
         assert LINE_REF.match(warning), warning
         assert "could not be read" not in warning and "analysis failed" not in warning
@@ -556,18 +543,7 @@ def test_command_line_forms() -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def _samples() -> list[str]:
-    paths = sorted(OWN.glob("*.txt"))
-    for name in ("mi300x_2node_16gpu_allreduce_rccl.txt",
-                 "h100_2node_16gpu_alltoall_sendrecv_nccl_network_error.txt",
-                 "t4_3node_allreduce_nccl_old_error_column_c0.txt",
-                 "mi325x_1to8node_allreduce_rccl_egrep_filtered.txt"):
-        if (REAL / name).exists():
-            paths.append(REAL / name)
-    return [Path(p).read_text() for p in paths]
-
-
-SAMPLES = _samples()
+SAMPLES = mutations.nccl_tests_samples()
 _NOISE = st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=60)
 
 
@@ -583,14 +559,10 @@ def _check(_parser: object, parsed: Parsed[Any]) -> None:
                                (p.time_us, p.algbw_gbs, p.busbw_gbs)))
 
 
-def mutated_logs() -> st.SearchStrategy[str]:
-    """A sample log damaged by up to 8 edits (the report importer's tests use it too)."""
-    return st.sampled_from(SAMPLES).flatmap(lambda text: mutations.mutated(text, max_ops=8))
-
-
 @pytest.mark.skipif(not SAMPLES, reason="no sample logs")
 def test_mutated_logs_never_raise() -> None:
-    mutations.assert_parsers_never_raise([parse_nccl_tests], mutated_logs(), check=_check,
+    mutations.assert_parsers_never_raise([parse_nccl_tests],
+                                         mutations.mutated_nccl_tests_logs(), check=_check,
                                          max_examples=80)
 
 

@@ -20,16 +20,16 @@ from collscope.records.logs import (
     to_records,
 )
 from tests.conftest import OWN_FIXTURES, fixture_path
-from tests.unit.parsers.test_nccl_tests import (
-    REAL_NAMES,
+from tests.unit.parsers.mutations import (
+    REAL_NCCL_TESTS_LOGS,
     count_printed_placements,
-    mutated_logs,
+    mutated_nccl_tests_logs,
 )
 
 OWN = OWN_FIXTURES / "nccl-tests-logs"
 OWN_NAMES = sorted(p.name for p in OWN.glob("*.txt"))
 FAILED_RUN = "h100_2node_16gpu_alltoall_sendrecv_nccl_network_error.txt"
-IMPORTABLE = [name for name in REAL_NAMES if name != FAILED_RUN]
+IMPORTABLE = [name for name in REAL_NCCL_TESTS_LOGS if name != FAILED_RUN]
 
 
 def _real(name: str) -> list[ImportedRun]:
@@ -368,7 +368,7 @@ def test_records_round_trip_through_jsonl(tmp_path: Path) -> None:
 
 
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(mutated_logs())
+@given(mutated_nccl_tests_logs())
 def test_mutated_logs_import_or_raise_log_import_error(text: str) -> None:
     try:
         runs = import_log(text, "mutated.txt")

@@ -28,7 +28,7 @@ def test_nccl_job_map_shows_ranks_9_and_14_furthest_behind(tmp_path):
     assert row[8:12] == [0, 11, 0, 0] and row[:8] == [None] * 8
     assert "Culprits: 9, 14." in chart.note
     html = render_report(inputs, generated_at=0)
-    assert '<h2 id="hang">Hangs</h2>' in html and "where each rank stopped" in html
+    assert '<section id="hang"><h2>Hangs</h2>' in html and "where each rank stopped" in html
 
 
 def test_a_dead_rank_is_a_blank_cell(tmp_path):

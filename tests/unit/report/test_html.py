@@ -53,8 +53,10 @@ def test_every_input_string_is_escaped(tmp_path: Path) -> None:
 def test_page_is_self_contained_and_its_csp_admits_only_our_style_and_script() -> None:
     source = parse_input(_jsonl_text(), "s.jsonl")
     page = render_report([source], GENERATED)
-    # Nothing is fetched: no src/href attributes and no URL other than the SVG namespace.
-    assert not re.search(r"\s(src|href)\s*=", page)
+    # Nothing is fetched: no src attribute, no href but links inside the page (#section), no
+    # URL other than the SVG namespace.
+    assert not re.search(r"\ssrc\s*=", page)
+    assert re.findall(r'\shref\s*=\s*"([^"]*)"', page) == ["#collectives"]
     urls = set(re.findall(r"https?://[^\s\"'<>]+", page))
     assert urls == {"http://www.w3.org/2000/svg"}
     assert not re.search(r"\sstyle\s*=", page)       # the CSP would refuse inline styles
@@ -114,6 +116,13 @@ def test_train_and_monitor_sections_appear_only_with_their_records(tmp_path: Pat
     assert set(families) == {"cpu.percent", "mem.used_bytes", "net.*.rx_bytes_per_s",
                              "net.*.tx_bytes_per_s"}   # gpu util was null: absent, not 0
     assert families["cpu.percent"].series[0].points[1][0] == pytest.approx(0.5)
+    # The monitor section opens with how long it watched and the peaks of network and GPU
+    # metrics (gpu util was null throughout: no peak said for it).
+    headline = ch.monitor_headline(rich.runs[0])
+    assert headline is not None and headline.text == "t.jsonl: 12 sample(s) over 5.5 s"
+    assert headline.details == ["peak net.*.rx_bytes_per_s: 300M bytes/s (node0 node0)",
+                                "peak net.*.tx_bytes_per_s: 50M bytes/s (node0 eth0)"]
+    assert page.index(headline.text) < page.index('id="svg-monitor_')
 
 
 def test_context_table_puts_runs_side_by_side_and_marks_differences(tmp_path: Path) -> None:
@@ -260,3 +269,22 @@ def test_redact_secrets_in_echoed_configs(text: str, shown: str) -> None:
     from collscope.redact import redact_secrets
 
     assert redact_secrets(text) == shown
+
+
+def test_model_predictions_open_with_the_largest_size_predicted_per_layout() -> None:
+    from collscope.records.model import PredictionRecord
+
+    records = [PredictionRecord("all_reduce", size, nodes, 8, 8 * nodes, "ring", 10.0 * size,
+                                2.0 * nodes, 9.0 * size, 11.0 * size,
+                                extrapolated=nodes == 16).to_dict()
+               for nodes in (8, 16) for size in (1 << 20, 1 << 30)]
+    source = parse_input("\n".join(json.dumps(r) for r in records), "pred.jsonl")
+    headline = ch.prediction_headline([source])
+    assert headline is not None and headline.details == [
+        "all_reduce on 8 node(s) x 8 at 1 GiB: 1.074e+10 us (9.664e+09 to 1.181e+10), "
+        "busbw 16 GB/s, ring",
+        "all_reduce on 16 node(s) x 8 at 1 GiB: 1.074e+10 us (9.664e+09 to 1.181e+10), "
+        "busbw 32 GB/s, ring (extrapolated)"]
+    assert headline.text.endswith("; and 1 more layout(s)")
+    page = render_report([source], GENERATED)
+    assert page.index(headline.text) < page.index("<svg")

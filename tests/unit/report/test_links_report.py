@@ -6,7 +6,7 @@ import json
 
 from collscope.records.links import LinkRecord, NodeRecord
 from collscope.records.load import parse_input
-from collscope.report.charts import link_heat_maps
+from collscope.report.charts import link_heat_maps, links_headline
 from collscope.report.html import all_charts, render_report
 
 
@@ -38,12 +38,19 @@ def test_link_records_become_one_matrix_across_nodes_and_one_per_node():
     across, inside = link_heat_maps([source])
     assert across.rows == across.cols == ["h0", "h1", "h2"] and across.bad == "low"
     assert across.values[0] == [None, 10.0, 2.5] and across.values[2][1] == 2.5
-    assert "slow node(s): h2" in across.note and "limit 7 GB/s" in across.note
+    assert across.limit == 7.0 and "across nodes: slow below 7 GB/s" in across.note
     assert inside.title.endswith("inside h0 (GB/s)") and inside.values == [[None, 4.0],
                                                                            [4.5, None]]
-    assert inside.row_label == "src rank" and "slow GPU rank(s): [1]" in inside.note
+    assert inside.row_label == "src rank" and inside.limit is None   # no threshold given
+    # The verdict is said first, above the maps: the slow node and GPU, the links that fail.
+    headline = links_headline(source.runs[0])
+    assert headline is not None and headline.level == "fail"
+    assert headline.text == ("links.jsonl: FAIL: slow node(s): h2; slow GPU(s): h0 rank(s) 1; "
+                             "4 of 8 link directions below threshold")
+    assert headline.details == ["across nodes: slow below 7 GB/s"]
     page = render_report([source], generated_at=0)
     assert 'id="links"' in page and "src host h2, dst host h1: 2.5 GB/s" in page
+    assert page.index(headline.text) < page.index("<svg")
     assert [c.id for c in all_charts([source])] == [across.id, inside.id]
 
 
@@ -56,5 +63,5 @@ def test_the_summary_record_gives_the_thresholds_and_raw_tries_are_not_warned_ab
     source = parse_input(text, "links.jsonl")
     assert not source.warnings
     across, _inside = link_heat_maps([source])
-    assert "limit 6.5 GB/s" in across.note and "limit 7 GB/s" not in across.note
+    assert across.limit == 6.5 and "slow below 6.5 GB/s" in across.note
     assert '"extra": {}' in text

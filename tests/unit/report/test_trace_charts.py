@@ -8,6 +8,7 @@ from collscope.records.load import parse_input
 from collscope.report.charts import BarChart, HeatMap, LineChart
 from collscope.report.html import all_charts, render_report
 from collscope.report.svg import render
+from collscope.report.trace_charts import trace_headline
 
 
 def _jsonl() -> str:
@@ -57,3 +58,27 @@ def test_lateness_map_says_which_clocks():
     heat = next(c for c in all_charts([parse_input(aligned, "t.jsonl")])
                 if isinstance(c, HeatMap))
     assert "(clocks aligned to rank 0's)" in heat.note
+
+
+def test_the_trace_section_opens_with_its_findings_and_leaves_unknown_layout_out():
+    records = [json.loads(line) for line in _jsonl().splitlines()]
+    records[0].update(world_size=2, nodes=0, ranks_per_node=0, started_at=0)  # not known
+    records[-1].update(level="warn", title="rank 1 is late", test="binomial p = 0.004")
+    records[5].update(exposed_comm_ms=3.0, overlap_percent=40.0, late_calls=0)
+    records[6].update(exposed_comm_ms=1.5, overlap_percent=70.0, late_calls=2,
+                      wait_caused_ms=9.0)
+    source = parse_input("\n".join(json.dumps(r) for r in records) + "\n", "trace.jsonl")
+    headline = trace_headline(source.runs[0])
+    assert headline is not None and headline.level == "warn"
+    assert headline.text == ("trace.jsonl: 1 finding(s); first: rank 1 is late (at stake 4 ms "
+                             "per step)")
+    assert headline.details == [
+        "[warn] rank 1 is late; decided by: binomial p = 0.004",
+        "exposed communication per rank: 1.5 to 3 ms, overlapped 40 to 70%",
+        "rank 1 started 2 call(s) last; the others waited 9 ms for it"]
+    page = render_report([source], generated_at=0)
+    assert page.index(headline.text) < page.index("<svg") < page.index('id="contexts"')
+    contexts = page[page.index('id="contexts"'):]
+    assert "<th>world size</th><td>2</td>" in contexts
+    for unknown in ("<th>nodes</th>", "<th>ranks per node</th>", "<th>started</th>"):
+        assert unknown not in contexts

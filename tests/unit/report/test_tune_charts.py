@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from collscope.records.load import parse_input, tune_results
-from collscope.report.charts import tune_charts
+from collscope.report.charts import tune_charts, tune_headline
 
 
 def tune_jsonl() -> str:
@@ -43,3 +43,21 @@ def test_tune_results_for_compare_carry_the_configuration_as_algo():
     assert [(r.algo, r.size_bytes, r.busbw_gbs) for r in results] == [
         ("tune: defaults", 1024, 1.0), ("tune: defaults", 1 << 20, 4.0),
         ("tune: NCCL_ALGO=Tree", 1024, 2.0), ("tune: NCCL_ALGO=Tree", 1 << 20, 4.1)]
+
+
+def test_the_tune_section_opens_with_the_winner_and_its_speed_ups():
+    records = [json.loads(line) for line in tune_jsonl().splitlines()]
+    for record in records:                 # Tree wins at 1 KiB; the defaults at 1 MiB
+        if record["kind"] == "tune" and record.get("size_bytes"):
+            record["winner"] = (record["size_bytes"] == 1024) != record["baseline"]
+    (run,) = parse_input("\n".join(json.dumps(r) for r in records), "tune.jsonl").runs
+    headline = tune_headline(run)
+    assert headline is not None
+    assert headline.text == "tune.jsonl: NCCL_ALGO=Tree wins at 1 of 2 size(s)"
+    assert headline.details == [
+        "all_reduce 1 KiB: NCCL_ALGO=Tree, 2.000x the defaults [1.800, 2.200], faster"]
+    for record in records:
+        record["winner"] = bool(record.get("baseline"))
+    (run,) = parse_input("\n".join(json.dumps(r) for r in records), "tune.jsonl").runs
+    assert tune_headline(run).text == ("tune.jsonl: the defaults win at all 2 size(s): no "
+                                       "configuration is faster beyond noise")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from collscope.trace.findings import RULES, findings
-from tests.unit.trace.test_lateness_margin import ranks
+from tests.helpers import identical_ranks
 
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "trace.md"
 
@@ -17,7 +17,7 @@ def test_every_rule_is_documented_with_its_id():
 
 
 def test_a_finding_carries_the_id_of_the_rule_that_made_it():
-    traces = ranks(300.0)
+    traces = identical_ranks(300.0)
     from collscope.trace.across import match
 
     (found,) = findings(traces, [], match(traces))

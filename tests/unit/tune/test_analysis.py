@@ -9,7 +9,6 @@ import pytest
 
 from collscope.tune.analysis import (
     Interval,
-    Measurement,
     Trial,
     analyse,
     comparisons,
@@ -20,6 +19,7 @@ from collscope.tune.analysis import (
     winner_ranges,
 )
 from collscope.tune.space import Config
+from tests.helpers import trials_from
 
 T_975_1DF = 12.706204736          # Student t, 97.5th percentile, 1 degree of freedom (tables)
 BASE = Config((("NCCL_ALGO", None),))
@@ -55,22 +55,6 @@ def test_one_round_gives_no_interval():
 ])
 def test_verdicts(low, high, gain, verdict):
     assert verdict_of(Interval(1.0, low, high, 3), gain) == verdict
-
-
-def trials_from(times: dict[Config, list[dict[int, float]]], failed: set[Config] = frozenset(),
-                ) -> list[Trial]:
-    """Trials in interleaved rounds from {config: [per round {size: time_us}]}."""
-    trials = []
-    rounds = len(next(iter(times.values())))
-    for round_ in range(rounds):
-        for position, (config, per_round) in enumerate(times.items()):
-            trial = Trial(len(trials), 0, round_, position, config,
-                          status="failed" if config in failed else "ok")
-            if config not in failed:
-                trial.measurements = [Measurement("all_reduce", "float", size, t, 4)
-                                      for size, t in per_round[round_].items()]
-            trials.append(trial)
-    return trials
 
 
 def test_analyse_pairs_by_round_and_marks_per_size_winners():

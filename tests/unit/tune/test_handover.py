@@ -22,7 +22,7 @@ from collscope.tune.handover import (
 )
 from collscope.tune.handover import tuner_csv as tuner_lines
 from collscope.tune.space import Config
-from tests.unit.tune.test_analysis import trials_from
+from tests.helpers import DOCUMENTED, trials_from
 
 
 def read_tuner_csv(text: str) -> list[dict[str, Any]]:
@@ -51,13 +51,6 @@ def read_tuner_csv(text: str) -> list[dict[str, Any]]:
             raise ValueError(f"line {number}: protocol {row['protocol']!r}")
         rows.append(row)
     return rows
-
-# The example plugin's documented layout (NVIDIA/nccl ext-tuner/example/README.md).
-DOCUMENTED = {
-    "collective_type": {"broadcast", "reduce", "allgather", "reducescatter", "allreduce"},
-    "algorithm": {"tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat"},
-    "protocol": {"ll", "ll128", "simple"},
-}
 
 BASE = Config((("NCCL_ALGO", None), ("NCCL_PROTO", None), ("NCCL_IB_QPS_PER_CONNECTION", None)))
 TREE_LL = Config((("NCCL_ALGO", "Tree"), ("NCCL_PROTO", "LL"),

@@ -6,7 +6,7 @@ from collscope.tune.analysis import CI_METHOD, analyse
 from collscope.tune.config import TuneConfig
 from collscope.tune.report import render
 from collscope.tune.space import Library, build_space
-from tests.unit.tune.test_analysis import trials_from
+from tests.helpers import trials_from
 
 
 def test_printed_report_names_its_method_and_the_verdict(capsys):

@@ -1,5 +1,6 @@
-"""`collscope model` review fixes: unidentified bandwidth (a sweep whose times fall with
-size), malformed input lines surfaced, conflicting plan / fit flags refused or noted."""
+"""What `collscope model fit` and `plan` check in their inputs: bandwidth left unidentified
+(a sweep whose times fall with size), malformed input lines said on stderr, conflicting plan /
+fit flags refused, a train record of another dtype noted."""
 
 from __future__ import annotations
 
