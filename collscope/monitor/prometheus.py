@@ -17,8 +17,8 @@ import re
 import socket
 import socketserver
 import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
 from collscope.errors import UsageError

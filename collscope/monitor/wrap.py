@@ -61,8 +61,10 @@ def start_command(argv: Sequence[str],
     """Start ``argv`` (a list, never a shell line) as a child that dies with us (``env``:
     its environment, ours when None)."""
     check_command(argv)
-    return subprocess.Popen([sys.executable, "-c", _LAUNCHER, str(os.getpid()), *argv],
-                            env=env)
+    # -S -E: the launcher runs no sitecustomize (neither the job's nor collscope watch's
+    # bootstrap: they belong to the command it becomes) and reads no PYTHON* variables.
+    return subprocess.Popen([sys.executable, "-S", "-E", "-c", _LAUNCHER, str(os.getpid()),
+                             *argv], env=env)
 
 
 def exit_status(returncode: int) -> int:

@@ -14,13 +14,17 @@ import statistics
 import time
 from typing import Any
 
+from collscope.versions import library_versions
 from collscope.watch import detect, dumps, exchange
 from collscope.watch.flight import BUFFER_ENV
-from collscope.watch.records import StallRecord, StragglerFinding, WatchJobRecord, \
-    WatchWindowRecord
+from collscope.watch.records import StallRecord, StragglerFinding, WatchJobRecord, WatchWindowRecord
 from collscope.watch.summary import Summary
 
 DUMP_DEADLINE_S = 8.0
+
+
+def _clock(unix_s: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(unix_s))
 
 
 class Aggregator:
@@ -62,7 +66,7 @@ class Aggregator:
             time.time(), self.agent.world_size, self.agent.backend,
             [{"rank": h.rank, "host": h.host, "local_rank": h.local_rank, "pid": h.pid}
              for h in sorted(hellos, key=lambda h: h.rank)],
-            sorted({h.host for h in hellos}), clock, fr).to_dict())
+            sorted({h.host for h in hellos}), clock, fr, library_versions()).to_dict())
 
     def host(self, rank: int) -> str:
         hello = self.hellos.get(rank)
@@ -113,7 +117,7 @@ class Aggregator:
             title = (f"straggler: {where} in group {change.group}: median lateness "
                      f"{v.lateness_ms:.1f} ms (was {v.baseline_ms:.1f} ms), entered last "
                      f"{v.hits}/{v.window}, made the others wait {v.wait_caused_ms:.0f} ms "
-                     f"over the window; since {time.strftime('%H:%M:%S', time.localtime(v.since_us / 1e6))}")
+                     f"over the window; since {_clock(v.since_us / 1e6)}")
         else:
             title = (f"straggler ended: {where} in group {change.group}: median lateness "
                      f"{v.lateness_ms:.1f} ms, entered last {v.hits}/{v.window}")

@@ -28,7 +28,8 @@ class WatchJobRecord:
     ranks: list[dict[str, Any]]       # rank, host, local_rank, pid
     hosts: list[str]
     clock: dict[str, Any]
-    flight_recorder: dict[str, Any]   # buffer size variable and entries, memory estimate
+    flight_recorder: dict[str, Any]   # the buffer size variable and its value
+    versions: dict[str, str | None]   # torch, its backends, python (library_versions)
     kind: str = "watch_job"
 
     def to_dict(self) -> dict[str, Any]:

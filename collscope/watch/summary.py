@@ -82,7 +82,7 @@ def summarise(round_: int, now: float, new: Iterable[Entry], oldest: Entry | Non
             continue
         arrivals.setdefault(entry.group, []).append(
             (entry.collective_seq_id, entry.time_created_ns // 1000))
-    for group, items in arrivals.items():
+    for items in arrivals.values():
         items.sort()
         del items[:-MAX_PER_GROUP]
     pending = None
