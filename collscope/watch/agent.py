@@ -9,12 +9,15 @@ so once on stderr and switches itself off, and the job goes on.
 from __future__ import annotations
 
 import atexit
+import datetime
 import json
 import os
 import socket
+import statistics
 import sys
 import threading
 import time
+from collections import deque
 from typing import Any
 
 from collscope.watch import dumps, exchange
@@ -22,11 +25,14 @@ from collscope.watch.config import CHANNEL_ENV, AgentSettings
 from collscope.watch.flight import FlightReader
 from collscope.watch.summary import Counter, Summary, summarise
 
-# A full FR read may cost at most this share of wall time; a larger buffer stretches the
-# interval instead of slowing the job.
-READ_BUDGET = 0.005
+# A full FR read (it holds the GIL) may cost at most this share of the interval, judged on
+# the median CPU time of the last READS_JUDGED reads (one read descheduled on a loaded host
+# must not stretch it); a larger buffer stretches the interval instead of slowing the job.
+READ_BUDGET = 0.01
+READS_JUDGED = 5
 HELLO_WAIT_S = 60.0
-EXIT_JOIN_S = 1.0
+EXIT_JOIN_S = 2.0
+CLEANUP_TIMEOUT_S = 0.5
 
 _started: list[Agent] = []
 _lock = threading.Lock()
@@ -65,6 +71,7 @@ class Agent:
         self.counter = Counter()
         self.round = 0
         self.interval_s = settings.interval_s
+        self._read_cpu: deque[float] = deque(maxlen=READS_JUDGED)
         self.dumped = False
         self._previous: Summary | None = None
         self.aggregator: Any = None
@@ -100,7 +107,6 @@ class Agent:
 
     def _setup(self) -> None:
         self.store = exchange.connect(self._default_store, exchange.prefix(os.environ))
-        self._default_store = None
         self.store.set(exchange.summary_key(self.rank), Summary(0, time.time()).encode())
         self.store.set(exchange.hello_key(self.rank), self.hello.encode())
         if self.rank == 0:
@@ -123,7 +129,9 @@ class Agent:
         self.round += 1
         read = self.reader.read()
         self.counter.update(read.new, read.pending_ids)
-        self.interval_s = max(self.settings.interval_s, read.seconds / READ_BUDGET)
+        self._read_cpu.append(read.cpu_s)
+        self.interval_s = max(self.settings.interval_s,
+                              statistics.median(self._read_cpu) / READ_BUDGET)
         now = time.time()
         summary = summarise(self.round, now, read.new, read.oldest_pending, self.counter.counts)
         published = _with_previous(summary, self._previous)
@@ -147,14 +155,22 @@ class Agent:
                            "dump_dir": self.settings.dump_dir})
 
     def _cleanup(self) -> None:
-        if self.store is None:
-            return
-        keys = exchange.own_keys(self.rank) + (exchange.shared_keys() if self.rank == 0 else [])
+        """Remove our keys, then let go of the job's store. The reference held until now
+        keeps a store server living in this process (rank 0 started without torchrun)
+        alive while we use it, and it is released here, on our thread, before the
+        interpreter shuts down (atexit joins us), never from under a running call."""
         try:
-            for key in keys:
-                self.store.delete_key(key)
+            if self.store is not None:
+                self.store.set_timeout(datetime.timedelta(seconds=CLEANUP_TIMEOUT_S))
+                keys = exchange.own_keys(self.rank) + (
+                    exchange.shared_keys() if self.rank == 0 else [])
+                for key in keys:
+                    self.store.delete_key(key)
         except Exception:  # noqa: BLE001 (the store may be gone with the job)
             pass
+        finally:
+            self.store = None
+            self._default_store = None
 
 
 def _with_previous(summary: Summary, previous: Summary | None) -> Summary:
