@@ -14,8 +14,10 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,8 +95,11 @@ def scrape_until_every_rank(job: Job, ranks: int) -> str:
 
 
 @pytest.fixture(scope="module")
-def folder(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("watch")
+def folder() -> Iterator[Path]:
+    """A folder of our own, not under pytest's basetemp: pytest sessions of other checkouts
+    on the same machine remove all but their 3 newest basetemps, ours too, mid-run."""
+    with tempfile.TemporaryDirectory(prefix="collscope-watch-test-") as name:
+        yield Path(name)
 
 
 @pytest.fixture(scope="module")
@@ -202,6 +207,7 @@ def test_a_stalled_rank_ends_the_job_with_dumps_and_a_verdict(second, folder):
     stalled = float(re.search(r"^step 29 (\S+)$", job.stdout, re.M).group(1))
     assert job.ended - stalled < 30
     dumps = folder / "dumps"
+    assert (folder / "stall.jsonl").exists(), job.stderr[-3000:]
     assert sorted(p.name for p in dumps.iterdir()) == sorted(
         [f"fr_trace_rank_{r}" for r in range(4)] + [f"stack_rank_{r}.json" for r in range(4)])
     stack = json.loads((dumps / "stack_rank_2.json").read_text())
