@@ -138,7 +138,8 @@ class Agent:
         self._previous = summary
         self.store.set(exchange.summary_key(self.rank), published.encode())
         pending = summary.pending
-        if pending is not None and pending.age_s >= self.settings.hang_after_s:
+        if not self.dumped and pending is not None and \
+                pending.age_s >= self.settings.hang_after_s:
             self.store.compare_set(exchange.HANG_KEY, "", json.dumps(
                 {"rank": self.rank, "group": pending.group, "collective": pending.collective,
                  "seq": pending.seq, "pending_s": pending.age_s, "time": now}))

@@ -285,9 +285,14 @@ def _follow(watch: Watch, tail: Tail, stop: threading.Event) -> None:
     next_line = time.monotonic() + every
     while True:
         ended = stop.wait(POLL_S)
-        for record in tail.lines():
-            watch.handle(record)
-        watch.tick()
+        try:
+            for record in tail.lines():
+                watch.handle(record)
+            watch.tick()
+        except Exception as error:  # noqa: BLE001 (the job runs on; we say why we stopped)
+            watch.say(f"stopped reading the agents' records ({type(error).__name__}: "
+                      f"{error}); the job goes on")
+            return
         if ended:
             return
         if time.monotonic() >= next_line and watch.windows:
