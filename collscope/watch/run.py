@@ -218,9 +218,13 @@ def check_dump_dir(folder: str) -> None:
     existing = os.path.abspath(folder)
     while not os.path.exists(existing):
         existing = os.path.dirname(existing)
-    if not os.path.isdir(existing) or not os.access(existing, os.W_OK | os.X_OK):
-        raise UsageError(f"--dump-dir: cannot write into '{folder}': {existing} is "
-                         f"{'not a folder' if not os.path.isdir(existing) else 'not writable'}")
+    if not os.path.isdir(existing):
+        raise UsageError(f"--dump-dir: cannot write into '{folder}': {existing} is a file")
+    try:
+        os.rmdir(tempfile.mkdtemp(dir=existing, prefix=".collscope-watch-check-"))
+    except OSError as error:
+        raise UsageError(f"--dump-dir: cannot write into '{folder}': {existing}: "
+                         f"{error.strerror or error}") from None
 
 
 def run_record(config: WatchConfig) -> dict[str, Any]:
