@@ -48,8 +48,7 @@ class Aggregator:
         lead = exchange.leaders(hellos)
         host0 = self.hellos[0].host if 0 in self.hellos else ""
         followers = {rank: host for host, rank in lead.items() if host != host0}
-        clock: dict[str, Any] = {"method": exchange.__doc__.split("Clock offsets")[1].strip()
-                                 if exchange.__doc__ else "", "reference_host": host0}
+        clock: dict[str, Any] = {"method": exchange.CLOCK_METHOD, "reference_host": host0}
         if not followers:
             clock.update(applied=False, reason="every rank on one host: one clock",
                          offsets_us={}, spread_us={})

@@ -31,6 +31,10 @@ STORE_TIMEOUT_S = 10.0
 POLL_S = 0.05
 CLOCK_ROUNDS = 7
 CLOCK_WAIT_S = 30.0
+CLOCK_METHOD = (f"rank 0 sets a store key at a stamped moment (midpoint of its set); each "
+                f"other host's first rank stamps its appearance (midpoint of the last check "
+                f"that missed it and the first that saw it); offset = median over "
+                f"{CLOCK_ROUNDS} rounds of the difference, spread = median half-gap")
 
 
 def prefix(environ: dict[str, str] | os._Environ[str]) -> str:
