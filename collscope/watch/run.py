@@ -188,8 +188,8 @@ class Watch:
 
     def live(self) -> str:
         return sinks.live_line(list(self.windows.values()), self.rate_per_s,
-                               [f"rank {r} ({self.hosts.get(r, '?')})"
-                                for _, r in sorted(self.active)])
+                               [f"rank {f['rank']} ({f['host']})"
+                                for _, f in sorted(self.active.items())])
 
     def finish(self) -> None:
         """Stragglers still flagged when the job ended get their 'ended' record."""
