@@ -36,18 +36,19 @@ JOB = str(REPO / "benchmarks" / "watch_job.py")
 def job_figures(watched: bool, steps: int, interval: float, folder: Path,
                 index: int) -> tuple[float, float]:
     """(median step wall time of rank 0, mean over ranks of CPU seconds per step)."""
-    from collscope.runtime.spawn import free_loopback_port
-
     times = folder / f"steps{index}.json"
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "4",
-               "--master-port", str(free_loopback_port()), JOB]
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+               "--nproc-per-node", "4", JOB]
     if watched:
         command = [sys.executable, "-m", "collscope", "watch", "--interval", str(interval),
                    "--json", str(folder / f"watch{index}.jsonl"), "--", *command]
     env = dict(os.environ, STEPS=str(steps), STEP_TIMES=str(times),
                PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    subprocess.run(command, env=env, check=True, timeout=600, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL, cwd=folder)
+    done = subprocess.run(command, env=env, timeout=600, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True, cwd=folder)
+    if done.returncode != 0:
+        raise SystemExit(f"job {index} ({'watched' if watched else 'plain'}) failed with exit "
+                         f"code {done.returncode}:\n{done.stderr[-3000:]}")
     found = json.loads(times.read_text())
     return statistics.median(found["wall_s"]), statistics.mean(found["cpu_s_per_step"])
 
