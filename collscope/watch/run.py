@@ -117,6 +117,10 @@ class Watch:
             clock = record["clock"]
             self.say(f"watching {record['world_size']} ranks on {len(record['hosts'])} "
                      f"host(s) ({record['backend']}); clocks: {clock['reason']}")
+            fr = record["flight_recorder"]
+            if fr["entries"] == "0":
+                self.say(f"the Flight Recorder is off ({fr['variable']}=0): no collective "
+                         "is seen; give it a size (e.g. 2000) or unset it")
         elif kind == "finding":
             key = (record["group"], record["rank"])
             if record["state"] == "started":
