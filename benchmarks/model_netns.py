@@ -35,7 +35,7 @@ from netns_cluster import ClusterUnavailable, netns_cluster  # noqa: E402
 from collscope.model.check import check  # noqa: E402
 from collscope.model.costmodel import build  # noqa: E402
 from collscope.model.data import collect  # noqa: E402
-from collscope.report.store import load_inputs  # noqa: E402
+from collscope.records.load import load_inputs  # noqa: E402
 from collscope.runtime.spawn import free_loopback_port  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]

@@ -1,12 +1,12 @@
 """`collscope trace` against HolisticTraceAnalysis: load + overlap on the same traces.
 
 Each tool analyses each fixture trace in a fresh child process (so peak memory is that of the
-tool alone): HTA builds its TraceAnalysis (parse + align + filter) and calls
-get_comm_comp_overlap(); collscope reads the trace and analyses the rank (collectives, steps,
-overlap). Timed: the work itself with perf_counter, imports excluded (reported separately);
-memory: the child's peak RSS (ru_maxrss from wait4, imports included). The overlap each tool
-reports is printed beside the other, and the run fails when they differ by more than one
-percentage point where HTA gives a figure.
+tool alone; benchmarks/trace_tools.py, shared with trace_scale.py, says how): HTA builds its
+TraceAnalysis and calls get_comm_comp_overlap(); collscope runs its `trace` analysis. Timed:
+the work itself with perf_counter, imports excluded (reported separately); memory: the peak
+RSS of the child's process tree (imports included). The overlap each tool reports is printed
+beside the other, and the run fails when they differ by more than one percentage point where
+HTA gives a figure.
 
 Also measures the JSON decoders on the largest trace (stdlib json, orjson, msgspec into dicts,
 msgspec into collscope's typed structs), the choice collscope.trace.events made.
@@ -21,57 +21,14 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from trace_tools import REPO, run_child
+
 sys.path.insert(0, str(REPO))  # this tree, not an installed collscope
 DEFAULT_TRACES = REPO / "tests" / "fixtures" / "traces"
-
-CHILD = r"""
-import json, sys, time, logging, os
-tool, path, workdir = sys.argv[1], sys.argv[2], sys.argv[3]
-t0 = time.perf_counter()
-if tool == "hta":
-    from hta.trace_analysis import TraceAnalysis
-    logging.disable(logging.WARNING)
-else:
-    from collscope.trace.events import load_trace
-    from collscope.trace.rank import analyse_doc
-imported = time.perf_counter()
-try:
-    if tool == "hta":
-        os.symlink(path, os.path.join(workdir, os.path.basename(path)))
-        frame = TraceAnalysis(trace_dir=workdir).get_comm_comp_overlap(visualize=False)
-        overlap = float(frame["comp_comm_overlap_pctg"].iloc[0])
-    else:
-        overlap = analyse_doc(load_trace(path), path, None).overlap_percent
-    error = None
-except Exception as exc:  # HTA 0.5 fails on some traces: report it, do not stop
-    overlap, error = None, f"{type(exc).__name__}: {str(exc)[:80]}"
-done = time.perf_counter()
-print(json.dumps({"import_s": imported - t0, "work_s": done - imported, "overlap": overlap,
-                  "error": error}))
-"""
-
-
-def run_child(tool: str, path: Path) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    with tempfile.TemporaryDirectory() as workdir:
-        proc = subprocess.Popen([sys.executable, "-c", CHILD, tool, str(path), workdir],
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
-        assert proc.stdout is not None
-        out = proc.stdout.read()
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-    result = json.loads(out.decode().strip().splitlines()[-1])
-    result["peak_mb"] = usage.ru_maxrss / 1024
-    return result
-
 
 def decoders(path: Path) -> list[tuple[str, float, float]]:
     """(decoder, best-of-3 seconds, MB retained by the decoded result) on one trace."""
@@ -121,7 +78,7 @@ def main() -> int:
     worst_gap = 0.0
     imports: dict[str, list[float]] = {"hta": [], "collscope": []}
     for path in files:
-        hta, ours = run_child("hta", path), run_child("collscope", path)
+        hta, ours = run_child("hta", [path]), run_child("collscope", [path])
         for tool, result in (("hta", hta), ("collscope", ours)):
             imports[tool].append(result["import_s"])
         if hta["error"] is None:
@@ -135,8 +92,9 @@ def main() -> int:
             worst_gap = max(worst_gap, abs(hta["overlap"] - ours["overlap"]))
         speedup = "-" if hta["error"] else f"{hta['work_s'] / ours['work_s']:.1f}x"
         print(f"| {path.name} | {path.stat().st_size / 1e6:.2f} | "
-              f"{'-' if hta['error'] else format(hta['work_s'], '.2f')} | {hta['peak_mb']:.0f} | "
-              f"{ours['work_s']:.2f} | {ours['peak_mb']:.0f} | {speedup} | {hta_overlap} | "
+              f"{'-' if hta['error'] else format(hta['work_s'], '.2f')} | "
+              f"{hta['tree_peak_mb']:.0f} | "
+              f"{ours['work_s']:.2f} | {ours['tree_peak_mb']:.0f} | {speedup} | {hta_overlap} | "
               f"{ours_overlap} |")
     print(f"\ntotal over the traces HTA reads: HTA {totals['hta']:.2f} s, collscope "
           f"{totals['collscope']:.2f} s: {totals['hta'] / totals['collscope']:.1f}x faster")

@@ -48,7 +48,8 @@ class Flag:
 def flag(default: Any, *names: str, help: str = "", **options: Any) -> Any:
     """A dataclass field whose flag is ``names`` (options: the other ``Flag`` attributes);
     ``default`` dataclasses.MISSING (``REQUIRED``) makes the flag required; a list default
-    is copied for each instance."""
+    is copied for each instance. A name without a leading "-" is a positional argument,
+    named as the field."""
     metadata = {_KEY: Flag(names=names, help=help, **options)}
     if isinstance(default, list):
         return dataclasses.field(default_factory=lambda: list(default), metadata=metadata)
@@ -136,6 +137,11 @@ def add_flags(parser: argparse.ArgumentParser | argparse._ArgumentGroup, config:
                 kwargs["nargs"] = spec.nargs
             if spec.action:
                 kwargs["action"] = spec.action
+        if not spec.names[0].startswith("-"):
+            # A positional argument: argparse takes its dest from the name (the field's own)
+            # and requires it unless nargs says otherwise.
+            kwargs.pop("dest")
+            kwargs.pop("required", None)
         parser.add_argument(*spec.names, **kwargs)
 
 

@@ -1,6 +1,6 @@
 """Text output every command shares: the console its tables are printed on (rich on a
-terminal, clean Markdown off it) and the JSON / JSON Lines writer of --json and -o targets.
-No rich at import (the CLI must start fast)."""
+terminal, clean Markdown off it) and the writer of the JSON documents some commands write
+(JSON Lines records: collscope.records.jsonl). No rich at import (the CLI must start fast)."""
 
 from __future__ import annotations
 
@@ -32,17 +32,12 @@ def table_console(tty_width: int, plain_width: int, markup: bool = True) -> Iter
     sys.stdout.flush()
 
 
-def write_json(target: str, document: Any, flag: str = "--json", lines: bool = False,
-               indent: int = 2) -> None:
-    """A JSON document (or a list as JSON Lines) to a file or, for '-', to stdout; a file that
-    cannot be written is bad input naming ``flag``."""
+def write_json(target: str, document: Any, flag: str = "--json", indent: int = 2) -> None:
+    """A JSON document to a file or, for '-', to stdout; a file that cannot be written is bad
+    input naming ``flag``."""
     import json
 
-    if lines:
-        text = "".join(json.dumps(r, separators=(",", ":"), allow_nan=False) + "\n"
-                       for r in document)
-    else:
-        text = json.dumps(document, indent=indent, allow_nan=False) + "\n"
+    text = json.dumps(document, indent=indent, allow_nan=False) + "\n"
     if target == "-":
         sys.stdout.write(text)
         return

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import statistics
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from collscope.config_flags import BACKEND_HELP, flag, invalid
 from collscope.errors import UsageError
+from collscope.records.train import OverlapResult
+from collscope.stats.summary import iqr
 from collscope.units import parse_size
 
 # Defaults by device: a matmul and a message that take comparable time there.
@@ -107,30 +109,6 @@ class OverlapConfig:
                              "all_reduce communicates nothing)")
 
 
-@dataclass
-class OverlapResult:
-    matmul_dim: int
-    matmul_flops: float
-    matmul_dtype: str
-    size_bytes: int
-    comm_dtype: str
-    world_size: int
-    iters: int
-    t_compute_ms: float           # medians over iterations of the slowest rank's time
-    t_comm_ms: float
-    t_both_ms: float
-    t_compute_ms_iqr: float
-    t_comm_ms_iqr: float
-    t_both_ms_iqr: float
-    overlap_efficiency: float | None
-    compute_tflops: float         # matmul alone
-    timing: str
-    kind: str = "overlap"
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
 def timing_method(on_gpu: bool) -> str:
     how = ("device events on the main stream (the matmul on its own CUDA stream, the "
            "all_reduce on the communicator's, joined before the end event)" if on_gpu else
@@ -140,12 +118,6 @@ def timing_method(on_gpu: bool) -> str:
             "each after a barrier; per iteration the slowest rank; medians over iterations")
 
 
-def _iqr(values: list[float]) -> float:
-    from collscope.bench.stats import quantile
-
-    if len(values) < 2:
-        return 0.0
-    return quantile(values, 0.75) - quantile(values, 0.25)
 
 
 def measure(config: OverlapConfig, session: Any) -> OverlapResult:
@@ -212,8 +184,8 @@ def measure(config: OverlapConfig, session: Any) -> OverlapResult:
         matmul_dim=dim, matmul_flops=flops, matmul_dtype=dtype_name, size_bytes=size,
         comm_dtype="float", world_size=session.world_size, iters=config.iters,
         t_compute_ms=medians["compute"], t_comm_ms=medians["comm"], t_both_ms=medians["both"],
-        t_compute_ms_iqr=_iqr(rows["compute"]), t_comm_ms_iqr=_iqr(rows["comm"]),
-        t_both_ms_iqr=_iqr(rows["both"]),
+        t_compute_ms_iqr=iqr(rows["compute"]), t_comm_ms_iqr=iqr(rows["comm"]),
+        t_both_ms_iqr=iqr(rows["both"]),
         overlap_efficiency=overlap_efficiency(medians["compute"], medians["comm"],
                                               medians["both"]),
         compute_tflops=flops / (medians["compute"] / 1e3) / 1e12 if medians["compute"] else 0.0,

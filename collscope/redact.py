@@ -1,7 +1,7 @@
 """Secrets never leave collscope: which names look secret, and how their values are hidden.
 
 The project's rule is that secrets in the environment are never printed or bundled. This module
-is the one place that knows what a secret looks like; run records (results.py), log import,
+is the one place that knows what a secret looks like; run records (records/run.py), log import,
 the HTML report and doctor (env inventory, findings, --collect bundles) all call it. Pure
 functions on text; imports nothing of collscope.
 

@@ -1,4 +1,5 @@
-"""What a measurement ran on: one definition of ``library_versions`` for every run record.
+"""What a measurement ran on: one definition of ``library_versions`` for every run record,
+and ``version_tuple``, how a version string compares.
 
 Pure of torch unless asked: ``monitor`` records the versions without importing torch (it must
 start fast and stay light beside a training job); the measuring commands add the torch stack.
@@ -51,3 +52,15 @@ def library_versions(gpu_backend: str | None = None,
     if gpu_backend in VENDOR_PACKAGES:
         versions[VENDOR_PACKAGES[gpu_backend]] = _installed(VENDOR_PACKAGES[gpu_backend])
     return versions
+
+
+def version_tuple(text: str | None) -> tuple[int, ...] | None:
+    """(2, 21, 5) from "2.21.5", "2.21.5-HEAD:eef7b29" or "22105"-less strings; None if none."""
+    if not text:
+        return None
+    parts = []
+    for piece in text.replace("+", ".").replace("-", ".").split("."):
+        if not (piece.isascii() and piece.isdigit()):    # "²".isdigit() is True, int() fails
+            break
+        parts.append(int(piece))
+    return tuple(parts) or None

@@ -4,10 +4,10 @@ the outputs the golden test (tests/e2e/test_golden.py) pins byte for byte.
 ``outputs(tree)`` runs the CLI of the collscope tree at ``tree`` (PYTHONPATH points there, so
 an older checkout can be run against the same cases) and returns {case name: masked text}.
 Cases: ``collscope bench --nproc 2 -e 1M -n 5`` (times, bandwidths, pids and the host masked:
-the table layout), ``collscope import`` of every fixture log (real and own), ``collscope doctor --from`` two
-bundles assembled from the real tool outputs, and ``collscope report`` HTML of two real logs (the
-generation time masked). Paths of the fixtures and of the temporary folder are replaced by
-placeholders.
+the table layout), ``collscope import`` of every fixture log (real and own), ``collscope
+doctor --from`` two bundles assembled from the real tool outputs, and ``collscope report``
+HTML of two real logs (the generation time masked). Paths of the fixtures and of the
+temporary folder are replaced by placeholders.
 
 The golden files (tests/fixtures/golden/cases/, one text file per case) hold the masked outputs
 themselves, so a failing case shows its diff. ``python tests/golden.py --write`` regenerates them

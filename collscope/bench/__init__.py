@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from collscope.bench.config import BenchConfig
 
 if TYPE_CHECKING:
-    from collscope.results import BenchResult
+    from collscope.records.bench import BenchResult
 
 __all__ = ["BenchConfig", "run"]
 

@@ -45,9 +45,9 @@ from typing import Any
 
 from collscope.bench.output import wrong_total
 from collscope.bench.per_rank import iteration_max
-from collscope.bench.stats import iter_stats, percentile_index
 from collscope.collectives.table import COLLECTIVES
-from collscope.results import BenchResult
+from collscope.records.bench import BenchResult
+from collscope.stats.summary import iter_stats, percentile_index
 
 FILE_VERSION = 3
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"

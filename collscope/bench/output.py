@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from collscope.results import BenchResult
+from collscope.records.bench import BenchResult
 
 # A placement that does not exist (all_reduce has no out-of-place form in torch.distributed)
 # prints N/A in each of its four columns, at their widths: rows keep nccl-tests' field count,

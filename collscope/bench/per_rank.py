@@ -37,7 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from collscope.results import FindingRecord
+from collscope.records.finding import FindingRecord
 
 ALPHA = 0.01
 
@@ -138,9 +138,7 @@ class LateRank:
 
 def late_rank(op_us: Sequence[Sequence[float]], alpha: float = ALPHA) -> LateRank | None:
     """The rank that arrives last at one size's ops, from every rank's own op times."""
-    from scipy.stats import wilcoxon  # type: ignore[import-untyped]
-
-    from collscope.bench.stats import late_rank_p
+    from collscope.stats.significance import late_rank_p, signed_rank_p
 
     ranks = len(op_us)
     iterations = min((len(t) for t in op_us), default=0)
@@ -157,8 +155,7 @@ def late_rank(op_us: Sequence[Sequence[float]], alpha: float = ALPHA) -> LateRan
             waits[r].append(statistics.median(others) - column[r])
     rank = max(range(ranks), key=lambda r: (shortest[r], statistics.median(waits[r])))
     binom_p = late_rank_p(shortest[rank], iterations, ranks)
-    nonzero = [w for w in waits[rank] if w != 0]
-    wilcoxon_p = float(wilcoxon(nonzero, alternative="greater").pvalue) if nonzero else 1.0
+    wilcoxon_p = signed_rank_p(waits[rank], "greater")
     return LateRank(rank=rank, wait_us=statistics.median(waits[rank]),
                     shortest=shortest[rank], iterations=iterations, binom_p=float(binom_p),
                     wilcoxon_p=wilcoxon_p,
@@ -187,10 +184,10 @@ def finding(per_size: Sequence[LateRank | None], world_size: int, hosts: Sequenc
 
     Under no late rank each size's candidate is any of the N ranks with probability 1/N, so a
     binomial (sign) test of how often one rank is the candidate decides (the same test as
-    the per-size one and trace's straggler: bench.stats.late_rank_p); the rank must also
+    the per-size one and trace's straggler: stats.significance.late_rank_p); the rank must also
     be the candidate in more than half of the sizes and significant in at least one.
     """
-    from collscope.bench.stats import late_rank_p
+    from collscope.stats.significance import late_rank_p
 
     judged = [s for s in per_size if s is not None]
     if not judged or world_size < 2:
@@ -211,7 +208,7 @@ def finding_line(per_size: Sequence[LateRank | None], world_size: int, hosts: Se
                  alpha: float = ALPHA) -> str:
     """The footer's verdict: the finding, or why there is none (too few sizes for the sign
     test to reach ``alpha`` is not evidence that no rank is late)."""
-    from collscope.bench.stats import min_late_trials
+    from collscope.stats.significance import min_late_trials
 
     found = finding(per_size, world_size, hosts, alpha)
     if found is not None:

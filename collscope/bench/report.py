@@ -54,8 +54,8 @@ class Reporter:
         self.table = outputs.json != "-"
 
     def __enter__(self) -> Reporter:
-        from collscope.records_io import CsvWriter, JsonlWriter
-        from collscope.results import RunRecord
+        from collscope.records.jsonl import CsvWriter, JsonlWriter
+        from collscope.records.run import RunRecord
 
         if self.outputs.json:
             self.json = JsonlWriter(self.outputs.json, "--json")
@@ -175,7 +175,7 @@ class Reporter:
 
     def _write_nccl_json(self) -> None:
         from collscope.bench import nccl_json
-        from collscope.results import recorded_env
+        from collscope.records.run import recorded_env
 
         assert self.outputs.nccl_json is not None
         doc = nccl_json.document(

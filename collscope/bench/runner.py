@@ -29,13 +29,14 @@ import torch.distributed as dist
 
 from collscope.bench import per_rank
 from collscope.bench.config import DEFAULT_MAX_BYTES_CPU, DEFAULT_MAX_BYTES_GPU, BenchConfig
-from collscope.bench.stats import iter_stats, median_ci_halfwidth
 from collscope.collectives import ops
 from collscope.collectives.dtypes import DTYPES
 from collscope.collectives.table import COLLECTIVES, bandwidths
-from collscope.results import BenchResult
+from collscope.records.bench import BenchResult
 from collscope.runtime.dist import Session
 from collscope.runtime.guard import guard
+from collscope.stats.intervals import median_ci_halfwidth
+from collscope.stats.summary import iter_stats
 from collscope.testing import faults
 
 

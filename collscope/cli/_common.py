@@ -26,14 +26,14 @@ def add_collectives_argument(parser: argparse.ArgumentParser) -> None:
 def check_writable(flag: str, path: str | None) -> None:
     """An output FILE given to ``flag`` must be writable before the ranks measure (a run
     should not end in a traceback after measuring): really opened as the writer will
-    (collscope.records_io.probe_file, which leaves nothing behind); UsageError (exit 2)
+    (collscope.records.jsonl.probe_file, which leaves nothing behind); UsageError (exit 2)
     naming the flag and the path."""
     import os
 
     from collscope.errors import UsageError
-    from collscope.records_io import cannot_write, probe_file
+    from collscope.records.jsonl import cannot_write, probe_file
 
-    if not path or path == "-":      # "-": stdout (collscope.records_io.JsonlWriter)
+    if not path or path == "-":      # "-": stdout (collscope.records.jsonl.JsonlWriter)
         return
     if os.path.isdir(path):
         raise UsageError(f"{flag}: cannot write '{path}': it is a folder; give a file path")
@@ -46,9 +46,9 @@ def check_writable(flag: str, path: str | None) -> None:
 def check_writable_folder(flag: str, path: str | None) -> None:
     """A folder given to ``flag`` (files are written into it) must be creatable and
     writable: created (and left for the writer) with a file in it, removed again
-    (records_io.probe_folder)."""
+    (records.jsonl.probe_folder)."""
     from collscope.errors import UsageError
-    from collscope.records_io import probe_folder
+    from collscope.records.jsonl import probe_folder
 
     if not path:
         return

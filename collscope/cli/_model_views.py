@@ -31,13 +31,22 @@ def pct(log_factor: float) -> str:
     return f"{math.expm1(log_factor) * 100:+.1f}%"
 
 
-def print_nccl_table(block: list[Any], request: Any, model_path: str) -> None:
+def fit_label(record: Any) -> str:
+    """A prediction's fit column: in-range, or how far its size and node count extrapolate."""
+    parts = [f"{what} x{factor:.1f}" if factor < 10 else f"{what} x{factor:,.0f}"
+             for what, factor in
+             (("nodes", record.nodes_extrapolation), ("size", record.size_extrapolation))
+             if factor > 1]
+    return " ".join(parts) or "in-range"
+
+
+def print_nccl_table(block: list[Any], dtype: str, model_path: str) -> None:
     from collscope.collectives.dtypes import DTYPES
     from collscope.collectives.table import COLLECTIVES
 
     first = block[0]
     spec = COLLECTIVES[first.collective]
-    element = DTYPES[request.dtype].size
+    element = DTYPES[dtype].size
     print(f"# collscope model predict: {first.collective} on {first.nodes} node(s) x "
           f"{first.ranks_per_node} ranks = {first.world_size} ranks, from {model_path}")
     # Rows may differ in algorithm (auto picks per size) and in being extrapolated: every
@@ -47,12 +56,18 @@ def print_nccl_table(block: list[Any], request: Any, model_path: str) -> None:
         print(f"# time: predicted time per op by the cost model; {method}")
     for band in dict.fromkeys(r.band_method for r in block):
         print(f"# time_low..time_high: {band}")
+    for tail in dict.fromkeys(r.tail for r in block if r.tail):
+        print(f"# tail: {tail}")
     outside = dict.fromkeys(
-        label for r in block if r.extrapolated
+        label for r in block if r.size_extrapolation > 1
         for label in r.method.partition(OUTSIDE_FOR)[2].split(", "))
     if outside:
-        print(f"# fit: extrapolated = the size lies outside the sizes fitted for "
+        print(f"# fit: size xF = the size lies F times outside the sizes fitted for "
               f"{', '.join(outside)}; the band does not cover that")
+    if first.nodes_extrapolation > 1:
+        print(f"# fit: nodes x{first.nodes_extrapolation:.1f} = {first.nodes} node(s) lies "
+              f"{first.nodes_extrapolation:.1f} times outside the node counts fitted "
+              f"({', '.join(map(str, first.fitted_nodes))}); the band does not cover that")
     print("#       size         count      type   redop    root     time   algbw   busbw"
           "   time_low  time_high  algo          fit")
     print("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)"
@@ -61,18 +76,32 @@ def print_nccl_table(block: list[Any], request: Any, model_path: str) -> None:
         count, _ = spec.count_and_size(r.size_bytes, element, r.world_size)
         redop = "sum" if spec.reduces else "none"
         root = 0 if spec.rooted else -1
-        print(f"{r.size_bytes:>12}  {count:>12}  {request.dtype:>8}  {redop:>6}  {root:>6}  "
+        print(f"{r.size_bytes:>12}  {count:>12}  {dtype:>8}  {redop:>6}  {root:>6}  "
               f"{r.time_us:>7.1f}  {r.algbw_gbs:>6.2f}  {r.busbw_gbs:>6.2f}  "
-              f"{r.time_us_low:>9.1f}  {r.time_us_high:>9.1f}  {r.algo:<12}  "
-              f"{'extrapolated' if r.extrapolated else 'in-range'}")
+              f"{r.time_us_low:>9.1f}  {r.time_us_high:>9.1f}  {r.algo:<12}  {fit_label(r)}")
     print()
 
 
-def print_plan(header: dict[str, Any], rows: list[Any], params: int, element: int,
-                request: Any) -> None:
+def print_check(report: Any, request: Any) -> None:
+    rows = [[b.collective, f"{b.nodes}x{b.ranks_per_node}", b.band, str(b.rows),
+             f"{b.median_error_pct:.1f}%", f"{b.max_error_pct:.1f}%",
+             f"{b.medians_in_band} of {b.sizes}", "yes" if b.in_sample else "no"]
+            for b in report.bands]
+    print_table(f"model check: {request.model} against {', '.join(request.inputs)}",
+                ["collective", "layout", "size band", "rows", "median |error|", "max |error|",
+                 "medians in band", "fitted on it"], rows, left=["collective", "size band"])
+    coverage = report.coverage()
+    print(f"error: {report.method}")
+    print(f"in band: {report.band_method}; {coverage['medians_in_band']} of "
+          f"{coverage['sizes']} sizes ({coverage['medians_in_band_pct']:.0f}%)")
+
+
+def print_plan(result: Any, request: Any) -> None:
+    header, rows, params = result.header, result.rows, result.header.params
+    element = result.config.element_size
     what = request.parallel.upper() + (f", {request.bucket_cap_mb:g} MB buckets, hook "
                                        f"{request.comm_hook}" if request.parallel == "ddp" else "")
-    print(f"plan: {header['preset'] or 'custom'} ({params:,} parameters, {request.dtype}), "
+    print(f"plan: {header.preset or 'custom'} ({params:,} parameters, {request.dtype}), "
           f"{what}")
     total = rows[0].bytes_per_step if rows else 0
     check = params * element
@@ -80,9 +109,9 @@ def print_plan(header: dict[str, Any], rows: list[Any], params: int, element: in
              else "all-gather forward + backward, reduce-scatter")
     print(f"bytes per step per rank ({scope}): {total:,} = {total / check:.3g} x "
           f"{params:,} params x {element} bytes")
-    print(f"overlap: {header['overlap']:g} ({header['overlap_source']}); compute per step: "
-          + (f"{header['step_compute_ms']:g} ms ({header['step_compute_source']})"
-             if header["step_compute_ms"] is not None else header["step_compute_source"]))
+    print(f"overlap: {header.overlap:g} ({header.overlap_source}); compute per step: "
+          + (f"{header.step_compute_ms:g} ms ({header.step_compute_source})"
+             if header.step_compute_ms is not None else header.step_compute_source))
 
     def ms(value: float | None) -> str:
         return "-" if value is None else f"{value:.1f}"
@@ -99,8 +128,8 @@ def print_plan(header: dict[str, Any], rows: list[Any], params: int, element: in
                       knob if not r.note else r.note])
     base = next((r.nodes for r in rows if r.step_ms), None)
     if any(r.extrapolated for r in rows):
-        print("outside fit: messages whose size lies outside the sizes the groups they use were "
-              "fitted on (extrapolated: the band does not cover that)")
+        print("outside fit: messages whose size or node count lies outside those the groups "
+              "they use were fitted on (extrapolated: the band does not cover that)")
     print_table(f"predicted per step at {request.ranks_per_node} ranks per node (comm: sum of "
                 "the messages' predicted times, band in brackets; step = compute + (1 - "
                 "overlap) x comm; efficiency = step at "
@@ -124,10 +153,11 @@ def print_fit(model: Any, output: str, held: list[int]) -> None:
                      f"{f.alpha_us:.4g}",
                      f"{f.busbw_gbs:.4g}" if f.identified else "unidentified",
                      f"{f.max_error_pct:.1f}%",
-                     f"{pct(f.band_low)}..{pct(f.band_high)}", str(len(f.outliers))])
+                     f"{pct(f.band_low)}..{pct(f.band_high)}",
+                     f"{len(f.tails)} of {f.runs}", str(len(f.outliers))])
     print_table("fitted groups: t = alpha + S x busbw factor / B", ["group", "rows", "sizes",
-                "alpha (us)", "B (GB/s)", "max |error|", "band", "outliers"], rows,
-                left=["group"])
+                "alpha (us)", "B (GB/s)", "max |error|", "typical band", "tail runs",
+                "outliers"], rows, left=["group"])
     print(f"fit: {model.groups[0].fit.method}")
     print(f"band: {BAND_METHOD}")
     print(f"B: {GROWTH_METHOD}")

@@ -9,7 +9,7 @@ from itertools import groupby
 from typing import Any
 
 from collscope.config_flags import add_flags, config_from
-from collscope.console import table_console, write_json
+from collscope.console import table_console
 from collscope.errors import UsageError
 from collscope.report.compare import CompareConfig
 from collscope.units import format_size_exact
@@ -18,7 +18,7 @@ EXAMPLES = """\
 examples:
   collscope compare baseline.jsonl today.jsonl
   collscope compare last_week_rccl-tests.log today.jsonl --threshold 10
-  collscope compare base.jsonl new.jsonl --min-bytes 1M --json delta.json
+  collscope compare base.jsonl new.jsonl --min-bytes 1M --json delta.jsonl
   collscope bench all_reduce -b 1M -e 1G --json new.jsonl && \\
       collscope compare baseline.jsonl new.jsonl || echo "collectives got slower"
 
@@ -51,14 +51,14 @@ def add_parser(commands: Any) -> None:
     p.add_argument("base", metavar="BASE", help="baseline: collscope JSON Lines or a log")
     p.add_argument("new", metavar="NEW", help="candidate: collscope JSON Lines or a log")
     add_flags(p, CompareConfig)
-    p.add_argument("--json", metavar="FILE",
-                   help="write the comparison as JSON ('-': to stdout instead of the table)")
     p.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    from collscope.records.jsonl import write_records
+    from collscope.records.load import InputError, load_inputs, tune_results
+    from collscope.redact import redact_argv
     from collscope.report.compare import compare
-    from collscope.report.store import InputError, load_inputs, tune_results
 
     config = config_from(CompareConfig, args)
     min_bytes = config.min_bytes
@@ -86,9 +86,10 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
         sys.stderr.write(f"collscope compare: warning: {len(result.unmatched_new)} result(s) "
                          f"of {new.name} not judged: BASE has no result of their collective, "
                          "dtype, op, placement, size, algo and world size\n")
-    if args.json:
-        write_json(args.json, {"base": base.path, "new": new.path, **result.to_dict()})
-    if args.json != "-":
+    if config.json:
+        write_records(config.json, result.records(args.base, args.new,
+                                                redact_argv(["collscope", *argv])))
+    if config.json != "-":
         render(result, base.name, new.name)
     return 1 if result.regressed else 0
 

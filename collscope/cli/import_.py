@@ -11,17 +11,19 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from collscope.console import write_json
 from collscope.errors import UsageError
+
+if TYPE_CHECKING:      # the library is imported when the command runs (a fast --help)
+    from collscope.records.logs import ImportLogRecord
 
 EXAMPLES = """\
 examples:
   collscope import all_reduce_perf.log -o ar.jsonl
   collscope import logs/*.txt -o cluster.jsonl --skip-failed
   collscope import run.log -o - | jq 'select(.kind=="result") | .busbw_gbs'
-  collscope import a.log b.log -o all.jsonl --json summary.json
+  collscope import a.log b.log -o all.jsonl --json summary.jsonl
   collscope import ar.json rccl.csv -o all.jsonl    # nccl-tests -J, rccl-tests -Z csv
 
 Each test of a log becomes a `run` record (hosts and devices from the '# Using devices' block,
@@ -47,15 +49,16 @@ def add_parser(commands: Any) -> None:
     p.add_argument("--skip-failed", action="store_true",
                    help="import the other logs when one has no result table (it is reported)")
     p.add_argument("--json", metavar="FILE",
-                   help="write a JSON summary per log (runs, results, warnings); '-' for stdout")
+                   help="write one import_log record per log (runs, results, warnings) as "
+                        "JSON Lines; '-' for stdout")
     p.add_argument("-q", "--quiet", action="store_true", help="print no warnings")
     p.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    from collscope.records_io import JsonlWriter
-    from collscope.report.importer import LogImportError, import_file, to_records
-    from collscope.report.store import distinct_inputs
+    from collscope.records.jsonl import write_records
+    from collscope.records.load import distinct_inputs
+    from collscope.records.logs import ImportLogRecord, LogImportError, import_file, to_records
 
     if args.output == "-" and args.json == "-":
         raise UsageError("--json: '-' (stdout) is taken by -o -; give --json a file name")
@@ -75,37 +78,27 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
                 raise UsageError(str(error)) from None
             outcomes.append((log, None, str(error)))
     imported = []
-    summary: list[dict[str, Any]] = []
+    summary: list[ImportLogRecord] = []
     for log, runs, failure in outcomes:
         if runs is None:
             _say(f"skipped {failure}")
-            summary.append({"log": log, "error": failure, "runs": 0, "results": 0,
-                            "warnings": []})
+            summary.append(ImportLogRecord(log, 0, 0, error=failure))
             continue
         imported.extend(runs)
         warnings = [w for run in runs for w in run.warnings]
         summary.append(_log_summary(log, runs, warnings))
-        _say(_summary_line(log, runs, warnings))
+        _say(_summary_line(summary[-1]))
         if not args.quiet:
             for warning in warnings:
                 _say(f"  {log}: {warning}")
     if not imported:
         raise UsageError("LOG: no log had a result table; nothing to write")
     records = to_records(imported)
-    if args.output == "-":
-        write_json("-", records, lines=True)
-    else:
-        try:
-            writer = JsonlWriter(args.output)
-        except OSError as error:
-            raise UsageError(f"-o/--output: cannot write {args.output} "
-                             f"({error.strerror or error})") from None
-        for record in records:
-            writer.write(record)
-        writer.close()
+    write_records(args.output, records, "-o/--output")
+    if args.output != "-":
         _say(f"wrote {len(records)} records ({len(imported)} run(s)) to {args.output}")
     if args.json:
-        write_json(args.json, {"output": args.output, "logs": summary})
+        write_records(args.json, [entry.to_dict() for entry in summary])
     return 0
 
 
@@ -113,21 +106,19 @@ def _say(line: str) -> None:
     sys.stderr.write(f"collscope import: {line}\n")
 
 
-def _log_summary(log: str, runs: list[Any], warnings: list[str]) -> dict[str, Any]:
-    return {
-        "log": log,
-        "runs": len(runs),
-        "results": sum(len(run.results) for run in runs),
-        "collectives": sorted({r.collective for run in runs for r in run.results}),
-        "world_sizes": sorted({run.run.world_size for run in runs}),
-        "failed_results": sum(len(run.run.extra.get("failed_results", [])) for run in runs),
-        "warnings": warnings,
-    }
+def _log_summary(log: str, runs: list[Any], warnings: list[str]) -> ImportLogRecord:
+    from collscope.records.logs import ImportLogRecord
+
+    return ImportLogRecord(
+        log, len(runs), sum(len(run.results) for run in runs),
+        collectives=sorted({r.collective for run in runs for r in run.results}),
+        world_sizes=sorted({run.run.world_size for run in runs}),
+        failed_results=sum(len(run.run.extra.get("failed_results", [])) for run in runs),
+        warnings=warnings)
 
 
-def _summary_line(log: str, runs: list[Any], warnings: list[str]) -> str:
-    info = _log_summary(log, runs, warnings)
-    ranks = "/".join(str(n) for n in info["world_sizes"] if n) or "unknown"
-    failed = f", {info['failed_results']} failed" if info["failed_results"] else ""
-    return (f"{log}: {info['runs']} run(s), {info['results']} results{failed} "
-            f"({', '.join(info['collectives'])}; {ranks} ranks), {len(warnings)} warning(s)")
+def _summary_line(info: ImportLogRecord) -> str:
+    ranks = "/".join(str(n) for n in info.world_sizes if n) or "unknown"
+    failed = f", {info.failed_results} failed" if info.failed_results else ""
+    return (f"{info.log}: {info.runs} run(s), {info.results} results{failed} "
+            f"({', '.join(info.collectives)}; {ranks} ranks), {len(info.warnings)} warning(s)")

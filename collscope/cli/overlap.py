@@ -81,13 +81,9 @@ def _write_json(path: str, config: OverlapConfig, result: Any, session: Any,
                 launcher_name: str) -> None:
     from dataclasses import asdict
 
-    from collscope.records_io import JsonlWriter
-    from collscope.results import RunRecord
+    from collscope.records.jsonl import write_records
+    from collscope.records.run import RunRecord
 
-    writer = JsonlWriter(path, "--json")
-    try:
-        writer.write(RunRecord.for_session("overlap", session, launcher_name, result.timing,
-                                           {"config": asdict(config)}).to_dict())
-        writer.write(result.to_dict())
-    finally:
-        writer.close()
+    write_records(path, [RunRecord.for_session("overlap", session, launcher_name, result.timing,
+                                               {"config": asdict(config)}).to_dict(),
+                         result.to_dict()])

@@ -43,8 +43,8 @@ def add_parser(commands: Any) -> None:
 
 
 def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    from collscope.records.load import InputError, load_inputs
     from collscope.report.html import all_charts, render_report
-    from collscope.report.store import InputError, load_inputs
 
     if args.png:
         from collscope.report.plots import require_matplotlib
@@ -58,11 +58,11 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     except InputError as error:
         raise UsageError(f"INPUT: {error}") from None
     if not any(source.results or any(run.train or run.samples or run.predictions or run.tune
-                                     or run.trace or run.links or run.overlap
+                                     or run.trace or run.links or run.overlap or run.hang
                                      for run in source.runs)
                for source in inputs):
-        raise UsageError("INPUT: no result, train, sample, trace, prediction, tune, link or "
-                         "overlap records in any input; nothing to plot")
+        raise UsageError("INPUT: no result, train, sample, trace, prediction, tune, link, "
+                         "overlap or hang records in any input; nothing to plot")
     page = render_report(inputs, title=args.title)
     try:
         with open(args.output, "w", encoding="utf-8") as out:

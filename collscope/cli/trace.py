@@ -19,6 +19,7 @@ examples:
   collscope trace --baseline bench.jsonl --baseline all_reduce_perf.log traces/
   collscope train --nproc 4 --trace tr/ && collscope trace tr/
   collscope trace host*/traces/*.json.gz --clock-align on   # hosts whose clocks differ
+  collscope trace traces/ --memory-mib 4096      # more ranks read at once (default 1024)
 
 TRACE: torch.profiler / Kineto Chrome traces (.json, .json.gz; `collscope train --trace`
 writes them), or folders of them. Ranks come from the trace's distributedInfo, else from

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from collscope.doctor import probes
 from collscope.doctor import recognize as rec
 from collscope.parsers import amd_smi, nvidia_smi, rocm_smi, smi_tables
-from collscope.parsers.common import GpuInfo, Parsed, to_float
+from collscope.parsers.common import GpuInfo, Parsed, is_json, to_float
 from collscope.parsers.smi_tables import GpuProcess, GpuUsage
 
 
@@ -49,7 +49,7 @@ def _metric(text: str) -> UsageFacts:
 
 
 def _rocm_smi(text: str) -> UsageFacts:
-    parsed = (rocm_smi.parse_json_status if rec.is_json(text) else rocm_smi.parse_concise)(text)
+    parsed = (rocm_smi.parse_json_status if is_json(text) else rocm_smi.parse_concise)(text)
     usage = UsageFacts()
     for status in parsed.value:
         usage.gpus.append(GpuUsage(index=status.index, name=status.name,
@@ -100,7 +100,7 @@ def _vram_bytes(usage: UsageFacts, capture: probes.RawCapture) -> UsageFacts:
     text = capture.get("rocm-smi--showmeminfo-vram.txt")
     if text is None:
         return usage
-    parse = rocm_smi.parse_json if rec.is_json(text) else rocm_smi.parse_showmeminfo
+    parse = rocm_smi.parse_json if is_json(text) else rocm_smi.parse_showmeminfo
     by_index = {g.index: g for g in parse(text).value}
     for gpu in usage.gpus:
         vram = by_index.get(gpu.index)

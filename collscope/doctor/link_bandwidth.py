@@ -26,6 +26,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collscope.doctor.rules.registry import Level
 
 PCIE_LANE_GBS = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
 # sysfs current_link_speed "16.0 GT/s PCIe" -> generation
@@ -77,6 +81,6 @@ def xgmi_peak(model: str | None) -> LinkPeak | None:
     return None
 
 
-def verdict_level(measured_gbs: float, peak: LinkPeak) -> str:
+def verdict_level(measured_gbs: float, peak: LinkPeak) -> Level:
     ratio = measured_gbs / peak.gbs if peak.gbs > 0 else 1.0
     return "fail" if ratio < FAIL_RATIO else "warn" if ratio < WARN_RATIO else "ok"

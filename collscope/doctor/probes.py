@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from collscope import __version__
+from collscope.hw import topology
 from collscope.hw.tools import ToolRun, run_command
 from collscope.redact import shown_env
 from collscope.sysfs import list_dir
@@ -35,7 +36,7 @@ from collscope.sysfs import list_dir
 RawCapture = dict[str, str]
 
 # Environment captured into env.txt: what shapes collectives, and what hides GPUs.
-ENV_PREFIXES = ("NCCL_", "RCCL_", "HSA_", "UCX_", "GLOO_", "TORCH_NCCL_")
+ENV_PREFIXES = ("NCCL_", "RCCL_", "HSA_", "UCX_", "GLOO_", "TORCH_NCCL_", "TORCH_FR_")
 ENV_NAMES = ("HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES",
              "GPU_DEVICE_ORDINAL")
 
@@ -78,17 +79,18 @@ NVIDIA_QUERY_FIELD_SETS = (NVIDIA_QUERY_FIELDS, NVIDIA_QUERY_FIELDS[:10])
 # bundle format and stay the same whatever the content.
 TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec("amd-smi-static.txt", ("amd-smi", "static", "--json"), "amd"),
-    ToolSpec("amd-smi-topology.txt", ("amd-smi", "topology", "--json"), "amd"),
+    ToolSpec(topology.AMD_SMI_TOPOLOGY, topology.COMMANDS[topology.AMD_SMI_TOPOLOGY], "amd"),
     ToolSpec("amd-smi-metric.txt", ("amd-smi", "metric", "--json"), "amd"),
     ToolSpec("rocm-smi.txt", ("rocm-smi", "--showuse", "--showmemuse", "--showpower",
                               "--showtemp", "--json"), "amd"),
     ToolSpec("rocm-smi--showproductname.txt", ("rocm-smi", "--showproductname", "--json"),
              "amd"),
-    ToolSpec("rocm-smi--showtopo.txt", ("rocm-smi", "--showtopo", "--json"), "amd"),
+    ToolSpec(topology.ROCM_SMI_TOPOLOGY, topology.COMMANDS[topology.ROCM_SMI_TOPOLOGY], "amd"),
     ToolSpec("rocm-smi--showmeminfo-vram.txt", ("rocm-smi", "--showmeminfo", "vram", "--json"),
              "amd"),
     ToolSpec("rocminfo.txt", ("rocminfo",), "amd"),
-    ToolSpec("nvidia-smi-topo-m.txt", ("nvidia-smi", "topo", "-m"), "nvidia"),
+    ToolSpec(topology.NVIDIA_SMI_TOPOLOGY, topology.COMMANDS[topology.NVIDIA_SMI_TOPOLOGY],
+             "nvidia"),
     ToolSpec("nvidia-smi-query-gpu.csv",
              ("nvidia-smi", "--query-gpu=" + ",".join(f.split(" [")[0]
                                                       for f in NVIDIA_QUERY_FIELDS),

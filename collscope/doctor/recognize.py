@@ -24,6 +24,7 @@ from typing import Any
 from collscope.doctor import probes
 from collscope.parsers import ibstat, nvidia_smi, smi_tables
 from collscope.parsers.amd_smi.shapes import load_json
+from collscope.parsers.common import json_start
 from collscope.parsers.line_prefix import strip_launcher_prefix
 
 # Bundle files that are not tool outputs (never moved, never "unrecognised").
@@ -35,20 +36,6 @@ AMD_SMI_MONITOR = "amd-smi-monitor.txt"
 AMD_SMI_METRIC = "amd-smi-metric.txt"
 NVIDIA_SMI_TABLE = "nvidia-smi.txt"
 IBSTAT = "ibstat.txt"
-
-
-def json_start(text: str) -> int | None:
-    """Where a tool's --json document starts: the first line opening with { or [, within the
-    first six lines (rocm-smi and amd-smi print warning lines first); None for text output."""
-    match = re.search(r"^[ \t]*[\[{]", text, re.M)
-    if match is None or text[: match.start()].count("\n") > 5:
-        return None
-    return match.start()
-
-
-def is_json(text: str) -> bool:
-    """A tool's --json output, perhaps after a warning line or two."""
-    return json_start(text) is not None
 
 
 def _json(text: str) -> Any:

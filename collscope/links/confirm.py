@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from collscope.links.verdicts import FAIL_VERDICTS
-from collscope.results import LinkRecord
+from collscope.records.links import LinkRecord
 
 Measurement = dict[str, Any]       # {"scope", "round", "src", "dst", "times"[, "tries"]}
 

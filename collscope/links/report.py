@@ -17,8 +17,8 @@ class LinksWriter:
     def __init__(self, path: str, session: Any, launcher: str, config: Any, started: float):
         from collscope.links.plan import ranks_by_node
         from collscope.links.run import phases_for
-        from collscope.records_io import JsonlWriter
-        from collscope.results import RunRecord
+        from collscope.records.jsonl import JsonlWriter
+        from collscope.records.run import RunRecord
 
         self.devices = session.layout.devices
         self.size_bytes = config.size_bytes
@@ -44,7 +44,7 @@ class LinksWriter:
 
     def tries(self, attempt: int, measured: list[dict[str, Any]]) -> None:
         from collscope.links.run import median_gbs
-        from collscope.results import LinkTryRecord
+        from collscope.records.links import LinkTryRecord
 
         records = []
         for m in measured:
@@ -59,7 +59,7 @@ class LinksWriter:
     def finish(self, outcome: Any, failed: bool) -> None:
         from dataclasses import asdict
 
-        from collscope.results import LinksSummaryRecord
+        from collscope.records.links import LinksSummaryRecord
 
         rounds = {p.scope: len(p.rounds) for p in outcome.phases}
         rounds["confirmation"] = sum(c.rounds for c in outcome.confirmations)

@@ -22,11 +22,12 @@ import torch
 import torch.distributed as dist
 
 from collscope.collectives.table import bandwidths
+from collscope.hw.topology import capture_topology
 from collscope.links import confirm, expected, plan
 from collscope.links.config import LinksConfig
 from collscope.links.schedule import Pair
 from collscope.links.verdicts import NodeInfo, Threshold, judge
-from collscope.results import LinkRecord, NodeRecord
+from collscope.records.links import LinkRecord, NodeRecord
 from collscope.runtime.dist import Session
 from collscope.runtime.guard import guard
 from collscope.testing import faults
@@ -156,7 +157,7 @@ def run(config: LinksConfig, session: Session,
     if session.device.type == "cuda" and me["local_rank"] == 0:
         with session.watchdog.step("links topology probe"):
             matrix, nearest = expected.node_topology(
-                expected.capture_topology(min(config.timeout_s, 20.0)))
+                capture_topology(min(config.timeout_s, 20.0)))
     count = max(1, config.size_bytes // 4)
     rounds = Rounds(session, config,
                     torch.ones(count, dtype=torch.float32, device=session.device),

@@ -32,7 +32,8 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from collscope.results import LinkRecord, NodeRecord
+from collscope.records.links import LinkRecord, LinkVerdict, NodeRecord
+from collscope.stats.summary import robust_sigma
 
 FAIL_VERDICTS = ("slow", "node", "gpu", "below-link-type")
 
@@ -56,11 +57,9 @@ class Threshold:
 
 
 def threshold(values: Sequence[float], fraction: float, scope: str) -> Threshold:
-    from scipy.stats import median_abs_deviation  # type: ignore[import-untyped]
-
     reference = statistics.median(values)
-    mad = float(median_abs_deviation(values, scale="normal")) if len(values) > 1 else 0.0
-    return Threshold(scope, reference, mad, fraction * reference, fraction, len(values))
+    return Threshold(scope, reference, robust_sigma(values), fraction * reference, fraction,
+                     len(values))
 
 
 @dataclass
@@ -136,7 +135,7 @@ def slow_ends(links: Sequence[LinkRecord], ends: Callable[[LinkRecord], tuple[in
 
 
 def _explained(links: Sequence[LinkRecord], slow: set[int],
-               ends: Callable[[LinkRecord], tuple[int, int]], verdict: str) -> None:
+               ends: Callable[[LinkRecord], tuple[int, int]], verdict: LinkVerdict) -> None:
     for link in links:
         if link.verdict != "ok" and slow & set(ends(link)):
             link.verdict = verdict

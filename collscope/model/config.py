@@ -1,4 +1,5 @@
-"""Typed requests of `collscope model predict` and `plan`, validated before anything runs."""
+"""Typed requests of `collscope model fit`, `predict`, `plan` and `check`: each field is its
+flag (collscope.config_flags), validated before anything runs (pure: no scipy, no reading)."""
 
 from __future__ import annotations
 
@@ -27,29 +28,118 @@ def parse_counts(text: str, flag: str) -> list[int]:
     return list(dict.fromkeys(counts))
 
 
+def model_flag() -> str:
+    return flag(REQUIRED, "model", metavar="MODEL.json", help="a model file of `model fit`")
+
+
+def inputs_flag() -> list[str]:
+    return flag(REQUIRED, "inputs", metavar="INPUT", nargs="+",
+                help="collscope JSON Lines (bench, import) or nccl-tests / rccl-tests logs")
+
+
+def json_flag(what: str) -> str | None:
+    return flag(None, "--json", metavar="FILE",
+                help=f"write {what} as JSON Lines records ('-': to stdout only)")
+
+
+@dataclass(kw_only=True)
+class FitRequest:
+    inputs: list[str] = inputs_flag()
+    output: str = flag(REQUIRED, "-o", "--output", metavar="MODEL.json",
+                       help="model file to write ('-' for stdout)")
+    holdout_nodes: list[int] = flag([], "--holdout-nodes", metavar="N[,N...]",
+                                    parse=parse_counts,
+                                    help="leave these node counts out of the fit (validate "
+                                         "with check)")
+    json: str | None = json_flag("a model_fit record and one model_group record per group")
+
+    def __post_init__(self) -> None:
+        if self.output == "-" and self.json == "-":
+            raise UsageError("--json: '-' (stdout) is taken by -o -; give --json a file name")
+
+
 @dataclass(kw_only=True)
 class PredictRequest:
-    collective: str
+    model: str = model_flag()
+    collective: str = flag(REQUIRED, "--collective", help="e.g. all_reduce")
     nodes: list[int] = flag(REQUIRED, "--nodes", metavar="N[,N...]", parse=parse_counts,
                             help="node counts")
     ranks_per_node: int = flag(REQUIRED, "--ranks-per-node", type=int, metavar="R")
-    sizes: list[int]
+    size_range: str | None = flag(None, "--sizes", metavar="MIN-MAX",
+                                  help="size range, e.g. 1M-8G (steps of -f)")
+    min_bytes: str = flag("1M", "-b", "--min-bytes", help="smallest size")
+    max_bytes: str = flag("1G", "-e", "--max-bytes", help="largest size")
+    step_factor: int = flag(2, "-f", "--step-factor", type=int,
+                            help="multiply the size by this each step")
     algo: str = flag("auto", "--algo", show_default=False,
                      help="auto (fastest the model holds), ring, tree, hierarchical")
-    dtype: str = "float"
+    dtype: str = flag("float", "-d", "--dtype", help="element type for the count column")
+    json: str | None = json_flag("one prediction record per row")
+    sizes: list[int] = field(init=False)
 
     def __post_init__(self) -> None:
+        from collscope.collectives.dtypes import canonical_dtype
+        from collscope.collectives.table import canonical_name
+
+        self.collective = canonical_name(self.collective) or self.collective
+        dtype = canonical_dtype(self.dtype)
+        if dtype is None:
+            raise invalid(self, "dtype", f"'{self.dtype}' is not a type collscope knows; use "
+                                         "float, half, bfloat16, double, int32, ...")
+        self.dtype = dtype
         if self.ranks_per_node < 1:
             raise invalid(self, "ranks_per_node", f"{self.ranks_per_node} must be >= 1")
         if self.algo not in ("auto", *ALGOS):
             raise invalid(self, "algo", f"'{self.algo}' is not accepted; use auto, "
                                         f"{', '.join(ALGOS)}")
+        self.sizes = self._sizes()
         if not self.sizes:
             raise UsageError("--sizes/-b/-e: no sizes in the range; use e.g. --sizes 1M-1G")
+
+    def _sizes(self) -> list[int]:
+        from collscope.bench.config import sweep_sizes
+        from collscope.units import parse_size
+
+        if self.size_range:
+            low_text, sep, high_text = self.size_range.partition("-")
+            if not sep:
+                raise invalid(self, "size_range", f"'{self.size_range}' is not MIN-MAX, e.g. "
+                                                  "1M-8G")
+            low, high = parse_size(low_text, "--sizes"), parse_size(high_text, "--sizes")
+        else:
+            low, high = parse_size(self.min_bytes, "-b"), parse_size(self.max_bytes, "-e")
+        if low < 1 or high < low:
+            raise UsageError(f"--sizes/-b/-e: {low}-{high} bytes: need 1 <= MIN <= MAX")
+        if self.step_factor < 2:
+            raise invalid(self, "step_factor", f"{self.step_factor} must be >= 2")
+        return sweep_sizes(low, high, self.step_factor)
+
+
+CHECK_ALGOS = ("auto", "ring", "tree")
+
+
+@dataclass(kw_only=True)
+class CheckRequest:
+    model: str = model_flag()
+    inputs: list[str] = inputs_flag()
+    algo: str = flag("auto", "--algo", show_default=False,
+                     help="flat rows: auto (fastest of ring and tree, as NCCL/RCCL pick), "
+                          "ring (gloo's all_reduce) or tree")
+    json: str | None = json_flag("check_row, check_band and a check summary")
+
+    def __post_init__(self) -> None:
+        if self.algo not in CHECK_ALGOS:
+            raise invalid(self, "algo", f"'{self.algo}' is not accepted; use "
+                                        f"{', '.join(CHECK_ALGOS)}")
+
+    @property
+    def flat_algos(self) -> tuple[str, ...]:
+        return ("ring", "tree") if self.algo == "auto" else (self.algo,)
 
 
 @dataclass(kw_only=True)
 class PlanRequest:
+    model: str = model_flag()
     preset: str | None = flag(None, "--preset",
                               help="tiny, small, 1b, llama2-7b (the shapes `collscope train` "
                                    "uses)")
@@ -67,10 +157,14 @@ class PlanRequest:
     step_compute_ms: float | None = flag(None, "--step-compute-ms", type=float,
                                          help="compute per step (ms) when there is no --train "
                                               "record")
+    train: str | None = flag(None, "--train", metavar="TRAIN.jsonl",
+                             help="`collscope train` records: compute per step (no-sync step) "
+                                  "and overlap come from the measured DDP default (or first) "
+                                  "record")
     overlap: float | None = flag(None, "--overlap", type=float,
                                  help="fraction of communication hidden under compute, 0-1 "
                                       "(default: from --train, else 0: nothing hidden)")
-    notes: list[str] = field(default_factory=list)
+    json: str | None = json_flag("a plan record, then one plan_row record per node count")
 
     def __post_init__(self) -> None:
         if self.preset is None and self.params is None:

@@ -36,13 +36,13 @@ from collscope.model.formulas import (
     steps,
     tree_time,
 )
-from collscope.results import PredictionRecord
+from collscope.records.model import PredictionRecord
 
 # How a prediction's method ends when its size lies outside the sizes a group was fitted on.
 EXTRAPOLATED_NOTE = "; extrapolated: "
 OUTSIDE_FOR = " is outside the sizes fitted for "
 MODEL_FORMAT = "collscope-model"
-MODEL_VERSION = 1
+MODEL_VERSION = 2          # 2: typical band per size, tail runs (refit version 1 files)
 
 
 class ModelError(ValueError):
@@ -83,9 +83,6 @@ class Group:
                 _require(data, name, data[name] is None, "null (B is unidentified)")
                 continue
             _require(data, name, _is_number(data[name]) and accepts(data[name]), accepted)
-        spread = data.get("repeat_spread")
-        _require(data, "repeat_spread", spread is None or _is_number(spread) and spread >= 0,
-                 "null or a finite number >= 0")
         if data["min_bytes"] > data["max_bytes"]:
             raise ValueError(f"min_bytes {data['min_bytes']} exceeds max_bytes "
                              f"{data['max_bytes']}")
@@ -105,6 +102,8 @@ FIT_NUMBERS: dict[str, tuple[Callable[[float], bool], str]] = {
     "max_error_pct": (lambda v: v >= 0, "a finite number >= 0"),
     "band_low": (lambda v: v <= 0, "a finite number <= 0"),
     "band_high": (lambda v: v >= 0, "a finite number >= 0"),
+    "repeat_low": (lambda v: v <= 0, "a finite number <= 0"),
+    "repeat_high": (lambda v: v >= 0, "a finite number >= 0"),
 }
 
 
@@ -171,6 +170,10 @@ class CostModel:
 
     # -- fabric levels -------------------------------------------------------------------------
 
+    def node_counts(self, collective: str) -> list[int]:
+        """The node counts the flat groups of ``collective`` were fitted on, ascending."""
+        return sorted({g.key.nodes for g in self.flat_groups(collective)})
+
     def flat_groups(self, collective: str) -> list[Group]:
         return [g for g in self.groups if g.key.collective == collective and g.key.algo == "flat"]
 
@@ -206,6 +209,8 @@ def build(measurements: Measurements, held_out_nodes: list[int] | None = None) -
             diagnostics.append(f"{key.label}: B unidentified: {fit.busbw_unidentified}; "
                                "predictions that need it are refused (sweep sizes where time "
                                "grows, e.g. a larger -e)")
+        if fit.tails:
+            diagnostics.append(tail_note(groups[-1]))
         for outlier in fit.outliers:
             diagnostics.append(f"{key.label}: outlier row {outlier.source}: "
                                f"{outlier.time_us:g} us is {outlier.error_pct:+.0f}% off the "
@@ -301,8 +306,8 @@ def predict(model: CostModel, collective: str, sizes: list[int], nodes: int,
         options = [(_time(a, collective, size, nodes, ranks_per_node, intra, inter), a)
                    for a in chosen]
         time_us, best = min(options)
-        records.append(_record(collective, size, nodes, ranks_per_node, best, time_us, intra,
-                               inter, auto=algo == "auto"))
+        records.append(_record(model, collective, size, nodes, ranks_per_node, best, time_us,
+                               intra, inter, auto=algo == "auto"))
     return records
 
 
@@ -330,11 +335,29 @@ def used_groups(algo: str, nodes: int, per_node: int, intra: Group | None,
     return [g for g, needed in ((intra, per_node > 1), (inter, nodes > 1)) if needed and g]
 
 
-def _record(collective: str, size: int, nodes: int, per_node: int, algo: str, time_us: float,
-            intra: Group | None, inter: Group | None, auto: bool) -> PredictionRecord:
+def extrapolation(value: float, low: float, high: float) -> float:
+    """How far ``value`` lies outside [low, high], as a factor >= 1 (1.0: inside)."""
+    return max(value / high, low / value, 1.0)
+
+
+def tail_note(group: Group) -> str:
+    """"all_reduce 4x8: 1 of 4 runs at 4 nodes was 2.0x slower ..." ("" without tail runs)."""
+    tails = group.fit.tails
+    if not tails:
+        return ""
+    factors = " and ".join(f"{t.slowdown:.1f}x" for t in tails)
+    return (f"{group.key.label}: {len(tails)} of {group.fit.runs} runs at {group.key.nodes} "
+            f"node(s) {'was' if len(tails) == 1 else 'were'} {factors} slower than the runs' "
+            f"median ({', '.join(t.run for t in tails)}); left out of the fit and the typical band")
+
+
+def _record(model: CostModel, collective: str, size: int, nodes: int, per_node: int,
+            algo: str, time_us: float, intra: Group | None, inter: Group | None,
+            auto: bool) -> PredictionRecord:
     used = used_groups(algo, nodes, per_node, intra, inter)
-    low = min((g.fit.band_low for g in used), default=0.0)
-    high = max((g.fit.band_high for g in used), default=0.0)
+    bands = [g.fit.band_at(size) for g in used]
+    low = min((b[0] for b in bands), default=0.0)
+    high = max((b[1] for b in bands), default=0.0)
     world = nodes * per_node
     parts = [f"{g.key.label} fit (a={g.level().step_us:.3g} us/step, "
              f"B={g.fit.busbw_gbs:.4g} GB/s)" for g in used]
@@ -343,14 +366,22 @@ def _record(collective: str, size: int, nodes: int, per_node: int, algo: str, ti
     outside = [g.key.label for g in used if not g.fit.min_bytes <= size <= g.fit.max_bytes]
     if outside:
         method += f"{EXTRAPOLATED_NOTE}{size} bytes{OUTSIDE_FOR}{', '.join(outside)}"
+    fitted = model.node_counts(collective)
+    size_factor = max((extrapolation(size, g.fit.min_bytes, g.fit.max_bytes) for g in used),
+                      default=1.0)
+    nodes_factor = extrapolation(nodes, fitted[0], fitted[-1]) if fitted else 1.0
+    tails = [g for g in used if g.fit.tails]
     return PredictionRecord(
         collective=collective, size_bytes=size, nodes=nodes, ranks_per_node=per_node,
         world_size=world, algo=algo, time_us=time_us,
         busbw_gbs=busbw(size, time_us, collective, world),
         time_us_low=time_us * math.exp(low), time_us_high=time_us * math.exp(high),
         algbw_gbs=size / (time_us * 1e3) if time_us > 0 else 0.0,
-        extrapolated=bool(outside), method=method,
-        band_method=band_method(used))
+        extrapolated=size_factor > 1 or nodes_factor > 1, size_extrapolation=size_factor,
+        nodes_extrapolation=nodes_factor, fitted_nodes=fitted,
+        tail="; ".join(tail_note(g) for g in tails),
+        tail_slowdown=max((t.slowdown for g in tails for t in g.fit.tails), default=None),
+        method=method, band_method=band_method(used))
 
 
 def band_method(used: list[Group]) -> str:

@@ -1,6 +1,6 @@
 """Measurements for the model: result rows of loaded inputs grouped by collective and layout.
 
-Inputs are read by ``collscope.report.store`` (collscope JSON Lines or nccl-tests / rccl-tests
+Inputs are read by ``collscope.records.load`` (collscope JSON Lines or nccl-tests / rccl-tests
 logs through the importer). The layout of a row comes from its run record: ``nodes`` and
 ``ranks_per_node`` as ``collscope bench`` writes them (from the launcher), or as the importer
 found them in a log (distinct hosts of the ``# Using devices`` block, a ``====== N-node ======``
@@ -17,7 +17,7 @@ from typing import Any
 
 from collscope.collectives.table import COLLECTIVES
 from collscope.model.fit import Sample
-from collscope.report.store import Input, Run
+from collscope.records.load import Input, Run
 
 
 @dataclass(frozen=True, order=True)
@@ -44,7 +44,7 @@ class Measurements:
     groups: dict[GroupKey, list[Sample]] = field(default_factory=dict)
     contexts: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
-    # The loader's warnings (report.store): malformed lines skipped, guesses made. fit and
+    # The loader's warnings (records.load): malformed lines skipped, guesses made. fit and
     # check say each one (once the run has not been refused, so bad input stays one line).
     warnings: list[str] = field(default_factory=list)
 

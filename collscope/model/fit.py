@@ -25,11 +25,15 @@ its lower bound. Otherwise (a sweep whose times fall or stay flat as size grows,
 rows to tell) the solver's value is no bandwidth: the group keeps its alpha, ``busbw_gbs``
 is None and ``busbw_unidentified`` says why; predictions that need that B refuse (costmodel).
 
-The uncertainty band of the group is the 5th-95th percentile of the inliers' log residuals,
-widened to the spread of repeated sizes (half the log range of the repeated rows of one size,
-median over sizes): run-to-run where one size and placement was measured in distinct runs; a
-group from one run pools its in-place and out-of-place rows instead, and ``spread_method`` says
-so.
+Before any of that, tail runs are set apart (``spread``): a run of a layout much slower than
+the other runs at the same sizes is reported as a tail run and left out of the fit and the band.
+
+The typical band at a size is the fit's misfit there plus the typical run-to-run spread:
+the misfit of a size is ``log(median inlier time of the size / model)``; its range is the 5th-95th
+percentile over the fitted sizes, widened to the misfits of the fitted sizes within a factor of
+``NEIGHBOURHOOD`` of the predicted size (a size near a protocol switch is misfitted more than the
+group as a whole) and to 0; to that the 5th and 95th percentile of the rows' ratios to their
+repeats' median are added (``spread.typical_spread``).
 """
 
 from __future__ import annotations
@@ -40,8 +44,10 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from collscope.bench.stats import quantile
 from collscope.collectives.table import bus_factor
+from collscope.model.spread import TAIL_METHOD, TailRun, tail_runs, typical_spread
+from collscope.stats.fits import rising_slope
+from collscope.stats.summary import MAD_TO_SIGMA, quantile
 
 SOFT_L1_SCALE = 0.05      # log residual where the soft_l1 loss turns linear (~5 %)
 MAD_LIMIT = 3.5           # robust standard deviations
@@ -50,18 +56,18 @@ METHOD = ("least squares on log(time) (scipy.optimize.least_squares, soft_l1 los
           f"{SOFT_L1_SCALE}); outliers: |log residual - median of its size neighbourhood| > "
           f"{MAD_LIMIT} x 1.4826 x MAD and > 10 % (flagged rows leave the neighbourhoods, worst "
           "first), and |log residual| > 10 %; refitted once without them")
-BAND_METHOD = ("5th-95th percentile of the fit's log residuals, widened to the spread of "
-               "repeated sizes (run-to-run where a size and placement was measured in more than "
-               "one run; otherwise in-place and out-of-place rows pooled, said per group); not "
-               "extrapolation error (model check measures that)")
+NEIGHBOURHOOD = 4         # fitted sizes within this factor of a size are its neighbours
+BAND_METHOD = ("typical band: the fit's misfit (log of the median time of each fitted size over "
+               "the model; 5th-95th percentile over the sizes, widened to the sizes within "
+               f"{NEIGHBOURHOOD}x of the predicted one) plus the 5th-95th percentile of the rows' "
+               "ratios to their repeats' median (run-to-run where a size and placement was "
+               "measured in more than one run; otherwise in-place and out-of-place rows pooled, "
+               f"said per group); tail runs left out ({TAIL_METHOD}); not extrapolation error "
+               "(model check measures that)")
 GROWTH_ALPHA = 0.01       # slope test that time grows with size: B identified below it
 GROWTH_METHOD = (f"B identified when the slope of log time against log size over the fitted "
                  f"rows is > 0 by a one-sided t-test (scipy.stats.linregress) at p < "
                  f"{GROWTH_ALPHA:g} and 1/B is not at the solver's bound")
-SPREAD_ACROSS_RUNS = "run-to-run spread (same size and placement in distinct runs)"
-SPREAD_POOLED = ("in-place vs out-of-place spread (no size repeated across runs: placements "
-                 "pooled)")
-SPREAD_NONE = "no repeated sizes"
 
 
 class FitError(ValueError):
@@ -100,12 +106,16 @@ class GroupFit:
     residual_p95: float
     residual_rms: float
     max_error_pct: float          # largest |measured / model - 1| of the inliers, in %
-    repeat_spread: float | None   # median half log-range of repeated sizes; None: none repeated
-    band_low: float               # log factor: prediction x exp(band_low) .. x exp(band_high)
-    band_high: float
+    repeat_low: float             # 5th / 95th percentile of log(time / its repeats' median)
+    repeat_high: float
+    band_low: float               # typical band over all sizes: prediction x exp(band_low) ..
+    band_high: float              # x exp(band_high) (band_at: the band at one size)
+    misfits: list[tuple[int, float]] = field(default_factory=list)  # (size, log median / model)
+    runs: int = 1                 # distinct runs among the rows, tail runs included
+    tails: list[TailRun] = field(default_factory=list)   # runs left out: much slower
     outliers: list[Outlier] = field(default_factory=list)
     method: str = METHOD
-    spread_method: str = ""       # what repeat_spread compares (SPREAD_ACROSS_RUNS, ...)
+    spread_method: str = ""       # what repeat_low/high compare (spread.SPREAD_ACROSS_RUNS, ...)
     size_trend_slope: float | None = None  # of log time against log size (inliers)
     size_trend_p: float | None = None      # one-sided t-test p that it is > 0
     busbw_unidentified: str = ""  # why B is not identified; "" when it is
@@ -114,6 +124,11 @@ class GroupFit:
     def identified(self) -> bool:
         return self.busbw_gbs is not None and not self.busbw_unidentified
 
+    def band_at(self, size_bytes: int) -> tuple[float, float]:
+        """(low, high) log factors of the typical band at ``size_bytes``."""
+        low, high = _misfit_range(self.misfits, size_bytes)
+        return low + self.repeat_low, high + self.repeat_high
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -121,7 +136,28 @@ class GroupFit:
     def from_dict(cls, data: dict[str, Any]) -> GroupFit:
         values = dict(data)
         values["outliers"] = [Outlier(**o) for o in values.get("outliers", [])]
+        values["tails"] = [TailRun(**t) for t in values.get("tails", [])]
+        values["misfits"] = [(int(size), float(m)) for size, m in values.get("misfits", [])]
         return cls(**values)
+
+
+def _misfit_range(misfits: Sequence[tuple[int, float]], size_bytes: int | None,
+                  ) -> tuple[float, float]:
+    """The misfit range at a size (None: over all sizes), bracketing 0: the 5th-95th
+    percentile over every fitted size, widened to the fitted sizes within NEIGHBOURHOOD x of
+    it (or the nearest fitted size where none is that close)."""
+    if not misfits:
+        return 0.0, 0.0
+    values = [m for _, m in misfits]
+    low, high = quantile(values, 0.05), quantile(values, 0.95)
+    if size_bytes is not None:
+        near = [m for s, m in misfits if size_bytes / NEIGHBOURHOOD <= s <= size_bytes
+                * NEIGHBOURHOOD]
+        if not near:
+            nearest = min(misfits, key=lambda item: abs(math.log(item[0] / size_bytes)))
+            near = [nearest[1]]
+        low, high = min(low, *near), max(high, *near)
+    return min(low, 0.0), max(high, 0.0)
 
 
 def _x(samples: Sequence[Sample], factor: float) -> list[float]:
@@ -130,15 +166,6 @@ def _x(samples: Sequence[Sample], factor: float) -> list[float]:
 
 def _model(alpha: float, inverse_bw: float, x: Sequence[float]) -> list[float]:
     return [alpha + xi * inverse_bw for xi in x]
-
-
-def require_scipy() -> None:
-    """ImportError with the install hint when scipy (the fit's solver) is missing."""
-    try:
-        import scipy.optimize  # type: ignore[import-untyped]  # noqa: F401
-    except ImportError as error:
-        raise ImportError("collscope model fit needs scipy: pip install 'collscope[model]'"
-                          ) from error
 
 
 def _robust_fit(x: Sequence[float], t: Sequence[float]) -> tuple[float, float, bool]:
@@ -168,14 +195,8 @@ def _robust_fit(x: Sequence[float], t: Sequence[float]) -> tuple[float, float, b
 
 def _size_trend(rows: Sequence[Sample]) -> tuple[float, float]:
     """(slope of log time against log size, its one-sided t-test p that it is > 0)."""
-    from scipy.stats import linregress  # type: ignore[import-untyped]
-
-    if len(rows) < 3:
-        return math.nan, 1.0
-    result = linregress([math.log(s.size_bytes) for s in rows],
-                        [math.log(s.time_us) for s in rows], alternative="greater")
-    slope, p = float(result.slope), float(result.pvalue)
-    return (slope, 1.0) if math.isnan(slope) or math.isnan(p) else (slope, p)
+    return rising_slope([math.log(s.size_bytes) for s in rows],
+                        [math.log(s.time_us) for s in rows])
 
 
 def _unidentified(slope: float, p: float, rows: int, at_bound: bool) -> str:
@@ -196,11 +217,13 @@ def _unidentified(slope: float, p: float, rows: int, at_bound: bool) -> str:
 
 def fit_group(samples: Sequence[Sample], collective: str, world_size: int) -> GroupFit:
     """The robust alpha-beta fit of one group; FitError when it has no usable rows."""
-    require_scipy()
     rows = [s for s in samples if s.size_bytes > 0 and s.time_us > 0 and math.isfinite(s.time_us)]
     if not rows:
         raise FitError("no rows with a size > 0 and a time > 0")
     factor = bus_factor(collective, world_size)
+    runs = len({s.run for s in rows})
+    tails = tail_runs(rows)
+    rows = [s for s in rows if s.run not in {t.run for t in tails}]
     if len({s.size_bytes for s in rows}) < 2:
         raise FitError(f"one size only ({rows[0].size_bytes} bytes): alpha and B need two")
     # One pass: flag against the robust fit of all rows, then refit the rest. (Repeating it
@@ -217,10 +240,9 @@ def fit_group(samples: Sequence[Sample], collective: str, world_size: int) -> Gr
                                                [s.time_us for s in inliers])
     model = _model(alpha, inverse, _x(inliers, factor))
     residuals = [math.log(s.time_us / m) for s, m in zip(inliers, model)]
-    spread, spread_method = _repeat_spread(inliers)
-    low, high = quantile(residuals, 0.05), quantile(residuals, 0.95)
-    if spread is not None:
-        low, high = min(low, -spread), max(high, spread)
+    repeat_low, repeat_high, spread_method = typical_spread(inliers)
+    misfits = _misfits(inliers, alpha, inverse, factor)
+    misfit_low, misfit_high = _misfit_range(misfits, None)
     # Outliers against the final line, so their errors are what the reader checks by hand.
     outliers = []
     for i in sorted(flagged, key=lambda i: rows[i].size_bytes):
@@ -237,7 +259,8 @@ def fit_group(samples: Sequence[Sample], collective: str, world_size: int) -> Gr
         residual_p05=quantile(residuals, 0.05), residual_p95=quantile(residuals, 0.95),
         residual_rms=math.sqrt(sum(r * r for r in residuals) / len(residuals)),
         max_error_pct=max(abs(math.expm1(r)) for r in residuals) * 100,
-        repeat_spread=spread, band_low=min(low, 0.0), band_high=max(high, 0.0),
+        repeat_low=repeat_low, repeat_high=repeat_high, band_low=misfit_low + repeat_low,
+        band_high=misfit_high + repeat_high, misfits=misfits, runs=runs, tails=tails,
         outliers=outliers, spread_method=spread_method,
         size_trend_slope=None if math.isnan(slope) else slope,
         size_trend_p=trend_p, busbw_unidentified=why)
@@ -260,7 +283,7 @@ def _flag_outliers(rows: Sequence[Sample], residuals: Sequence[float]) -> list[i
     neighbourhood, so one wild row does not make its sane neighbours look wild. The MAD scale
     is that of all rows (recomputing it would shrink it each round)."""
     sizes = [s.size_bytes for s in rows]
-    scale = 1.4826 * quantile([abs(d) for d in _local_deviations(sizes, residuals)], 0.5)
+    scale = MAD_TO_SIGMA * quantile([abs(d) for d in _local_deviations(sizes, residuals)], 0.5)
     flagged: list[int] = []
     while len(flagged) < len(rows) // 3:
         deviations = _local_deviations(sizes, residuals, set(flagged))
@@ -294,28 +317,12 @@ def _local_deviations(sizes: Sequence[int], residuals: Sequence[float],
     return deviations
 
 
-def _repeat_spread(samples: Sequence[Sample]) -> tuple[float | None, str]:
-    """(median over sizes of half the log range of a size's repeats, what was compared).
-
-    Run-to-run: the rows of one size and placement from distinct runs. Only where no size was
-    repeated across runs (one run), its rows of both placements are pooled: that measures the
-    in-place vs out-of-place difference, and the method says so."""
-    across: dict[tuple[int, str], list[Sample]] = defaultdict(list)
-    for s in samples:
-        across[(s.size_bytes, s.placement)].append(s)
-    halves = [_half_log_range(group) for group in across.values()
-              if len({s.run for s in group}) > 1]
-    if halves:
-        return quantile(halves, 0.5), SPREAD_ACROSS_RUNS
-    pooled: dict[int, list[Sample]] = defaultdict(list)
-    for s in samples:
-        pooled[s.size_bytes].append(s)
-    halves = [_half_log_range(group) for group in pooled.values() if len(group) > 1]
-    if halves:
-        return quantile(halves, 0.5), SPREAD_POOLED
-    return None, SPREAD_NONE
-
-
-def _half_log_range(group: Sequence[Sample]) -> float:
-    times = [s.time_us for s in group]
-    return math.log(max(times) / min(times)) / 2
+def _misfits(rows: Sequence[Sample], alpha: float, inverse: float, factor: float,
+             ) -> list[tuple[int, float]]:
+    """(size, log(median time of the size's rows / model)) per size: the fit's own error,
+    with the run-to-run and placement noise of a size's repeats taken out by the median."""
+    by_size: dict[int, list[float]] = defaultdict(list)
+    for s in rows:
+        by_size[s.size_bytes].append(s.time_us)
+    return [(size, math.log(quantile(times, 0.5) / (alpha + size * factor / 1e3 * inverse)))
+            for size, times in sorted(by_size.items())]

@@ -26,11 +26,12 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from collscope.collectives.dtypes import DTYPES
 from collscope.model.costmodel import CostModel, ModelError, predict
+from collscope.records.model import PlanRowRecord
 from collscope.train.analysis import Bucket, comm_messages
 from collscope.train.config import ModelSpec
 
@@ -159,31 +160,6 @@ def comm_time(model: CostModel, messages: Sequence[Message], nodes: int,
     return CommEstimate(total / 1e3, low / 1e3, high / 1e3, dict(algos), outside, dict(phases))
 
 
-@dataclass
-class PlanRow:
-    nodes: int
-    ranks_per_node: int
-    world_size: int
-    messages: int
-    bytes_per_step: int
-    comm_ms: float | None = None
-    comm_ms_low: float | None = None
-    comm_ms_high: float | None = None
-    algos: dict[str, int] = field(default_factory=dict)
-    extrapolated: int = 0
-    phase_ms: dict[str, float] = field(default_factory=dict)
-    exposed_ms: float | None = None
-    step_ms: float | None = None
-    tokens_per_s: float | None = None
-    scaling_efficiency: float | None = None
-    best_knob: str | None = None
-    best_knob_comm_ms: float | None = None
-    note: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
 def knob_variants(config: PlanConfig) -> list[tuple[str, PlanConfig]]:
     """The DDP settings a plan compares with the given one (FSDP: none)."""
     if config.parallel != "ddp":
@@ -198,13 +174,14 @@ def knob_variants(config: PlanConfig) -> list[tuple[str, PlanConfig]]:
 
 
 def plan(model: CostModel, config: PlanConfig, nodes_list: Sequence[int], ranks_per_node: int,
-         overlap: float, compute_ms: float | None, tokens_per_rank: int | None) -> list[PlanRow]:
+         overlap: float, compute_ms: float | None, tokens_per_rank: int | None,
+         ) -> list[PlanRowRecord]:
     messages = step_messages(config)
     variants = [(name, step_messages(c)) for name, c in knob_variants(config)]
     rows = []
     for nodes in nodes_list:
         world = nodes * ranks_per_node
-        row = PlanRow(nodes, ranks_per_node, world, len(messages),
+        row = PlanRowRecord(nodes, ranks_per_node, world, len(messages),
                       sum(m.size_bytes for m in messages))
         try:
             estimate = comm_time(model, messages, nodes, ranks_per_node)

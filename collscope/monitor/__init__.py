@@ -14,8 +14,8 @@ Each sample is a ``SampleRecord`` with flat metric names (``cpu.percent``,
 ``net.<iface>.rx_bytes_per_s``, ``gpu.<i>.util_percent``, ...); see record.py.
 """
 
-from collscope.monitor.record import SampleRecord
 from collscope.monitor.sampler import Sampler, default_sources
 from collscope.monitor.summary import Summary
+from collscope.records.sample import SampleRecord
 
 __all__ = ["Sampler", "SampleRecord", "Summary", "default_sources"]

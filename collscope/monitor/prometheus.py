@@ -22,7 +22,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
 from collscope.errors import UsageError
-from collscope.monitor.record import SampleRecord, split_metric
+from collscope.records.sample import SampleRecord, split_metric
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 DEFAULT_HOST = "127.0.0.1"

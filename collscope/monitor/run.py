@@ -18,9 +18,9 @@ from typing import IO, Any
 
 from collscope.errors import UsageError
 from collscope.monitor.config import MonitorConfig
-from collscope.monitor.record import SampleRecord
 from collscope.monitor.sampler import Sampler, default_sources
 from collscope.monitor.summary import format_summary
+from collscope.records.sample import SampleRecord
 
 TIMING = ("baseline reading at start, then every interval on a fixed schedule plus a final "
           "reading at stop; gauges are instantaneous (cpu.percent is the busy share of all "
@@ -82,7 +82,7 @@ def output_paths(config: MonitorConfig, host: str, launch: Any) -> dict[str, str
 
 def run_record(config: MonitorConfig, sampler: Sampler, backend: Any, inventory: list[Any],
                launch: Any) -> dict[str, Any]:
-    from collscope.results import RunRecord
+    from collscope.records.run import RunRecord
     from collscope.versions import library_versions
 
     world = launch.world_size if launch else 1
@@ -106,7 +106,7 @@ class JsonlSink:
     a later failure (disk full) is remembered, so the run says so and does not exit 0."""
 
     def __init__(self, path: str) -> None:
-        from collscope.records_io import JsonlWriter
+        from collscope.records.jsonl import JsonlWriter
 
         self.path = path
         self.failed = False
@@ -230,7 +230,7 @@ def run_monitor(config: MonitorConfig, launch: Any = None, out: IO[str] | None =
                     json.dump(summary.to_dict(), handle, indent=1)
                     handle.write("\n")
             except OSError as error:
-                from collscope.records_io import cannot_write
+                from collscope.records.jsonl import cannot_write
 
                 err.write(f"collscope monitor: {cannot_write('--summary-json', path, error)}\n")
                 code = code or 1

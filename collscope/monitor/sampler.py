@@ -19,9 +19,9 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from collscope.monitor.rates import RateTracker
-from collscope.monitor.record import SampleRecord
 from collscope.monitor.sources import Reading, Source
 from collscope.monitor.summary import Summary, SummaryBuilder
+from collscope.records.sample import SampleRecord
 
 Sink = Callable[[SampleRecord], None]
 # A final reading closer than this to the previous one would give noisy rates; skip it.

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from collscope.monitor.record import SampleRecord
+from collscope.records.sample import SampleRecord
 from collscope.units import format_bytes
 
 SUMMARY_METHOD = ("per metric over the samples that have it (a metric absent from a sample "

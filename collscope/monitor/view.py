@@ -11,8 +11,8 @@ import time
 from collections import defaultdict, deque
 from typing import Any
 
-from collscope.monitor.record import SampleRecord, split_metric
 from collscope.monitor.summary import human_bytes
+from collscope.records.sample import SampleRecord, split_metric
 
 SPARK_CHARS = "▁▂▃▄▅▆▇█"
 BAR_PARTIALS = " ▏▎▍▌▋▊▉"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -68,3 +69,17 @@ class Topology:
     hops: list[list[int | None]] = field(default_factory=list)
     numa_node: list[int | None] = field(default_factory=list)
     extra: dict[str, list[list[str]]] = field(default_factory=dict)
+
+
+def json_start(text: str) -> int | None:
+    """Where a tool's --json document starts: the first line opening with { or [, within the
+    first six lines (rocm-smi and amd-smi print warning lines first); None for text output."""
+    match = re.search(r"^[ \t]*[\[{]", text, re.M)
+    if match is None or text[: match.start()].count("\n") > 5:
+        return None
+    return match.start()
+
+
+def is_json(text: str) -> bool:
+    """A tool's --json output, perhaps after a warning line or two."""
+    return json_start(text) is not None

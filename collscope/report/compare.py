@@ -47,7 +47,14 @@ from typing import Any
 from collscope.collectives.table import bus_factor
 from collscope.config_flags import flag, invalid
 from collscope.errors import UsageError
-from collscope.results import BenchResult
+from collscope.records.bench import BenchResult
+from collscope.records.compare import (
+    CompareCategory,
+    CompareRecord,
+    CompareRowRecord,
+    CompareVerdict,
+)
+from collscope.stats.significance import rank_sum_p
 from collscope.units import parse_size
 
 METRICS = ("auto", "time", "busbw")
@@ -73,11 +80,16 @@ class CompareConfig:
     min_bytes: int = flag(0, "--min-bytes", metavar="SIZE", parse=parse_size,
                           show_default=False, help="ignore sizes below SIZE (latency-bound "
                                                    "sizes are noisy), e.g. 64K")
+    json: str | None = flag(None, "--json", metavar="FILE",
+                            help="write the comparison as JSON Lines: a compare record, then one "
+                                 "compare_row per size ('-': to stdout instead of the table)")
 
     def __post_init__(self) -> None:
         if self.metric not in METRICS:
             raise invalid(self, "metric", f"'{self.metric}' is not accepted; use "
                                           f"{', '.join(METRICS)}")
+
+
 TESTS = {"mann-whitney": "median of repeated runs beyond the threshold and one-sided "
                         "Mann-Whitney U p <= 0.05",
          "ci-overlap": "p50 beyond the threshold and non-overlapping 95% CIs of the medians",
@@ -101,7 +113,7 @@ class Row:
     time_delta_pct: float | None     # + = new slower
     busbw_delta_pct: float | None    # - = new slower
     metric: str                      # the metric the verdict used: "time" or "busbw"
-    verdict: str                     # "ok", "regressed", "improved" or "n/a" (no usable number)
+    verdict: CompareVerdict
     test: str = "threshold"          # what decided it: a key of TESTS
     p50_delta_pct: float | None = None  # ci-overlap: the p50 slowdown it judged (+ = slower)
     p_value: float | None = None     # mann-whitney: the one-sided test's p
@@ -111,7 +123,7 @@ class Row:
     threshold_pct: float = 5.0
 
     @property
-    def category(self) -> str:
+    def category(self) -> CompareCategory:
         """The verdict, with "ok" split in two: "within" the threshold, or "not significant"
         (changed beyond it, but the CIs overlap or the rank test's p > ALPHA)."""
         if self.verdict != "ok":
@@ -119,22 +131,18 @@ class Row:
         beyond = self.change_pct is not None and abs(self.change_pct) > self.threshold_pct
         return "not significant" if beyond else "within"
 
-    def to_dict(self) -> dict[str, Any]:
+    def record(self) -> CompareRowRecord:
         b, n = self.base, self.new
-        return {
-            "collective": b.collective, "dtype": b.dtype, "op": b.op, "in_place": b.in_place,
-            "algo": b.algo, "size_bytes": b.size_bytes,
-            "world_size_base": b.world_size, "world_size_new": n.world_size,
-            "base_time_us": b.time_us, "new_time_us": n.time_us,
-            "time_delta_pct": self.time_delta_pct,
-            "base_busbw_gbs": b.busbw_gbs, "new_busbw_gbs": n.busbw_gbs,
-            "busbw_delta_pct": self.busbw_delta_pct,
-            "metric": self.metric, "verdict": self.verdict, "category": self.category,
-            "change_pct": self.change_pct, "test": self.test,
-            "p50_delta_pct": self.p50_delta_pct, "p_value": self.p_value,
-            "runs_base": self.runs[0], "runs_new": self.runs[1],
-            "base_ci_halfwidth": b.ci_halfwidth, "new_ci_halfwidth": n.ci_halfwidth,
-        }
+        return CompareRowRecord(
+            collective=b.collective, dtype=b.dtype, op=b.op, in_place=b.in_place, algo=b.algo,
+            size_bytes=b.size_bytes, world_size_base=b.world_size, world_size_new=n.world_size,
+            base_time_us=b.time_us, new_time_us=n.time_us, time_delta_pct=self.time_delta_pct,
+            base_busbw_gbs=b.busbw_gbs, new_busbw_gbs=n.busbw_gbs,
+            busbw_delta_pct=self.busbw_delta_pct, metric=self.metric, verdict=self.verdict,
+            category=self.category, change_pct=self.change_pct, test=self.test,
+            p50_delta_pct=self.p50_delta_pct, p_value=self.p_value, runs_base=self.runs[0],
+            runs_new=self.runs[1], base_ci_halfwidth=b.ci_halfwidth,
+            new_ci_halfwidth=n.ci_halfwidth)
 
 
 @dataclass
@@ -161,19 +169,20 @@ class Comparison:
         """Distinct message sizes among the matched rows (a row is size x placement x ...)."""
         return len({row.base.size_bytes for row in self.rows})
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "threshold_pct": self.threshold_pct, "metric": self.metric,
-            "matched": len(self.rows),
-            "regressed": len(self.with_verdict("regressed")),
-            "improved": len(self.with_verdict("improved")),
-            "within_threshold": len(self.in_category("within")),
-            "not_significant": len(self.in_category("not significant")),
-            "sizes": self.sizes,
-            "unmatched_base": len(self.unmatched_base),
-            "unmatched_new": len(self.unmatched_new),
-            "rows": [row.to_dict() for row in self.rows],
-        }
+    def records(self, base: str, new: str, argv: list[str]) -> list[dict[str, Any]]:
+        """The --json records: the ``compare`` record (``base``/``new`` as given), then one
+        ``compare_row`` per row."""
+        from collscope import __version__
+
+        head = CompareRecord(
+            collscope_version=__version__, argv=argv, base=base, new=new,
+            threshold_pct=self.threshold_pct, metric=self.metric, matched=len(self.rows),
+            regressed=len(self.with_verdict("regressed")),
+            improved=len(self.with_verdict("improved")),
+            within_threshold=len(self.in_category("within")),
+            not_significant=len(self.in_category("not significant")), sizes=self.sizes,
+            unmatched_base=len(self.unmatched_base), unmatched_new=len(self.unmatched_new))
+        return [head.to_dict(), *(row.record().to_dict() for row in self.rows)]
 
 
 def percent_change(base: float, new: float) -> float | None:
@@ -192,7 +201,7 @@ def slowdown_pct(time_delta: float | None, busbw_delta: float | None,
 
 
 def verdict(time_delta: float | None, busbw_delta: float | None, metric: str,
-            threshold_pct: float) -> str:
+            threshold_pct: float) -> CompareVerdict:
     """ok / regressed / improved by the chosen metric ("time" or "busbw")."""
     slowdown = slowdown_pct(time_delta, busbw_delta, metric)
     if slowdown is None:
@@ -235,7 +244,7 @@ def _cost(result: BenchResult, metric: str) -> float | None:
 
 
 def ci_verdict(base: BenchResult, new: BenchResult, metric: str,
-               threshold_pct: float) -> tuple[float, str] | None:
+               threshold_pct: float) -> tuple[float, CompareVerdict] | None:
     """(p50 slowdown in percent, verdict) by the ci-overlap test; None without the spread."""
     if base.ci_halfwidth is None or new.ci_halfwidth is None:
         return None
@@ -255,25 +264,24 @@ def ci_verdict(base: BenchResult, new: BenchResult, metric: str,
 def repeated_row(base: list[BenchResult], new: list[BenchResult], threshold_pct: float,
                  metric: str) -> Row:
     """One row for repeated runs of one key and world size on each side (mann-whitney)."""
-    from scipy.stats import mannwhitneyu  # type: ignore[import-untyped]
-
     base_times, new_times = [r.time_us for r in base], [r.time_us for r in new]
     time_delta = percent_change(median(base_times), median(new_times))
     busbw_delta = percent_change(median(r.busbw_gbs for r in base),
                                  median(r.busbw_gbs for r in new))
-    slower = mannwhitneyu(new_times, base_times, alternative="greater").pvalue
-    faster = mannwhitneyu(new_times, base_times, alternative="less").pvalue
+    slower = rank_sum_p(new_times, base_times, "greater")
+    faster = rank_sum_p(new_times, base_times, "less")
     # Same world size on both sides, so busbw is a fixed multiple of 1/time per run: the rank
     # test on times decides for either metric; the threshold applies to the metric's delta.
     used = "time" if metric == "auto" else metric
     slowdown = slowdown_pct(time_delta, busbw_delta, used)
-    judged, p_value = "ok", float(min(slower, faster))
+    judged: CompareVerdict = "ok"
+    p_value = min(slower, faster)
     if slowdown is None:
         judged = "n/a"
     elif slowdown > threshold_pct and slower <= ALPHA:
-        judged, p_value = "regressed", float(slower)
+        judged, p_value = "regressed", slower
     elif slowdown < -threshold_pct and faster <= ALPHA:
-        judged, p_value = "improved", float(faster)
+        judged, p_value = "improved", faster
     # The row shows the median run of each side.
     representative = [sorted(side, key=lambda r: r.time_us)[(len(side) - 1) // 2]
                       for side in (base, new)]

@@ -18,9 +18,9 @@ from collections import Counter
 from typing import Any
 
 from collscope import __version__
+from collscope.records.load import OTHER_KINDS, Input, Run
 from collscope.redact import is_secret_name, redact_argv, redact_secrets
 from collscope.report import charts as ch
-from collscope.report.store import OTHER_KINDS, Input, Run
 from collscope.report.svg import esc, legend_swatch, render
 from collscope.report.trace_charts import trace_charts
 from collscope.units import format_size
@@ -139,6 +139,11 @@ def render_report(inputs: list[Input], generated_at: float | None = None,
         body.append('<h2 id="links">Link matrices</h2>')
         blocks = "".join(_chart_block(chart) for chart in link_maps)
         body.append(f'<section><div class="charts">{blocks}</div></section>')
+    hang_maps = ch.hang_heat_maps(inputs)
+    if hang_maps:
+        body.append('<h2 id="hang">Hangs</h2>')
+        blocks = "".join(_chart_block(chart) for chart in hang_maps)
+        body.append(f'<section><div class="charts">{blocks}</div></section>')
     overlaps = [(run.label, record) for source in inputs for run in source.runs
                 for record in run.overlap]
     if overlaps:
@@ -162,6 +167,7 @@ def all_charts(inputs: list[Input]) -> list[ch.Chart]:
     charts += trace_charts(inputs)
     charts += ch.monitor_charts(inputs)
     charts += ch.link_heat_maps(inputs)
+    charts += ch.hang_heat_maps(inputs)
     return charts
 
 

@@ -7,6 +7,7 @@ import statistics
 from collections import defaultdict
 from typing import Any
 
+from collscope.records.load import Input, Run
 from collscope.report.charts import (
     PALETTE,
     BarChart,
@@ -17,7 +18,6 @@ from collscope.report.charts import (
     as_number,
     slug,
 )
-from collscope.report.store import Input, Run
 
 MAX_STEP_BARS = 32
 MAX_HEAT_CALLS = 120

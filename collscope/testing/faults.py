@@ -17,8 +17,13 @@ delay@R:MS  bench/links: rank R sleeps MS milliseconds before each launch
 blip@R:MS   links: like delay, in the first measurement only (a transient slowdown that
             the confirmation's re-run clears)
 straggle@R:MS  train: rank R sleeps MS milliseconds before each step's backward
-disk-full@0:N  records_io: the writing process's JSON Lines / CSV files fail with ENOSPC
+disk-full@0:N  records.jsonl: the writing process's JSON Lines / CSV files fail with ENOSPC
             once N records are in them (R is always 0: one process writes)
+fr-skip@R:N  hang's test job (tests/dist/scripts/fr_hang_job.py): rank R sleeps in Python at
+            step N instead of entering the collective (a rank that never joins)
+fr-op@R:N   hang's test job: rank R calls broadcast at step N where the others all_reduce
+fr-size@R:N  hang's test job: rank R passes twice the elements at step N (gloo aborts a rank)
+fr-die@R:N  hang's test job: rank R exits at step N without a dump (a crashed rank)
 ==========  =====================================================================
 
 New kinds are added here, with a line in this table, never as ad-hoc variables elsewhere.

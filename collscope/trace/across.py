@@ -48,6 +48,19 @@ from collscope.trace.table import rank_window_calls
 # A rank is a straggler when the binomial test rejects "last as often as any other rank"
 # at this level.
 STRAGGLER_ALPHA = 0.01
+# Lateness that matters: a call's last-ready rank is late only when it was ready more than the
+# margin after the next latest rank. The margin is how uncertain the compared times are, from
+# the traces: on aligned clocks the alignment's residual spread (the worst rank's MAD of the
+# aligned ends of synchronising collectives, which finish together: :mod:`clock`), on one
+# clock the profiler's time unit, LATE_FLOOR_US (at least that on aligned clocks too). So a
+# tie (identical ranks: every start equal) or a difference inside what the clocks can tell
+# names no late rank, and every late call costs the others a wait.
+LATE_FLOOR_US = 1.0
+
+
+def late_margin_us(clock: ClockAlignment) -> float:
+    spread = clock.residual_spread_us if clock.applied else None
+    return max(spread or 0.0, LATE_FLOOR_US)
 
 
 @dataclass
@@ -56,7 +69,7 @@ class MatchedCall:
     collective: str
     size_bytes: int | None
     starts_us: dict[int, float]       # rank -> when that rank was ready (CommCall.ready_us)
-    late_rank: int
+    late_rank: int | None             # ready last by more than the margin; None: nobody late
     skew_us: float                    # latest ready - earliest ready
     wait_us: float                    # sum over the other ranks of (latest ready - theirs)
     delay_us: float                   # latest ready - the next latest: what the late rank cost
@@ -191,13 +204,15 @@ def match(ranks: list[RankTrace], clock_align: str = "auto") -> Across:
     total = sum(len(calls) for calls in ordered.values())
     clock = align(clock_align, [t.host for t in sorted(ranks, key=lambda t: t.rank)],
                   synchronising_ends(per_rank), rank_ids)
+    margin = late_margin_us(clock)
     matched = []
     for key in common:
         starts = {r: clock.aligned_us(r, per_rank[r][key].ready_us) for r in rank_ids}
-        late = max(starts, key=lambda r: (starts[r], r))
-        latest = starts[late]
-        others = [s for r, s in starts.items() if r != late]
+        last = max(starts, key=lambda r: (starts[r], r))
+        latest = starts[last]
+        others = [s for r, s in starts.items() if r != last]
         first = per_rank[rank_ids[0]][key]
+        late = last if latest - max(others) > margin else None
         matched.append(MatchedCall(key, first.collective, first.size_bytes, starts, late,
                                    latest - min(starts.values()),
                                    sum(latest - s for s in others), latest - max(others),
@@ -218,8 +233,9 @@ def match(ranks: list[RankTrace], clock_align: str = "auto") -> Across:
             sum(1 for late in step_late.values() if late == r),
             sum(m.wait_us for m in matched if m.late_rank == r) / 1e3,
             sum(worst.values()) / 1e3 / max(1, len(steps))))
-    straggler, finding = _straggler(lateness, len(step_late), len(matched))
-    if step_late:
+    judged_steps = len(_worst_per_step(matched))
+    straggler, finding = _straggler(lateness, judged_steps, len(matched), margin)
+    if judged_steps:
         judge(clock, list(step_delays(matched).values()),
               "median over steps of the delay of the step's most-delayed call")
     else:
@@ -245,7 +261,10 @@ def match(ranks: list[RankTrace], clock_align: str = "auto") -> Across:
                   "it, else per (collective, group, size) stream at each rank's shift against "
                   f"rank {rank_ids[0] if rank_ids else '-'}'s that makes the ends of "
                   "synchronising calls agree (see the matching lines); late rank = the one "
-                  f"ready last on {clocks} (kernel start; gloo: the issuing c10d op)",
+                  f"ready last on {clocks} (kernel start; gloo: the issuing c10d op) by more "
+                  f"than {margin:.3g} us after the next latest (the lateness margin: "
+                  + ("the alignment's residual spread, " if clock.applied else "")
+                  + f"at least {LATE_FLOOR_US:g} us; within it, no rank is late)",
                   finding, clock, rank_shifts)
 
 
@@ -279,26 +298,32 @@ def step_delays(matched: list[MatchedCall]) -> dict[int, float]:
 
 
 def step_late_ranks(matched: list[MatchedCall]) -> dict[int, int]:
-    """Per ProfilerStep, the late rank of its most-delayed call (calls outside steps: none)."""
-    return {step: m.late_rank for step, m in _worst_per_step(matched).items()}
+    """Per ProfilerStep, the late rank of its most-delayed call (calls outside steps, and steps
+    whose most-delayed call waited on nobody by more than the margin: none)."""
+    return {step: m.late_rank for step, m in _worst_per_step(matched).items()
+            if m.late_rank is not None}
 
 
-def _straggler(lateness: list[RankLateness], steps: int, calls: int,
+def _straggler(lateness: list[RankLateness], steps: int, calls: int, margin_us: float,
                ) -> tuple[Straggler | None, str]:
-    """(the straggler or None, what the test found when it names none)."""
+    """(the straggler or None, what the test found when it names none). ``steps``: the steps
+    with matched calls, the trials (a step in which no rank was late is a trial none won)."""
     n = len(lateness)
     if n < 2:
         return None, ""
-    from collscope.bench.stats import late_rank_p
+    from collscope.stats.significance import late_rank_p, min_late_trials
 
     if steps == 0:
         return None, ("no straggler test: no matched call lies in a ProfilerStep (steps are "
                       "the trials; the calls of one step are not independent)")
-    if late_rank_p(steps, steps, n) >= STRAGGLER_ALPHA:
+    if steps < min_late_trials(n, STRAGGLER_ALPHA):
         return None, (f"no straggler test: {steps} step(s) with matched calls, too few for "
                       f"p < {STRAGGLER_ALPHA:g} even if one rank were late in all of them "
                       "(steps are the trials; trace more ProfilerSteps)")
     worst = max(lateness, key=lambda r: (r.late_steps, r.late_calls))
+    if worst.late_steps == 0:
+        return None, (f"no straggler: in none of the {steps} steps is a rank ready more than "
+                      f"the lateness margin ({margin_us:.3g} us) after the next latest")
     # The most-late rank is picked after looking: Bonferroni over the n ranks.
     p_value = late_rank_p(worst.late_steps, steps, n)
     test = (f"one-sided binomial test of {worst.late_steps} late steps of {steps} against "

@@ -3,25 +3,31 @@ cross-rank lateness, efficiency against a baseline, findings, records."""
 
 from __future__ import annotations
 
+import gc
 import os
 import re
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from collscope.results import (
-    FindingRecord,
-    TraceCollectiveRecord,
-    TraceRankRecord,
-    TraceStepRecord,
-)
+from collscope.records.finding import FindingRecord
+from collscope.records.trace import TraceCollectiveRecord, TraceRankRecord, TraceStepRecord
 from collscope.trace.across import Across, match
 from collscope.trace.baseline import Baseline
-from collscope.trace.config import StepSelection, TraceConfig, parse_steps  # noqa: F401
+from collscope.trace.collect import RankEvents
+from collscope.trace.config import (  # noqa: F401
+    DEFAULT_MEMORY_MIB,
+    StepSelection,
+    TraceConfig,
+    parse_steps,
+)
 from collscope.trace.events import TraceInputError, load_trace
 from collscope.trace.findings import findings
-from collscope.trace.rank import RankTrace, analyse_doc
+from collscope.trace.rank import RankTrace, analyse_events
+from collscope.trace.stream import NotStreamable, stream_events
 from collscope.trace.table import collective_rows, pooled_rows, rank_window_calls
 
 TRACE_SUFFIXES = (".json", ".json.gz")
@@ -57,6 +63,12 @@ def rank_from_name(path: Path) -> int | None:
 
 # Parallel reading from this much JSON on (gzip counted at its usual ~10x ratio).
 PARALLEL_MIN_BYTES = 64 << 20
+# What reading one rank holds at its peak, streamed (benchmarks/trace_scale.py: 16, 100 and
+# 300 MB of JSON peak at 118, 171 and 238 MiB in one process, imports included): the base,
+# plus a share of the trace's JSON size (what is kept of its kernels, launches and calls).
+WORKER_BASE_MIB = 150
+WORKER_MIB_PER_JSON_MIB = 0.35
+MAIN_BASE_MIB = 100          # the main process beside its workers: imports, the ranks' results
 
 
 def _json_bytes(path: Path) -> int:
@@ -64,21 +76,54 @@ def _json_bytes(path: Path) -> int:
     return size * 10 if path.name.endswith(".gz") else size
 
 
+def reading_workers(files: list[Path], memory_mib: int) -> int:
+    """How many processes read the ranks at once: as many as the memory budget holds at the
+    largest trace's estimated peak, at most one per core and per file; 1 (read in this
+    process, one rank after another) for small jobs, where a worker costs more than it saves
+    (~0.1 s to start and ship back: 4 traces of 4 MB read faster in one process)."""
+    sizes = [_json_bytes(f) for f in files]
+    if len(files) < 2 or sum(sizes) < PARALLEL_MIN_BYTES:
+        return 1
+    per_worker = WORKER_BASE_MIB + WORKER_MIB_PER_JSON_MIB * max(sizes) / 2**20
+    fit = int((memory_mib - MAIN_BASE_MIB) // per_worker)
+    return max(1, min(len(files), os.cpu_count() or 1, fit))
+
+
 def read_rank(path: str, selection: StepSelection) -> RankTrace:
-    """One rank's analysis; runs in a worker process (only the summary travels back)."""
-    return analyse_doc(load_trace(path), path, rank_from_name(Path(path)), selection)
+    """One rank's analysis, the trace streamed (:mod:`stream`); a file the stream cannot cut
+    is read whole, which decodes it or names what is wrong with it. Runs in a worker process
+    (only the summary travels back)."""
+    with gc_paused():
+        collected = RankEvents()
+        try:
+            outside = stream_events(Path(path), collected.add)
+        except NotStreamable:
+            outside = load_trace(path)
+            collected = RankEvents()
+            collected.add(outside.traceEvents)
+        return analyse_events(collected, outside, path, rank_from_name(Path(path)), selection)
 
 
-def read_ranks(files: list[Path], selection: StepSelection,
-               workers: int | None = None) -> list[RankTrace]:
-    """Every file's analysis. Several files are read by worker processes (JSON decoding is
-    CPU-bound); each worker holds one trace at a time, so memory stays bounded by the workers."""
-    if workers is None:
-        # A worker costs ~0.1 s to start and ship back; measured here, 4 traces of 4 MB read
-        # faster in one process. Workers pay for large traces (hundreds of MB per rank).
-        big = sum(_json_bytes(f) for f in files) >= PARALLEL_MIN_BYTES
-        workers = min(len(files), os.cpu_count() or 1, 8) if big else 1
-    count = workers
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cycle collector paused while a trace is read: the events and what is kept of them
+    form no cycles, yet each collection walks every object kept so far, which took 40% of the
+    time on a 100 MB trace (benchmarks/trace_scale.py). Restored as it was."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def read_ranks(files: list[Path], selection: StepSelection, workers: int | None = None,
+               memory_mib: int = DEFAULT_MEMORY_MIB) -> list[RankTrace]:
+    """Every file's analysis. Several files are read by worker processes (decoding is
+    CPU-bound), as many as ``memory_mib`` holds (:func:`reading_workers`) unless ``workers``
+    says; each worker streams one trace at a time, so memory stays bounded by the workers."""
+    count = workers if workers is not None else reading_workers(files, memory_mib)
     if count <= 1 or len(files) == 1:
         return [read_rank(str(f), selection) for f in files]
     with ProcessPoolExecutor(max_workers=count) as pool:
@@ -183,8 +228,8 @@ def analyse(config: TraceConfig) -> TraceResult:
     from collscope.trace.baseline import load_baseline
 
     baseline = load_baseline(config.baseline) if config.baseline else None
-    traces = sorted(read_ranks(trace_files(config.paths), config.steps, config.workers),
-                    key=lambda t: t.rank)
+    traces = sorted(read_ranks(trace_files(config.paths), config.steps, config.workers,
+                               config.memory_mib), key=lambda t: t.rank)
     check_one_job(traces)
     rows = [row for t in traces for row in collective_rows(t)]
     if baseline is not None:

@@ -1,5 +1,5 @@
 """The cluster's measured curve: `collscope bench --json` records and nccl-tests / rccl-tests
-logs (read by collscope.report.store), and a trace's collectives held against it."""
+logs (read by collscope.records.load), and a trace's collectives held against it."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from collscope.collectives.table import bus_factor
-from collscope.results import BenchResult, TraceCollectiveRecord
+from collscope.records.bench import BenchResult
+from collscope.records.trace import TraceCollectiveRecord
 from collscope.trace.events import TraceInputError
 
 
@@ -79,7 +80,7 @@ class Baseline:
 
 def load_baseline(paths: list[str]) -> Baseline:
     """Bench JSONL and nccl-tests logs, any mix; a file with no results is bad input."""
-    from collscope.report.store import InputError, load_input
+    from collscope.records.load import InputError, load_input
 
     results: list[BenchResult] = []
     for path in paths:

@@ -9,6 +9,9 @@ from collscope.config_flags import ConfigError, flag, invalid, list_flag
 from collscope.trace.clock import MODES as CLOCK_MODES
 
 StepSelection = tuple[int | None, int | None] | None
+# Fits a laptop beside the user's other work; 8 ranks of ~300 MB each read within it
+# (benchmarks/trace_scale.py, docs/trace.md).
+DEFAULT_MEMORY_MIB = 1024
 
 
 def parse_steps(text: str, label: str = "--steps") -> StepSelection:
@@ -43,11 +46,21 @@ class TraceConfig:
                                  "collectives: auto (when the traces come from several hosts, "
                                  "or name none and the offsets clearly exceed their spread), "
                                  "on, off")
-    workers: int | None = field(default=None)   # processes reading ranks; None: as many as pay
+    memory_mib: int = flag(DEFAULT_MEMORY_MIB, "--memory-mib", type=int, metavar="MIB",
+                           help="memory for reading the ranks' traces, in MiB: worker processes "
+                                "read ranks in parallel, as many as fit (each ~150 MiB + 0.35 x "
+                                "the largest trace's JSON size, streamed), at most one per "
+                                "core; below one worker's share, ranks are read one after "
+                                "another in one process")
+    workers: int | None = field(default=None)   # processes reading ranks; None: from memory_mib
 
     def __post_init__(self) -> None:
         if not self.paths:
             raise ConfigError("paths", "give at least one trace file or folder", "TRACE")
+        if isinstance(self.memory_mib, bool) or not isinstance(self.memory_mib, int) or \
+                self.memory_mib <= 0:
+            raise invalid(self, "memory_mib", f"'{self.memory_mib}' is not a positive whole "
+                                              "number of MiB, e.g. 1024")
         if self.clock_align not in CLOCK_MODES:
             raise invalid(self, "clock_align", f"'{self.clock_align}' is not one of "
                                                f"{', '.join(CLOCK_MODES)}")

@@ -23,7 +23,7 @@ class TraceInputError(UsageError):
     """A file that is not a usable trace; the message names the file and what is wrong."""
 
 
-class Args(msgspec.Struct, frozen=True):
+class Args(msgspec.Struct, frozen=True, gc=False):
     """The ``args`` of an event, only the keys that place or size a collective. Typed ``Any``:
     profilers of different versions write the same key as int, float or string, and one odd
     value must not reject the file (the readers in ``rank`` coerce)."""
@@ -44,7 +44,7 @@ class Args(msgspec.Struct, frozen=True):
     input_type: Any = msgspec.field(default=None, name="Input type")
 
 
-class Event(msgspec.Struct, frozen=True):
+class Event(msgspec.Struct, frozen=True, gc=False):
     ph: Any = ""
     name: Any = ""
     cat: Any = ""

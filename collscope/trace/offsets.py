@@ -7,8 +7,8 @@ earliest end used (on the reference's clock). Hosts disciplined by NTP drift by 
 
 Direct (at least MIN_CALLS calls span every rank): per rank, the end differences
 d = end_r - end_ref over those calls against x = end_ref - t0. The drift is the Theil-Sen
-slope of d on x (``bench.stats.theil_sen``, its distribution-free 95% CI); the offset is the
-median of d - drift x with its distribution-free CI (``bench.stats.median_ci``): with no
+slope of d on x (``stats.fits.theil_sen``, its distribution-free 95% CI); the offset is the
+median of d - drift x with its distribution-free CI (``stats.intervals.median_ci``): with no
 drift applied, exactly the median of d, as before the drift term existed.
 
 Chained (fewer calls span every rank: groups such as tensor-parallel pairs {0,1},{2,3} and
@@ -33,6 +33,8 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
+from collscope.stats.summary import MAD_TO_SIGMA, mad
+
 Ends = list[dict[int, float]]     # per synchronising call: rank -> its end, own clock (us)
 Pair = tuple[int, int]            # (lower rank, higher rank)
 
@@ -40,7 +42,7 @@ MIN_CALLS = 3                 # fewer shared synchronising calls: no estimate (a
                               # MAD of 1-2 values say nothing about agreement)
 CONFIDENCE = 0.95
 Z = 1.959963984540054         # two-sided 95% normal quantile (chained CIs)
-MEDIAN_VARIANCE = math.pi / 2 * 1.4826 ** 2   # var(median) ~ this x MAD^2 / n (normal jitter)
+MEDIAN_VARIANCE = math.pi / 2 * MAD_TO_SIGMA ** 2   # var(median) ~ this x MAD^2 / n (normal jitter)
 MAX_FIT_CALLS = 1000          # Theil-Sen is O(n^2): longer series are thinned evenly in time
 MAD_FLOOR_US = 1e-3           # edge weights of ends that agree exactly stay finite
 SLOPE_SE_FLOOR = 1e-12
@@ -217,7 +219,7 @@ def _solve_offsets(diffs: dict[Pair, list[float]], ranks: list[int], chained: bo
     """Per rank (offset, CI low, CI high, confidence) from each pair's end differences:
     direct, the median of the rank's differences against the reference and its
     distribution-free CI; chained, the graph solve of the pairs' medians."""
-    from collscope.bench.stats import median_ci
+    from collscope.stats.intervals import median_ci
 
     reference = ranks[0]
     if not chained:
@@ -230,9 +232,9 @@ def _solve_offsets(diffs: dict[Pair, list[float]], ranks: list[int], chained: bo
     edges = []
     for (i, j), d in diffs.items():
         centre = statistics.median(d)
-        mad = statistics.median(abs(v - centre) for v in d)
+        spread = mad(d, centre)
         edges.append((i, j, centre,
-                      math.sqrt(MEDIAN_VARIANCE * max(mad, MAD_FLOOR_US) ** 2 / len(d))))
+                      math.sqrt(MEDIAN_VARIANCE * max(spread, MAD_FLOOR_US) ** 2 / len(d))))
     return {r: (v, v - Z * se, v + Z * se, CONFIDENCE)
             for r, (v, se) in solve_graph(edges, ranks).items()}
 
@@ -240,7 +242,7 @@ def _solve_offsets(diffs: dict[Pair, list[float]], ranks: list[int], chained: bo
 def _solve_slopes(edges: list[_Edge], ranks: list[int], chained: bool,
                   ) -> dict[int, tuple[float, float, float]]:
     """Per rank (drift, CI low, CI high), unitless; ranks without one left out."""
-    from collscope.bench.stats import theil_sen
+    from collscope.stats.fits import theil_sen
 
     fits: dict[Pair, tuple[float, float, float]] = {}
     for e in edges:

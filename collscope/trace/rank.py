@@ -24,10 +24,8 @@ from collscope.trace.calls import (
     name_by_issuing_op,
     to_int,
 )
-from collscope.trace.events import Event, TraceDoc, TraceInputError
-from collscope.trace.kernels import is_comm_annotation, kernel_kind
-
-RUNTIME_CATS = {"cuda_runtime", "cuda_driver", "hip_runtime", "runtime", "driver"}
+from collscope.trace.collect import CpuEvents, RankEvents
+from collscope.trace.events import TraceDoc, TraceInputError
 
 
 @dataclass
@@ -87,17 +85,8 @@ class StepSpan:
     end: float
 
 
-def profiler_steps(events: list[Event]) -> list[StepSpan]:
-    steps = []
-    for event in events:
-        # CPU-side spans only: Kineto may mirror them on the GPU timeline
-        # (gpu_user_annotation), which would count every step twice.
-        if event.cat in ("user_annotation", "cpu_op") and event.name.startswith(
-                "ProfilerStep#"):
-            number = to_int(event.name.removeprefix("ProfilerStep#"))
-            if number is not None:
-                steps.append(StepSpan(number, event.ts, event.ts + (event.dur or 0.0)))
-    return sorted(steps, key=lambda s: s.start)
+def profiler_steps(collected: RankEvents) -> list[StepSpan]:
+    return sorted((StepSpan(*step) for step in collected.steps), key=lambda s: s.start)
 
 
 def _count(steps: int) -> str:
@@ -147,29 +136,22 @@ class _Part:
     compute_all: list[iv.Interval] = field(default_factory=list)   # union, whole trace
 
 
-def _gpu_part(events: list[Event], all_steps: list[StepSpan], steps: list[StepSpan],
+def _gpu_part(collected: RankEvents, all_steps: list[StepSpan], steps: list[StepSpan],
               selected: bool, world_size: int | None, pg_sizes: dict[str, int]) -> _Part:
-    launches = {to_int(e.args.correlation): e for e in events
-                if e.cat in RUNTIME_CATS and e.args is not None}
-    spans = Spans([e for e in events if e.cat in ("cpu_op", "user_annotation")
-                    and (e.name == "record_param_comms" or is_comm_annotation(e.name))])
+    launches = collected.launches
+    spans = Spans(collected.comm_annotations)
     window_end = all_steps[-1].start if not selected and len(all_steps) >= 2 else None
     step_of = _StepIndex(steps).of
     calls: list[CommCall] = []
     launched_at: list[float | None] = []       # per call, its launch (the window's clock)
-    stream_kinds: dict[Any, set[str]] = defaultdict(set)
     items: list[tuple[float | None, str, iv.Interval]] = []   # (launch ts, kind, interval)
-    for event in events:
-        if event.cat not in ("kernel", "gpu_memcpy", "gpu_memset"):
-            continue
-        launch = launches.get(to_int(event.args.correlation)) if event.args else None
-        launched = launch.ts if launch is not None else None
-        kind = kernel_kind(event.name) if event.cat == "kernel" else "memory"
-        stream_kinds[to_int(event.args.stream) if event.args else None].add(kind)
-        items.append((launched, kind, (event.ts, event.ts + (event.dur or 0.0))))
-        if kind == "comm":
-            around = spans.around(launch.pid, launch.tid, launch.ts) if launch else []
-            call = metadata_call(event, around, world_size, pg_sizes)
+    for kernel in collected.kernels:
+        launch = launches.get(kernel.launch_key)
+        launched = launch[0] if launch is not None else None
+        items.append((launched, kernel.kind, (kernel.start, kernel.end)))
+        if kernel.event is not None:
+            around = spans.around(launch[1], launch[2], launched) if launch else []
+            call = metadata_call(kernel.event, around, world_size, pg_sizes)
             call.step = step_of(launched)
             calls.append(call)
             launched_at.append(launched)
@@ -200,27 +182,23 @@ def _gpu_part(events: list[Event], all_steps: list[StepSpan], steps: list[StepSp
         part.steps.append(_breakdown(step.number, step.start, step.end, kinds.get("comm", []),
                                      kinds.get("compute", []), busy))
     part.compute_all = iv.union(by_kind["compute"])
-    shared = {s for s, kinds in stream_kinds.items() if {"comm", "compute"} <= kinds}
+    shared = {s for s, kinds in collected.stream_kinds.items() if {"comm", "compute"} <= kinds}
     part.shared_stream_comm_ms = sum(c.dur_us for c in calls if c.stream in shared) / 1e3
     return part
 
 
-def _cpu_part(events: list[Event], all_steps: list[StepSpan], steps: list[StepSpan],
+def _cpu_part(cpu: CpuEvents, all_steps: list[StepSpan], steps: list[StepSpan],
               selected: bool, world_size: int | None, pg_sizes: dict[str, int]) -> _Part:
-    comm_spans = sorted((e for e in events if e.cat in ("user_annotation", "cpu_op")
-                         and e.name.startswith(("gloo:", "mpi:", "ucc:", "nccl:", "rccl:"))
-                         and is_comm_annotation(e.name)), key=lambda e: e.ts)
+    comm_spans = sorted(cpu.comm_spans, key=lambda e: e.ts)
     comm_threads = {(e.pid, e.tid) for e in comm_spans}
     # The ops that hand work to the backend (and may block on it) are not compute.
-    issue = iv.union((e.ts, e.ts + (e.dur or 0.0)) for e in events
-                     if e.name == "record_param_comms" or e.name.startswith("c10d::"))
+    issue = cpu.issue.result()
     compute = iv.difference(iv.union(
-        (e.ts, e.ts + (e.dur or 0.0)) for e in events
-        if e.cat == "cpu_op" and (e.pid, e.tid) not in comm_threads), issue)
+        interval for thread, busy in cpu.busy_by_thread.items()
+        if thread not in comm_threads for interval in busy.result()), issue)
     step_of = _StepIndex(steps).of
     calls = [cpu_call(e, world_size, pg_sizes) for e in comm_spans]
-    name_by_issuing_op(calls, [e for e in events if e.name.startswith("c10d::")
-                                and (e.pid, e.tid) not in comm_threads])
+    name_by_issuing_op(calls, [e for e in cpu.c10d_ops if (e.pid, e.tid) not in comm_threads])
     for call in calls:
         call.step = step_of(call.start_us)
     comm = iv.union((c.start_us, c.start_us + c.dur_us) for c in calls)
@@ -258,17 +236,22 @@ class _StepIndex:
 
 def analyse_doc(doc: TraceDoc, path: str, rank_hint: int | None,
                 selection: tuple[int | None, int | None] | None = None) -> RankTrace:
-    """Everything collscope reads from one rank's trace."""
+    """Everything collscope reads from one rank's trace, decoded whole."""
+    collected = RankEvents()
+    collected.add(doc.traceEvents)
+    return analyse_events(collected, doc, path, rank_hint, selection)
+
+
+def analyse_events(collected: RankEvents, doc: TraceDoc, path: str, rank_hint: int | None,
+                   selection: tuple[int | None, int | None] | None = None) -> RankTrace:
+    """Everything collscope reads from one rank's trace: its events as collected, the rest of
+    the file from ``doc`` (its events are not read here)."""
     info = doc.distributedInfo if isinstance(doc.distributedInfo, dict) else {}
     rank = to_int(info.get("rank"))
     rank = rank if rank is not None else (rank_hint if rank_hint is not None else 0)
     world_size = to_int(info.get("world_size"))
     pg_sizes = _pg_sizes(info)
-    # Complete events with a numeric time (JSON has no NaN; bool is no time).
-    number = (int, float)
-    events = [e for e in doc.traceEvents if e.ph == "X" and type(e.name) is str
-              and type(e.ts) in number and (e.dur is None or type(e.dur) in number)]
-    all_steps = profiler_steps(events)
+    all_steps = profiler_steps(collected)
     steps, window = select_steps(all_steps, selection)
     if selection is not None and not steps:
         have = (f"it has ProfilerSteps {all_steps[0].number} to {all_steps[-1].number}"
@@ -276,12 +259,13 @@ def analyse_doc(doc: TraceDoc, path: str, rank_hint: int | None,
         raise TraceInputError(f"--steps: {selection[0] if selection[0] is not None else ''}:"
                               f"{selection[1] if selection[1] is not None else ''} selects no "
                               f"step of {path} ({have})")
-    on_gpu = any(e.cat in ("kernel", "gpu_memcpy", "gpu_memset") for e in events)
-    part = (_gpu_part(events, all_steps, steps, selection is not None, world_size, pg_sizes)
-            if on_gpu else _cpu_part(events, all_steps, steps, selection is not None,
-                                     world_size, pg_sizes))
-    first_ts = min((e.ts for e in events), default=0.0)
-    last_ts = max((e.ts + (e.dur or 0.0) for e in events), default=0.0)
+    on_gpu = collected.on_gpu
+    part = (_cpu_part(collected.cpu, all_steps, steps, selection is not None, world_size,
+                      pg_sizes) if collected.cpu is not None
+            else _gpu_part(collected, all_steps, steps, selection is not None, world_size,
+                           pg_sizes))
+    first_ts = collected.first_ts if collected.first_ts is not None else 0.0
+    last_ts = collected.last_ts if collected.last_ts is not None else 0.0
     whole = _breakdown(-1, first_ts, last_ts, part.comm, part.compute,
                        part.comm + part.compute + part.busy)
     return RankTrace(

@@ -7,14 +7,13 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from collscope.console import table_console, write_json
+from collscope.console import table_console
 from collscope.units import format_size_exact
 
 
 def write_json_records(target: str, result: Any, argv: Sequence[str]) -> None:
-
-    from collscope.records_io import JsonlWriter
-    from collscope.results import RunRecord
+    from collscope.records.jsonl import write_records
+    from collscope.records.run import RunRecord
 
     traces = result.traces
     hosts = sorted({t.host for t in traces if t.host})
@@ -31,16 +30,7 @@ def write_json_records(target: str, result: Any, argv: Sequence[str]) -> None:
                if result.across and result.across.clock else None,
                "call_matching": [found.to_dict() for found in result.across.shifts]
                if result.across else []}).to_dict()
-    records = [run, *result.records()]
-    if target == "-":
-        write_json("-", records, lines=True)
-        return
-    writer = JsonlWriter(target)
-    try:
-        for record in records:
-            writer.write(record)
-    finally:
-        writer.close()
+    write_records(target, [run, *result.records()])
 
 
 def _timing(traces: list[Any]) -> str:

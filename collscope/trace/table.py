@@ -8,9 +8,9 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
-from collscope.bench.stats import iter_stats
 from collscope.collectives.table import COLLECTIVES, bandwidths
-from collscope.results import TraceCollectiveRecord
+from collscope.records.trace import TraceCollectiveRecord
+from collscope.stats.summary import iter_stats
 from collscope.trace.calls import CommCall
 from collscope.trace.rank import RankTrace
 

@@ -8,8 +8,9 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from collscope.bench.stats import MedianCI, median_ci, quantile
 from collscope.collectives.dtypes import DTYPES
+from collscope.stats.intervals import MedianCI, median_ci
+from collscope.stats.summary import iqr, quantile
 from collscope.train.config import DDP_DEFAULT, DDPKnobs
 
 # PowerSGD as collscope registers it (see parallel.make_hook): rank-1 approximation, and
@@ -58,7 +59,7 @@ def exposed_comm(sync_ms: Sequence[float], nosync_ms: Sequence[float]) -> float:
 
 
 def exposed_comm_ci(sync_ms: Sequence[float], nosync_ms: Sequence[float]) -> MedianCI:
-    """The distribution-free confidence interval of that median (bench.stats.median_ci: 95%,
+    """The distribution-free confidence interval of that median (stats.intervals.median_ci: 95%,
     or [min, max] and its lower coverage with too few steps)."""
     return median_ci(paired_differences(sync_ms, nosync_ms))
 
@@ -76,8 +77,7 @@ def exposed_comm_ci_label(steps: int) -> str:
 def paired_iqr(sync_ms: Sequence[float], nosync_ms: Sequence[float]) -> float:
     """Spread of the per-step differences (each sync step against the no-sync step run beside
     it on the same batch): how far one exposed-comm figure can be trusted."""
-    differences = paired_differences(sync_ms, nosync_ms)
-    return quantile(differences, 0.75) - quantile(differences, 0.25)
+    return iqr(paired_differences(sync_ms, nosync_ms))
 
 
 def overlap_fraction(exposed_ms: float | None, pure_ms: float | None,

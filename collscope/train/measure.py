@@ -23,6 +23,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from collscope.records.train import TrainRecord
 from collscope.runtime.dist import Session
 from collscope.runtime.guard import guard
 from collscope.runtime.spawn import process_memory
@@ -31,7 +32,6 @@ from collscope.train import analysis, parallel
 from collscope.train.analysis import Bucket
 from collscope.train.config import DDP_DEFAULT, DDPKnobs, ModelSpec, TrainConfig
 from collscope.train.model import build_model, synthetic_batch, torch_dtype
-from collscope.train.record import TrainRecord
 
 # torch dtype -> collscope bench dtype name, for the pure-communication benchmark.
 BENCH_DTYPE = {torch.float32: "float", torch.bfloat16: "bfloat16", torch.float16: "half"}

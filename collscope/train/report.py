@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from collscope.records.train import TrainRecord
 from collscope.train import analysis
 from collscope.train.config import TrainConfig
-from collscope.train.record import TrainRecord
 from collscope.units import format_size
 
 
@@ -179,8 +179,8 @@ class Reporter:
         self._write(record.to_dict())
 
     def _open_json(self, path: str) -> None:
-        from collscope.records_io import JsonlWriter
-        from collscope.results import RunRecord
+        from collscope.records.jsonl import JsonlWriter
+        from collscope.records.run import RunRecord
         from collscope.train.measure import timing_method
 
         self.json = JsonlWriter(path, "--json")

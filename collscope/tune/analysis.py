@@ -24,8 +24,11 @@ import statistics
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from collscope.collectives.table import bandwidths
+from collscope.records.tune import TrialStatus, TuneVerdict
+from collscope.stats.intervals import mean_ci_halfwidth
 from collscope.tune.space import Config
 
 CI_METHOD = ("t-interval on the mean log speed-up over paired rounds (scipy.stats.t); "
@@ -62,7 +65,7 @@ class Trial:
     round: int
     position: int                 # place in its round
     config: Config
-    status: str = "pending"       # ok, failed, skipped
+    status: Literal["pending"] | TrialStatus = "pending"
     reason: str = ""
     wall_s: float = 0.0
     file: str = ""
@@ -97,7 +100,7 @@ class Row:
     algbw_gbs: float
     busbw_gbs: float
     interval: Interval | None       # None for the baseline
-    verdict: str                    # baseline, faster, slower, within noise, too few rounds
+    verdict: TuneVerdict            # never "failed": failed configurations have no rows
     winner: bool = False
 
     @property
@@ -108,14 +111,12 @@ class Row:
 def speedup_interval(pairs: Sequence[tuple[float, float]], confidence: float = 0.95,
                      ) -> Interval:
     """``pairs`` of (baseline time, configuration time), one per round."""
-    from scipy import stats  # type: ignore[import-untyped]
-
     logs = [math.log(base / time) for base, time in pairs]
     n = len(logs)
     mean = statistics.fmean(logs)
     if n < 2:
         return Interval(math.exp(mean), None, None, n)
-    half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * statistics.stdev(logs) / math.sqrt(n)
+    half = mean_ci_halfwidth(logs, confidence)
     return Interval(math.exp(mean), math.exp(mean - half), math.exp(mean + half), n, confidence)
 
 
@@ -136,7 +137,7 @@ def significance(rows: Sequence[Row], confidence: float) -> str:
             f"{corrected_confidence(confidence, m) * 100:.6g}% ({CORRECTION}: m = {m})")
 
 
-def verdict_of(interval: Interval, min_gain: float = 0.0) -> str:
+def verdict_of(interval: Interval, min_gain: float = 0.0) -> TuneVerdict:
     if interval.low is None or interval.high is None:
         return "too few rounds"
     if interval.low > 1.0 + min_gain:
@@ -178,7 +179,8 @@ def analyse(trials: Sequence[Trial], baseline: Config, confidence: float = 0.95,
         collective, dtype, size = point
         median = statistics.median(by_round.values())
         algbw, busbw = bandwidths(size, median, collective, world[point])
-        interval, verdict = None, "baseline"
+        interval = None
+        verdict: TuneVerdict = "baseline"
         if config != baseline:
             interval = speedup_interval(pairs, level)
             verdict = verdict_of(interval, min_gain)

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from collscope.results import TuneRecord
+from collscope.records.tune import TuneRecord
 from collscope.tune.analysis import (
     CI_METHOD,
     CORRECTION,
@@ -181,33 +181,6 @@ def _fit(line: str) -> list[str]:
 
     return ["# " + piece for piece in textwrap.wrap(line[1:].strip(), MAX_LINE - 2,
                                                      break_on_hyphens=False)]
-
-
-def read_tuner_csv(text: str) -> list[dict[str, Any]]:
-    """Rows as the example plugin reads them: '#' lines and empty lines skipped, 8 to 10 fields
-    (numPipeOps and regBuff default to -1). Raises ValueError on a line the plugin would drop."""
-    rows = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if len(line.encode()) > MAX_LINE:
-            raise ValueError(f"line {number}: {len(line.encode())} bytes; the plugin reads "
-                             f"{MAX_LINE} per line and takes the rest for another line")
-        if not line or line.startswith("#"):
-            continue
-        fields = [f.strip() for f in line.split(",")]
-        if not 8 <= len(fields) <= 10:
-            raise ValueError(f"line {number}: {len(fields)} fields; the plugin reads 8 to 10")
-        fields += ["-1"] * (10 - len(fields))
-        row: dict[str, Any] = dict(zip(TUNER_COLUMNS, fields))
-        for name in TUNER_COLUMNS[1:3] + TUNER_COLUMNS[5:]:
-            row[name] = int(row[name])
-        if row["collective_type"] not in TUNER_COLLECTIVES.values():
-            raise ValueError(f"line {number}: collective {row['collective_type']!r}")
-        if row["algorithm"] not in TUNER_ALGORITHMS.values():
-            raise ValueError(f"line {number}: algorithm {row['algorithm']!r}")
-        if row["protocol"] not in TUNER_PROTOCOLS.values():
-            raise ValueError(f"line {number}: protocol {row['protocol']!r}")
-        rows.append(row)
-    return rows
 
 
 def tune_records(rows: Sequence[Row], baseline: Config, failed: dict[Config, str],

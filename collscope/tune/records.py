@@ -7,22 +7,24 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from collscope.errors import UsageError
 from collscope.tune.analysis import Trial
 from collscope.tune.config import TuneConfig
 from collscope.tune.space import Config, Space
+
+# The settings of the sweep itself the run record's extra.config holds (the bench command,
+# space and outputs are in its argv and extra.space).
+RECORDED_SETTINGS = ("rounds", "budget_s", "timeout_s", "strategy", "confidence", "min_gain")
 
 
 def sweep_context(space: Space, config: TuneConfig, how: str) -> dict[str, Any]:
     """What the run record's ``extra`` says about the sweep (the trials' own context is the
     rest of the record)."""
-    from dataclasses import asdict
-
     from collscope.tune.analysis import CI_METHOD, CORRECTION, TIME_METHOD
 
     return {"space": {name: list(values) for name, values in space.variables},
             "baseline": space.baseline.as_dict(), "baseline_notes": list(space.baseline_notes),
-            "config": asdict(config), "trials": how, "ci_method": CI_METHOD,
+            "config": {name: getattr(config, name) for name in RECORDED_SETTINGS},
+            "trials": how, "ci_method": CI_METHOD,
             "correction": CORRECTION, "time_method": TIME_METHOD}
 
 
@@ -32,20 +34,17 @@ class TrialWriter:
     tune records."""
 
     def __init__(self, path: str, extra: dict[str, Any], keep_files: bool = True):
-        from collscope.records_io import JsonlWriter
+        from collscope.records.jsonl import JsonlWriter
 
         self.keep_files = keep_files     # trial files in a temporary folder are gone after
         self.extra = extra
         self.started_at = time.time()
         self.pending: list[dict[str, Any]] = []
-        try:
-            self.out = JsonlWriter(path)
-        except OSError as error:
-            raise UsageError(f"--json: cannot write {path} ({error.strerror})") from None
+        self.out = JsonlWriter(path, "--json")      # UsageError (exit 2) when it cannot open
         self.run_written = False
 
     def run_record(self, context: dict[str, Any]) -> None:
-        from collscope.results import RunRecord
+        from collscope.records.run import RunRecord
 
         if self.run_written:
             return
@@ -64,8 +63,9 @@ class TrialWriter:
         self.pending = []
 
     def trial(self, trial: Trial, baseline: Config) -> None:
-        from collscope.results import TuneTrialRecord
+        from collscope.records.tune import TuneTrialRecord
 
+        assert trial.status != "pending", "a trial is recorded once it has ended"
         record = TuneTrialRecord(
             trial.index, trial.stage, trial.round, trial.position, trial.config.as_dict(),
             trial.config.label(baseline), trial.status, trial.reason, trial.wall_s,

@@ -30,6 +30,7 @@ class Sweep:
     on_trial: Callable[[Trial], None] = lambda _trial: None
     trials: list[Trial] = field(default_factory=list)
     stopped: str = ""                 # why the sweep ended early ("" = it completed)
+    baseline_failed: bool = False     # it ended because the baseline failed (exit code 1)
     strategy: str = ""
     clock: Callable[[], float] = time.monotonic
     _started: float = 0.0
@@ -76,6 +77,7 @@ class Sweep:
                 self.trials.append(trial)
                 self.on_trial(trial)
                 if trial.status == "failed" and config == self.space.baseline:
+                    self.baseline_failed = True
                     self.stopped = (f"the baseline (defaults) failed: {trial.reason}; nothing "
                                     "can be compared with it")
                     return False

@@ -1,7 +1,7 @@
 """Search spaces: which variables tune varies, the values each may take, and the baseline.
 
 Pure (no torch, no I/O). Names are checked against doctor's table of known variables
-(``collscope.doctor.envlint``), so a typo is refused with "did you mean"; values are checked
+(``collscope.envvars``, doctor's too), so a typo is refused with "did you mean"; values are checked
 against what NCCL/RCCL accept (``VALUE_RULES``), including values that need a newer library than
 the installed one.
 
@@ -19,9 +19,9 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from collscope.doctor.envlint import KNOWN, OBSOLETE, TYPO_PREFIXES, closest_known
+from collscope.envvars import KNOWN, OBSOLETE, TYPO_PREFIXES, closest_known
 from collscope.errors import UsageError
-from collscope.results import RECORDED_ENV_PREFIXES
+from collscope.records.run import RECORDED_ENV_PREFIXES
 
 # Families with hundreds of knobs that doctor does not list one by one (HSA_, UCX_, HIP_,
 # ROCR_, ...): accepted by prefix. They are all in the run record's environment, which is

@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from collscope.errors import UsageError
-from collscope.records_io import read_jsonl
+from collscope.records.jsonl import parse_jsonl, read_records
+from collscope.records.tune import TrialStatus
 from collscope.tune.analysis import Measurement, Trial
 from collscope.tune.space import Config
 
@@ -120,7 +121,7 @@ def choose_launcher(template: str | None, nproc: int | None, environ: Mapping[st
 
 
 def classify(timed_out: bool, exit_code: int | None, records: Sequence[dict[str, Any]],
-             stderr_tail: str, timeout_s: float) -> tuple[str, str]:
+             stderr_tail: str, timeout_s: float) -> tuple[TrialStatus, str]:
     """(status, reason) of a finished trial: ok, or failed with the reason."""
     # The last line that says something: not bench's "#" comments or table rows.
     said_lines = [line.strip() for line in stderr_tail.splitlines()
@@ -172,27 +173,6 @@ def measurements(records: Sequence[dict[str, Any]]) -> list[Measurement]:
                         float(r["time_us"]), int(r.get("world_size") or 0))
             for r in records if r.get("kind") == "result"
             and isinstance(r.get("time_us"), (int, float)) and r.get("size_bytes") is not None]
-
-
-def read_records(path: Path) -> list[dict[str, Any]]:
-    return [record for _, record in numbered_records(path)]
-
-
-def numbered_records(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    """(line number, record) of a JSON Lines file; a line cut short by a kill (or anything
-    else that is not a JSON object) is left out, an unreadable file has none."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return []
-    good = []
-    for number, line in enumerate(text.splitlines(), 1):
-        try:
-            parsed = read_jsonl(line)
-        except ValueError:
-            continue
-        good += [(number, record) for record in parsed if isinstance(record, dict)]
-    return good
 
 
 def run_trial(trial: Trial, launcher: Launcher, bench: BenchArgs, environ: Mapping[str, str],
@@ -265,8 +245,6 @@ def merge_trials(paths: Sequence[str], configs: Sequence[Config],
     configuration is read from its run record's environment, its round from the order of the
     files' start times (the k-th run of a configuration is its round k). Lines that are not
     JSON objects are left out and said in ``warnings`` (report's words, file and line)."""
-    from collscope.report.store import parse_jsonl
-
     found: list[tuple[float, str, Config, list[dict[str, Any]]]] = []
     for path in paths:
         try:

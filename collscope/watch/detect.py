@@ -9,7 +9,7 @@ that entered last made the others wait: its wait caused is the sum over the othe
 A straggler (per group, over the last ``WINDOW`` matched collectives) needs all of:
   - against the other ranks: it entered last in ``hits`` of them, more often than chance
     1/n: one-sided binomial test, Bonferroni-corrected for the n ranks it was picked from
-    (collscope.bench.stats.late_rank_p), p < ALPHA;
+    (collscope.stats.significance.late_rank_p), p < ALPHA;
   - against its own earlier window (the ``WINDOW`` collectives before, frozen while it is a
     straggler): its lateness rose, one-sided Mann-Whitney U, p < ALPHA;
   - the rise in median lateness is at least MIN_RISE_MS and 3 x the earlier window's MAD
@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from collscope.bench.stats import late_rank_p
+from collscope.stats.significance import late_rank_p, rank_sum_p
 
 WINDOW = 12
 ALPHA = 1e-3
@@ -97,12 +97,11 @@ def mad(values: list[float]) -> float:
 
 
 def rise_p(current: list[float], earlier: list[float]) -> float:
-    """One-sided Mann-Whitney U: are ``current`` values larger than ``earlier`` ones?"""
-    from scipy.stats import mannwhitneyu  # type: ignore[import-untyped]
-
+    """One-sided Mann-Whitney U: are ``current`` values larger than ``earlier`` ones? (All
+    values equal: no evidence, p = 1.)"""
     if len(set(current) | set(earlier)) < 2:
         return 1.0
-    return float(mannwhitneyu(current, earlier, alternative="greater").pvalue)
+    return rank_sum_p(current, earlier, "greater")
 
 
 def judge(history: list[Matched], rank: int, members: int,

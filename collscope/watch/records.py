@@ -1,6 +1,6 @@
 """The record kinds `collscope watch` writes (JSON Lines, each flushed as it exists).
 
-A `--json FILE` holds, in order: one ``run`` record (collscope.results.RunRecord, command
+A `--json FILE` holds, in order: one ``run`` record (collscope.records.run.RunRecord, command
 "watch"), then as the job runs ``watch_window`` records (one per rank per aggregation round),
 ``finding`` records with id ``watch.straggler`` (one when a straggler starts, one when it
 ends), and on a stall ``watch_stall`` followed by `collscope hang`'s own records (its

@@ -153,12 +153,8 @@ class Watch:
     def verdict(self, folder: str) -> None:
         """collscope hang's analysis of the dumps: its verdict printed, its records kept."""
         from collscope.errors import UsageError
+        from collscope.hang import analyse_paths, render_text
 
-        try:
-            from collscope.hang import analyse_paths, render_text
-        except ImportError:     # until the hang branch is merged into this one
-            self.say(f"collscope hang is not in this build; the dumps are in {folder}")
-            return
         try:
             analysis = analyse_paths([folder], hosts=self.hosts or None)
         except UsageError as error:
@@ -232,7 +228,7 @@ def check_dump_dir(folder: str) -> None:
 
 
 def run_record(config: WatchConfig) -> dict[str, Any]:
-    from collscope.results import RunRecord
+    from collscope.records.run import RunRecord
     from collscope.runtime.launchers import detect_launcher
     from collscope.versions import library_versions
 
@@ -252,7 +248,7 @@ def run_record(config: WatchConfig) -> dict[str, Any]:
 
 
 def run_watch(config: WatchConfig) -> int:
-    from collscope.records_io import JsonlWriter
+    from collscope.records.jsonl import JsonlWriter
 
     writer = JsonlWriter(config.json, "--json") if config.json else None
     watch = Watch(config, writer)

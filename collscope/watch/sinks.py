@@ -1,5 +1,5 @@
 """Where the wrapper puts what the agents found: Prometheus text and the live line (pure
-rendering; the HTTP server is monitor's exporter, the JSON writer records_io's).
+rendering; the HTTP server is monitor's exporter, the JSON writer records.jsonl's).
 
 Series (labels rank, host, group; collective on the counter):
   collscope_watch_collectives_total       collectives completed, per collective type

@@ -12,7 +12,6 @@ import sys
 import time
 import urllib.request
 from functools import lru_cache
-from pathlib import Path
 
 import psutil
 import pytest
@@ -310,9 +309,3 @@ def test_sampler_package_is_usable_from_a_script(tmp_path):
     data = json.loads(out.stdout)
     assert data["n"] >= 3 and "cpu.percent" in data["keys"] and data["mean"] >= 0
 
-
-def test_readme_documents_monitor_before_benchmarks():
-    readme = (Path(REPO) / "README.md").read_text()
-    heading = "## `collscope monitor`"
-    assert heading in readme
-    assert readme.index(heading) < readme.index("## Benchmarks")

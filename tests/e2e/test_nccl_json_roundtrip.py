@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from collscope.bench.per_rank import iteration_max
-from collscope.bench.stats import iter_stats
 from collscope.collectives.table import COLLECTIVES
-from collscope.report.importer import import_file
+from collscope.records.logs import import_file
+from collscope.stats.summary import iter_stats
 from tests.helpers import read_records, run_cli
 from tests.unit.parsers import nccl_tests_json_shape
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from collscope.report.importer import import_file
+from collscope.records.logs import import_file
 from tests.conftest import FIXTURES, fixture_path
 from tests.helpers import REPO, read_records, run_cli, usage_error
 from tests.unit.parsers.test_nccl_tests import count_printed_placements
@@ -80,9 +80,10 @@ def test_import_of_a_failed_run_exits_2_naming_the_failure(tmp_path: Path) -> No
     proc = run_cli("import", str(good), str(log), "-o", str(out), "--skip-failed", "--json",
                    "-", timeout=60)
     assert proc.returncode == 0, proc.stderr
-    summary = json.loads(proc.stdout)
-    assert [entry["results"] for entry in summary["logs"]] == [62, 0]
-    assert "no result table" in summary["logs"][1]["error"]
+    summary = [json.loads(line) for line in proc.stdout.splitlines()]     # JSON Lines
+    assert [(entry["kind"], entry["results"]) for entry in summary] == [("import_log", 62),
+                                                                          ("import_log", 0)]
+    assert "no result table" in summary[1]["error"] and summary[0]["error"] == ""
     assert len([r for r in read_records(out) if r["kind"] == "result"]) == 62
 
 
@@ -207,8 +208,10 @@ def test_compare_threshold_json_and_only_some_sizes(tmp_path: Path) -> None:
     write_records(new, records)
     proc = run_cli("compare", str(base), str(new), "--json", "-", timeout=60)
     assert proc.returncode == 1
-    document = json.loads(proc.stdout)
-    regressed = [r for r in document["rows"] if r["verdict"] == "regressed"]
+    head, *rows = [json.loads(line) for line in proc.stdout.splitlines()]   # JSON Lines
+    assert head["kind"] == "compare" and {row["kind"] for row in rows} == {"compare_row"}
+    assert (head["base"], head["new"], head["matched"]) == (str(base), str(new), len(rows))
+    regressed = [r for r in rows if r["verdict"] == "regressed"]
     assert {(r["collective"], r["size_bytes"]) for r in regressed} == {
         ("all_reduce", 1 << 21), ("all_gather", 1 << 21)}
     assert all(r["time_delta_pct"] == pytest.approx(20.0) for r in regressed)
@@ -233,7 +236,7 @@ def test_compare_says_each_malformed_line_of_either_input(tmp_path: Path) -> Non
     assert "within +-5%" in proc.stdout
     # JSON to stdout stays JSON only; the warnings still go to stderr.
     proc = run_cli("compare", str(garbled), str(base), "--json", "-", timeout=60)
-    assert proc.returncode == 0 and json.loads(proc.stdout)["matched"] == 32
+    assert proc.returncode == 0 and json.loads(proc.stdout.splitlines()[0])["matched"] == 32
     assert len(proc.stderr.splitlines()) == 2
 
 
@@ -336,8 +339,8 @@ def test_report_escapes_hostile_input_and_draws_train_and_monitor(tmp_path: Path
 
 
 def test_report_says_what_an_input_holds_and_tabulates_overlap_records(tmp_path: Path) -> None:
-    from collscope.overlap import OverlapResult
-    from collscope.results import PredictionRecord
+    from collscope.records.model import PredictionRecord
+    from collscope.records.train import OverlapResult
 
     # `model predict --json`: predictions and no run record.
     predictions = [PredictionRecord("all_reduce", size, 2, 8, 16, "ring", 10.0 * size, 1.0,

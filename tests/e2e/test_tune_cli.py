@@ -151,7 +151,7 @@ def test_compare_gates_one_tune_sweep_against_another(tmp_path):
     assert "matched 4 rows (collective x placement x size; 2 distinct sizes)" in proc.stdout
     proc = run_cli("compare", str(base), str(slower), "--json", "-")
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    rows = json.loads(proc.stdout)["rows"]
+    rows = [json.loads(line) for line in proc.stdout.splitlines()][1:]
     assert {row["algo"] for row in rows} == {"tune: defaults", "tune: NCCL_ALGO=Tree"}
     assert all(row["verdict"] == "regressed" for row in rows)
 

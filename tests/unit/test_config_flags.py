@@ -7,7 +7,15 @@ from dataclasses import dataclass
 
 import pytest
 
-from collscope.config_flags import ConfigError, add_flags, config_from, flag, flag_of, invalid
+from collscope.config_flags import (
+    REQUIRED,
+    ConfigError,
+    add_flags,
+    config_from,
+    flag,
+    flag_of,
+    invalid,
+)
 from collscope.errors import UsageError
 from collscope.units import parse_size
 
@@ -65,3 +73,21 @@ def test_errors_name_the_field_and_show_its_flag():
 def test_a_bad_size_names_the_flag():
     with pytest.raises(UsageError, match="^-b/--size: '1Q'"):
         config_from(Sample, _parser().parse_args(["-b", "1Q"]))
+
+
+@dataclass(kw_only=True)
+class WithPositionals:
+    model: str = flag(REQUIRED, "model", metavar="MODEL.json", help="a model file")
+    inputs: list[str] = flag(REQUIRED, "inputs", nargs="+", metavar="INPUT", help="inputs")
+    json: str | None = flag(None, "--json", metavar="FILE", help="records")
+
+
+def test_a_field_without_a_dash_is_a_positional_argument(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    parser = argparse.ArgumentParser(prog="x")
+    add_flags(parser, WithPositionals)
+    config = config_from(WithPositionals, parser.parse_args(["m.json", "a.log", "b.log"]))
+    assert config == WithPositionals(model="m.json", inputs=["a.log", "b.log"])
+    with pytest.raises(SystemExit):
+        parser.parse_args(["m.json"])            # INPUT is required (nargs "+")
+    assert "INPUT" in capsys.readouterr().err

@@ -14,7 +14,7 @@ import pytest
 
 from collscope.bench.output import DeviceLine, column_header, device_block, row
 from collscope.errors import UsageError
-from collscope.results import BenchResult
+from collscope.records.bench import BenchResult
 from collscope.runtime.dist import check_ranks_fit
 from tests.helpers import REPO, cli_env
 

@@ -1,4 +1,4 @@
-"""Output paths are checked by opening them as the writers will (collscope.records_io probes,
+"""Output paths are checked by opening them as the writers will (collscope.records.jsonl probes,
 cli._common checks), the writers turn a failed write into one line, and the small CLI checks
 that run before any rank starts (train --trace, tune --trials-dir, overlap's world size, bench's
 op/dtype message and its --help examples)."""
@@ -13,7 +13,7 @@ import pytest
 
 from collscope.cli._common import check_writable, check_writable_folder
 from collscope.errors import OutputError, UsageError
-from collscope.records_io import CsvWriter, JsonlWriter
+from collscope.records.jsonl import CsvWriter, JsonlWriter
 from tests.helpers import usage_error_in_process
 
 ROOT = os.geteuid() == 0

@@ -98,7 +98,7 @@ def test_shown_env_drops_secret_names_and_hides_url_passwords() -> None:
 def test_a_run_record_never_holds_a_secret_of_its_command_line(monkeypatch) -> None:
     import sys
 
-    from collscope.results import RunRecord
+    from collscope.records.run import RunRecord
 
     monkeypatch.setattr(sys, "argv", ["collscope", "tune", "--launcher-env", "DB_PASS=s1",
                                       "--url", "https://u:s2@h/x"])

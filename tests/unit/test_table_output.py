@@ -6,7 +6,7 @@ import pytest
 
 from collscope.bench.output import fixed_width, footer, row
 from collscope.collectives.table import COLLECTIVES, bandwidths, bus_factor, canonical_name
-from collscope.results import BenchResult
+from collscope.records.bench import BenchResult
 from tests.conftest import fixture_path
 
 ROW = re.compile(r"^\s+\d+\s+\d+\s+\w+\s+\w+\s+-?\d+\s")

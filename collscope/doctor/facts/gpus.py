@@ -8,14 +8,14 @@ from collscope.doctor import probes, recognize
 from collscope.doctor.facts.common import add_notes, as_dict, as_int, as_str, read_json
 from collscope.doctor.facts.records import AMD_DEVICE_IDS, AMD_VENDOR_ID, NVIDIA_VENDOR_ID, Facts
 from collscope.doctor.gpu_usage import nvidia_query
+from collscope.hw.topology import read_topology
 from collscope.parsers import (
     amd_smi,
-    nvidia_smi,
     rocm_smi,
     rocminfo,
     smi_tables,
 )
-from collscope.parsers.common import GpuInfo, Parsed
+from collscope.parsers.common import GpuInfo, Parsed, is_json
 
 
 def _gpus_from_library(data: Any) -> list[GpuInfo]:
@@ -85,14 +85,14 @@ def _gpu_sources(capture: probes.RawCapture, notes: dict[str, list[str]]) -> Gpu
         if name in capture:
             text = capture[name]
             # rocm-smi --json (what doctor runs) or the text a bundle may hold.
-            use = rocm_smi.parse_json if name.startswith("rocm-smi") and recognize.is_json(text) \
+            use = rocm_smi.parse_json if name.startswith("rocm-smi") and is_json(text) \
                 else parse
             parsed = use(text)
             add_notes(notes, name, parsed.warnings)
             target.append((name, list(parsed.value)))
     if "rocm-smi.txt" in capture:
         text = capture["rocm-smi.txt"]
-        read = rocm_smi.parse_json_status if recognize.is_json(text) else rocm_smi.parse_concise
+        read = rocm_smi.parse_json_status if is_json(text) else rocm_smi.parse_concise
         concise = read(text)
         add_notes(notes, "rocm-smi.txt", concise.warnings)
         amd.append(("rocm-smi.txt", [
@@ -103,34 +103,12 @@ def _gpu_sources(capture: probes.RawCapture, notes: dict[str, list[str]]) -> Gpu
 
 
 def _topology(capture: probes.RawCapture, facts: Facts) -> None:
-    notes = facts.notes
-    order = {"amd": ("amd-smi-topology.txt", "rocm-smi--showtopo.txt"),
-             "nvidia": ("nvidia-smi-topo-m.txt",)}
-    names = order.get(facts.vendor) or (order["amd"] + order["nvidia"])
-    for name in names:
-        if name not in capture:
-            continue
-        if name == "nvidia-smi-topo-m.txt":
-            parsed_nv = nvidia_smi.parse_topo_matrix(capture[name])
-            add_notes(notes, name, parsed_nv.warnings)
-            topo = parsed_nv.value.topology
-            for gpu in range(len(parsed_nv.value.gpu_nic)):
-                facts.gpu_nearest_nic[gpu] = parsed_nv.value.nics_near(gpu)
-                row = [link for link in parsed_nv.value.gpu_nic[gpu] if link != "unknown"]
-                if row:
-                    rank = ("pix", "pxb", "phb", "node", "sys")
-                    facts.gpu_nic_link[gpu] = min(row, key=lambda x: rank.index(x)
-                                                  if x in rank else len(rank))
-        else:
-            parse = amd_smi.parse_topology if name.startswith("amd-smi") \
-                else rocm_smi.parse_json_topology if recognize.is_json(capture[name]) \
-                else rocm_smi.parse_showtopo
-            parsed = parse(capture[name])
-            add_notes(notes, name, parsed.warnings)
-            topo = parsed.value
-        if topo.gpus > 0:
-            facts.topology, facts.topology_source = topo, name
-            return
+    found = read_topology(capture, facts.vendor)
+    for name, warnings in found.warnings.items():
+        add_notes(facts.notes, name, warnings)
+    facts.gpu_nearest_nic.update(found.nearest_nics)
+    facts.gpu_nic_link.update(found.nic_link)
+    facts.topology, facts.topology_source = found.topology, found.source
 
 
 def _vendor(facts: Facts, sources: GpuSources, capture: probes.RawCapture) -> str:

@@ -19,8 +19,8 @@ AMD_VENDOR_ID = "0x1002"
 NVIDIA_VENDOR_ID = "0x10de"
 # AMD Instinct PCI device IDs (rocm-smi's DID column) -> model, for GPU lists without names.
 # Sources: rocm-smi --showproductname "Card model" 0x74a1 = MI300X OAM and telegraf's MI100
-# capture 0x738c (tests/fixtures/tool-outputs); amdsmi CHANGELOG pairs 0x74a2 with MI308X; Linux amdgpu
-# lists 0x740c/0x740f as Aldebaran (MI250X/MI250, MI210); 0x74a5 is MI325X.
+# capture 0x738c (tests/fixtures/tool-outputs); amdsmi CHANGELOG pairs 0x74a2 with MI308X; Linux
+# amdgpu lists 0x740c/0x740f as Aldebaran (MI250X/MI250, MI210); 0x74a5 is MI325X.
 AMD_DEVICE_IDS = {"0x738c": "AMD Instinct MI100", "0x740c": "AMD Instinct MI250X/MI250",
                   "0x740f": "AMD Instinct MI210", "0x74a1": "AMD Instinct MI300X",
                   "0x74a2": "AMD Instinct MI308X", "0x74a5": "AMD Instinct MI325X"}

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from collscope import envvars
 from collscope.doctor import envlint
 from collscope.doctor.facts import Facts, RdmaPort
 from collscope.doctor.rules.common import listing
 from collscope.doctor.rules.registry import Verdict, rule
+from collscope.versions import version_tuple
 
 
 def _interface_names(facts: Facts) -> list[str]:
@@ -183,7 +185,7 @@ channel tuning model when NCCL_MIN/MAX_NCHANNELS are set) and typically cost ban
 cause hangs.
 """)
 def check_debug_knobs(facts: Facts) -> Iterable[Verdict]:
-    for name, why in envlint.DEBUG_KNOBS.items():
+    for name, why in envvars.DEBUG_KNOBS.items():
         if name in facts.env:
             yield Verdict("warn", f"{name}={facts.env[name]} is set (a debugging knob)",
                           f"It {why}. Keep it for an experiment, not in a job script.",
@@ -216,11 +218,11 @@ TORCH_NCCL_BLOCKING_WAIT and TORCH_NCCL_DESYNC_DEBUG instead of the NCCL_* spell
 The installed RCCL version comes from torch (torch.cuda.nccl.version()) or the NCCL log.
 """)
 def check_obsolete(facts: Facts) -> Iterable[Verdict]:
-    installed = envlint.version_tuple(facts.rccl_or_nccl_version)
+    installed = version_tuple(facts.rccl_or_nccl_version)
     is_rccl = bool(facts.torch and facts.torch.hip) or \
         bool(facts.nccl_log and facts.nccl_log.library == "RCCL")
     for name in sorted(facts.env):
-        entry = envlint.OBSOLETE.get(name)
+        entry = envvars.OBSOLETE.get(name)
         if entry is None:
             continue
         if entry.replacement:
@@ -253,9 +255,9 @@ plugin's or a newer release's variable).
 def check_typos(facts: Facts) -> Iterable[Verdict]:
     unknown = []
     for name in sorted(facts.env):
-        if not name.startswith(envlint.TYPO_PREFIXES) or name in envlint.KNOWN:
+        if not name.startswith(envvars.TYPO_PREFIXES) or name in envvars.KNOWN:
             continue
-        close = envlint.closest_known(name)
+        close = envvars.closest_known(name)
         if close:
             yield Verdict("warn", f"{name} is not a known variable: did you mean {close}?",
                           f"{name}={facts.env[name]} is ignored by the libraries.",
@@ -265,3 +267,51 @@ def check_typos(facts: Facts) -> Iterable[Verdict]:
     if unknown:
         yield Verdict("info", f"Variables collscope does not know: {listing(unknown)}",
                       "They may belong to a network plugin or a newer release.", "")
+
+
+FR_BUFFER_VARS = ("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE")   # new name first
+FR_ON_BY_DEFAULT_SINCE = (2, 6)     # pytorch#142260: 2000 entries unless the variable says 0
+FR_FIX = ("export TORCH_FR_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 "
+          "TORCH_FR_DUMP_TEMP_FILE=/shared/fr/trace_ (a folder every node can write; one file "
+          "per rank), then after a hang: collscope hang /shared/fr/")
+
+
+@rule("env.flight-recorder", "env", """
+PyTorch's Flight Recorder keeps, per rank, a ring buffer of the recent collectives (group,
+sequence number, op, sizes, state, Python stack) and dumps it when the NCCL watchdog times out
+(TORCH_NCCL_DUMP_ON_TIMEOUT, to TORCH_FR_DUMP_TEMP_FILE + rank). Those dumps are what
+`collscope hang` (and torch's fr_trace) name the rank a hung job waits on from; without them a
+hang leaves only "Watchdog caught collective operation timeout" on every rank. The buffer is
+TORCH_FR_BUFFER_SIZE (TORCH_NCCL_TRACE_BUFFER_SIZE before torch 2.6, now a deprecated alias):
+0 turns it off; unset, torch 2.6 and newer keep 2000 entries (pytorch#142260; measured with
+torch 2.13: a gloo collective is recorded with the variable unset), older torch keeps none.
+""")
+def check_flight_recorder(facts: Facts) -> Iterable[Verdict]:
+    given = [(name, facts.env[name]) for name in FR_BUFFER_VARS if name in facts.env]
+    if given:
+        name, value = given[0]
+        try:
+            entries = int(value.strip())
+        except ValueError:
+            entries = -1
+        if entries <= 0:
+            yield Verdict("warn", f"the Flight Recorder is off ({name}={value}): a hang will "
+                          "leave nothing to analyse",
+                          f"{name}={value} keeps no entries, so no rank can dump which "
+                          "collective it waits in.", FR_FIX)
+        elif name == "TORCH_NCCL_TRACE_BUFFER_SIZE":
+            yield Verdict("info", "TORCH_NCCL_TRACE_BUFFER_SIZE is the old name of "
+                          "TORCH_FR_BUFFER_SIZE",
+                          "torch 2.13 still reads it and warns that it is deprecated.",
+                          f"export TORCH_FR_BUFFER_SIZE={value}; unset "
+                          "TORCH_NCCL_TRACE_BUFFER_SIZE")
+        return
+    installed = version_tuple(facts.torch.version if facts.torch else None)
+    if installed is not None and installed >= FR_ON_BY_DEFAULT_SINCE:
+        return
+    seen = (f"torch {facts.torch.version} keeps no entries without it" if installed
+            else "the torch version is unknown here; before 2.6 torch keeps no entries "
+                 "without it")
+    yield Verdict("warn", "the Flight Recorder is not enabled (no TORCH_FR_BUFFER_SIZE / "
+                  "TORCH_NCCL_TRACE_BUFFER_SIZE): a hang will leave nothing to analyse",
+                  f"Neither variable is set and {seen}.", FR_FIX)

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from collscope.doctor.facts import Facts
 from collscope.doctor.rules.common import gpu_count, human_bytes, listing
-from collscope.doctor.rules.registry import Verdict, rule
+from collscope.doctor.rules.registry import Level, Verdict, rule
 
 
 @rule("host.numa-balancing", "host", """
@@ -56,7 +56,7 @@ def check_iommu(facts: Facts) -> Iterable[Verdict]:
                       "No IOMMU translation: DMA is direct. (iommu=pt keeps the IOMMU for "
                       "isolation without the cost.)", "")
         return
-    level = "warn" if facts.vendor == "amd" else "info"
+    level: Level = "warn" if facts.vendor == "amd" else "info"
     intel = "intel_iommu=on " if (facts.host.cpu_vendor or "").startswith("GenuineIntel") else ""
     yield Verdict(level, "IOMMU translates DMA: no iommu=pt on the kernel command line",
                   f"/proc/cmdline: {cmdline[:200]}. GPU P2P and GPU-NIC DMA pay for address "
@@ -79,7 +79,7 @@ def check_acs(facts: Facts) -> Iterable[Verdict]:
         return
     redirecting = [b for b in acs.bridges if b.redirects]
     if redirecting:
-        level = "warn" if gpu_count(facts) >= 1 else "info"
+        level: Level = "warn" if gpu_count(facts) >= 1 else "info"
         first = redirecting[0].address
         yield Verdict(level, f"ACS redirect enabled on {len(redirecting)} PCIe bridge(s)",
                       f"Bridges {listing([b.address for b in redirecting])} redirect P2P "

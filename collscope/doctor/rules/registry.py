@@ -10,22 +10,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple, get_args
 
 from collscope.doctor.facts import Facts
 from collscope.redact import redact_secrets
 
-LEVELS = ("fail", "warn", "info", "ok")          # worst first
+Level = Literal["fail", "warn", "info", "ok"]
+LEVELS: tuple[Level, ...] = get_args(Level)      # worst first
 AREAS = ("gpu", "torch", "topology", "host", "network", "ucx", "nccl", "env", "selftest",
          "cluster", "tools")
 
 
 @dataclass
 class Finding:
-    """One result of one rule: ``level`` is ok, info, warn or fail."""
+    """One result of one rule."""
 
     id: str
-    level: str
+    level: Level
     area: str
     title: str
     detail: str = ""
@@ -36,7 +37,7 @@ class Finding:
 
 
 class Verdict(NamedTuple):
-    level: str
+    level: Level
     title: str
     detail: str = ""
     fix: str = ""

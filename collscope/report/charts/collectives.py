@@ -6,6 +6,8 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 
+from collscope.records.bench import BenchResult
+from collscope.records.load import Input
 from collscope.report.charts.spec import (
     CollectiveView,
     ColorBook,
@@ -15,8 +17,6 @@ from collscope.report.charts.spec import (
     placement_name,
     slug,
 )
-from collscope.report.store import Input
-from collscope.results import BenchResult
 from collscope.units import format_size
 
 

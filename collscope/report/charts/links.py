@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from collscope.records.load import Input
 from collscope.report.charts.spec import HeatMap, as_number, slug
-from collscope.report.store import Input
 
 
 def link_heat_maps(inputs: list[Input]) -> list[HeatMap]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
+from collscope.records.load import Input
 from collscope.report.charts.axes import format_number
 from collscope.report.charts.spec import PALETTE, LineChart, Series, as_number, slug
-from collscope.report.store import Input
 
 
 def metric_family(name: str) -> tuple[str, str]:

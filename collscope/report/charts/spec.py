@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from collscope.report.store import Run
+from collscope.records.load import Run
 
 # Colour-blind-friendly, distinct on white; picked by hand for this report.
 PALETTE = ("#1f6fb4", "#e4731c", "#2c9c48", "#c9302c", "#7e57c2", "#8c564b", "#d6589f",

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from collscope.records.load import Input
 from collscope.report.charts.spec import (
     PALETTE,
     BarChart,
@@ -15,7 +16,6 @@ from collscope.report.charts.spec import (
     as_number,
     slug,
 )
-from collscope.report.store import Input
 from collscope.units import format_size
 
 TRAIN_COLUMNS = ("step_time_ms", "step_time_ms_nosync", "exposed_comm_ms", "pure_comm_ms",

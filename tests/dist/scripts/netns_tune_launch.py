@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
 
 from netns_cluster import Cluster  # noqa: E402
 
-from collscope.results import recorded_env  # noqa: E402
+from collscope.records.run import recorded_env  # noqa: E402
 from collscope.runtime.spawn import free_loopback_port  # noqa: E402
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from collscope.bench.config import BenchConfig
 from collscope.bench.nccl_json import document, dumps, nccl_version_code, open_new, write
-from collscope.results import BenchResult
+from collscope.records.bench import BenchResult
 
 # Keys in the order util.cu writes them (jsonOutputInit, writeDeviceReport, writeResultHeader,
 # writeBenchmarkLinePreamble/Body/PerIterReport/Terminator, writeResultFooter, writeErrors,

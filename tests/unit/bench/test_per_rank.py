@@ -122,7 +122,7 @@ def test_finding_counts_candidates_so_one_noisy_size_does_not_hide_the_rank():
 @pytest.mark.parametrize("ranks,need", [(2, 8), (3, 6), (4, 5), (8, 4)])
 def test_min_late_trials_is_where_ranks_times_one_over_ranks_to_the_k_drops_below_alpha(
         ranks, need):
-    from collscope.bench.stats import late_rank_p, min_late_trials
+    from collscope.stats.significance import late_rank_p, min_late_trials
 
     assert min_late_trials(ranks, 0.01) == need
     assert late_rank_p(need, need, ranks) < 0.01 <= late_rank_p(need - 1, need - 1, ranks)

@@ -256,9 +256,12 @@ def test_what_doctor_itself_saves_without_root_or_rdma_is_not_unrecognised(name:
     ('{"card0": {}}', True), ('WARNING: AMD GPU device(s) is/are in a low-power state\n[1]', True),
     ("x\n" * 6 + "{}", False), ("GPU: 0\n    ASIC:\n", False), ("", False)])
 def test_one_json_sniff_for_every_reader(text: str, expected: bool) -> None:
-    from collscope.doctor import gpu_usage, recognize
+    from collscope.doctor import gpu_usage
     from collscope.doctor.facts import gpus
-    assert recognize.is_json(text) is expected
-    # the GPU list and the usage readers use that helper and the one --query-gpu CSV reader
-    assert gpus.recognize.is_json is recognize.is_json and gpus.nvidia_query is \
-        gpu_usage.nvidia_query
+    from collscope.hw import topology
+    from collscope.parsers.common import is_json
+    assert is_json(text) is expected
+    # the GPU list, usage and topology readers use that helper, and the one --query-gpu CSV
+    # reader
+    assert gpus.is_json is gpu_usage.is_json is topology.is_json is is_json
+    assert gpus.nvidia_query is gpu_usage.nvidia_query

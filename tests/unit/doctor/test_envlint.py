@@ -4,14 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from collscope.doctor.envlint import (
-    KNOWN,
-    OBSOLETE,
-    ListEntry,
-    closest_known,
-    parse_name_list,
-    version_tuple,
-)
+from collscope.doctor.envlint import ListEntry, parse_name_list
+from collscope.envvars import KNOWN, OBSOLETE, closest_known
+from collscope.versions import version_tuple
 
 IFACES = ["lo", "eth0", "eth1", "ens5", "docker0", "ib0"]
 

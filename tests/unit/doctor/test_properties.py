@@ -8,7 +8,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from collscope.doctor.checks import LEVELS, run_checks
-from collscope.doctor.envlint import KNOWN, OBSOLETE
 from collscope.doctor.facts import (
     AcsBridge,
     AcsInfo,
@@ -24,6 +23,7 @@ from collscope.doctor.facts import (
 )
 from collscope.doctor.probes import TOOLS, ToolRun
 from collscope.doctor.selftest import SelfTestResult
+from collscope.envvars import KNOWN, OBSOLETE
 from collscope.parsers.common import GpuInfo, Topology
 from collscope.parsers.nccl_debug import NcclDebugSummary
 from collscope.parsers.ucx_info import UcxDevices, UcxMemoryDomain, UcxVersion

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collscope.links.config import LinksConfig
 from collscope.links.report import render
 from collscope.links.run import Outcome, Phase
-from collscope.results import LinkRecord, NodeRecord
+from collscope.records.links import LinkRecord, NodeRecord
 
 
 def _link(src: int, dst: int, gbs: float, verdict: str = "ok") -> LinkRecord:

@@ -8,7 +8,7 @@ import pytest
 
 from collscope.links.expected import NOMINAL_GBS, node_topology, pair_link
 from collscope.links.verdicts import NodeInfo, failed, judge
-from collscope.results import LinkRecord
+from collscope.records.links import LinkRecord
 
 
 def _link(src: int, dst: int, gbs: float, scope: str = "inter", link_type: str | None = None,

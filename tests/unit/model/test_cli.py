@@ -16,6 +16,15 @@ def _log(name: str) -> str:
     return str(fixture_path("nccl-tests-logs", name))
 
 
+def _records(text: str) -> dict[str, list[dict[str, object]]]:
+    """JSON Lines by kind; every line must be an object with a kind."""
+    found: dict[str, list[dict[str, object]]] = {}
+    for line in text.splitlines():
+        record = json.loads(line)
+        found.setdefault(record["kind"], []).append(record)
+    return found
+
+
 @pytest.fixture
 def h100_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
     out = tmp_path / "h100.json"
@@ -48,10 +57,11 @@ def test_json_to_stdout_carries_nothing_else(h100_model: Path,
                                              capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["model", "check", str(h100_model),
                  _log("h100_8node_default_nccl_issue309.txt"), "--json", "-"]) == 0
-    document = json.loads(capsys.readouterr().out)
-    band = next(b for b in document["bands"] if b["band"] == ">= 256 MiB")
+    records = _records(capsys.readouterr().out)
+    band = next(b for b in records["check_band"] if b["band"] == ">= 256 MiB")
     assert band["nodes"] == 8 and band["median_error_pct"] < 15
-
+    (summary,) = records["check"]
+    assert summary["sizes"] == 14 and len(records["check_row"]) == 28
 
 def test_plan_llama2_7b_prints_bytes_per_step(tmp_path: Path,
                                               capsys: pytest.CaptureFixture[str]) -> None:
@@ -61,10 +71,12 @@ def test_plan_llama2_7b_prints_bytes_per_step(tmp_path: Path,
     capsys.readouterr()
     assert main(["model", "plan", str(model), "--preset", "llama2-7b", "--nodes", "1,2,4",
                  "--ranks-per-node", "8", "--step-compute-ms", "1000", "--json", "-"]) == 0
-    plan = json.loads(capsys.readouterr().out)
-    assert [r["bytes_per_step"] for r in plan["rows"]] == [6_738_415_616 * 2] * 3
-    assert [r["nodes"] for r in plan["rows"]] == [1, 2, 4]
-    assert all(r["comm_ms"] > 0 and 0 < r["scaling_efficiency"] <= 1.1 for r in plan["rows"])
+    records = _records(capsys.readouterr().out)
+    assert list(records) == ["plan", "plan_row"] and len(records["plan"]) == 1
+    rows = records["plan_row"]
+    assert [r["bytes_per_step"] for r in rows] == [6_738_415_616 * 2] * 3
+    assert [r["nodes"] for r in rows] == [1, 2, 4]
+    assert all(r["comm_ms"] > 0 and 0 < r["scaling_efficiency"] <= 1.1 for r in rows)
     assert main(["model", "plan", str(model), "--preset", "llama2-7b", "--nodes", "1,2,4",
                  "--ranks-per-node", "8"]) == 0
     out = capsys.readouterr().out
@@ -114,10 +126,11 @@ def test_plan_takes_compute_and_overlap_from_a_train_record(
          "overlap_fraction": 0.25, "is_ddp_default": True})))
     assert main(["model", "plan", str(h100_model), "--preset", "small", "--nodes", "2,4",
                  "--ranks-per-node", "8", "--train", str(train), "--json", "-"]) == 0
-    plan = json.loads(capsys.readouterr().out)
+    records = _records(capsys.readouterr().out)
+    (plan,) = records["plan"]
     assert plan["step_compute_ms"] == 400.0 and plan["overlap"] == 0.25
     assert "25MB none" in plan["overlap_source"]
-    two = plan["rows"][0]
+    two = records["plan_row"][0]
     assert two["exposed_ms"] == pytest.approx(0.75 * two["comm_ms"])
     assert two["step_ms"] == pytest.approx(400.0 + two["exposed_ms"])
 
@@ -165,7 +178,8 @@ def test_model_file_group_without_a_field_exits_2(
 
 def test_predict_header_says_every_method_and_marks_extrapolated_rows(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """auto picks tree at 1 KiB and hierarchical at 1 GiB; only 1 KiB lies outside the fit."""
+    """auto picks tree at 1 KiB and hierarchical at 1 GiB; 1 KiB lies outside the fitted
+    sizes, and both rows outside the fitted node counts (1 and 2: 8 is 4 times 2)."""
     from collscope.model.costmodel import build
     from tests.unit.model.test_costmodel import groups
 
@@ -179,11 +193,14 @@ def test_predict_header_says_every_method_and_marks_extrapolated_rows(
     assert len(methods) == 2
     assert "tree formula" in methods[0] and "hierarchical formula" in methods[1]
     assert all("extrapolated" not in line for line in methods)
-    assert "# fit: extrapolated = the size lies outside the sizes fitted for all_reduce 1x8, " \
-        "all_reduce 2x8" in out
-    rows = [line.split() for line in out.splitlines() if line and not line.startswith("#")]
-    assert [(r[0], r[-2], r[-1]) for r in rows] == [
-        ("1024", "tree", "extrapolated"), ("1073741824", "hierarchical", "in-range")]
+    assert "# fit: size xF = the size lies F times outside the sizes fitted for all_reduce " \
+        "1x8, all_reduce 2x8" in out
+    assert "# fit: nodes x4.0 = 8 node(s) lies 4.0 times outside the node counts fitted (1, 2)" \
+        in out
+    rows = [line.split(None, 11) for line in out.splitlines()
+            if line and not line.startswith("#")]
+    assert [(r[0], r[10], r[11]) for r in rows] == [
+        ("1024", "tree", "nodes x4.0 size x64"), ("1073741824", "hierarchical", "nodes x4.0")]
 
 
 def test_fit_reads_the_same_log_given_twice_once(tmp_path: Path,

@@ -11,7 +11,7 @@ from collscope.model.check import check, size_band
 from collscope.model.costmodel import MODEL_VERSION, CostModel, ModelError, build, predict
 from collscope.model.data import GroupKey, Measurements, collect
 from collscope.model.fit import Sample
-from collscope.report.store import load_inputs
+from collscope.records.load import load_inputs
 from tests.conftest import fixture_path
 
 LOGS = "nccl-tests-logs"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from collscope.model.data import GroupKey, collect
-from collscope.report.store import parse_input
+from collscope.records.load import parse_input
 
 
 def _run(nodes: int, per_node: int) -> dict:

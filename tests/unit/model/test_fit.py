@@ -57,7 +57,8 @@ def test_agreeing_repeats_are_not_outliers() -> None:
                        for s in twice]
     fit = fit_group(repeats, "all_reduce", 16)
     assert fit.outliers == []
-    assert fit.repeat_spread == pytest.approx(0.0, abs=1e-12)
+    assert fit.repeat_low == pytest.approx(0.0, abs=1e-12)
+    assert fit.repeat_high == pytest.approx(0.0, abs=1e-12)
 
 
 def test_band_covers_the_noise() -> None:
@@ -119,22 +120,25 @@ def _two_runs(in_place_factor: float, runs: dict[str, float]) -> list[Sample]:
 
 def test_repeat_spread_is_run_to_run_across_distinct_runs() -> None:
     """In-place 20 % slower than out-of-place in both runs; the runs differ by 2 %: the spread
-    is the runs' (half of log 1.02), not the placements' (half of log 1.2)."""
-    from collscope.model.fit import SPREAD_ACROSS_RUNS
+    is the runs' (each 1 % from their median), not the placements' (20 %)."""
+    from collscope.model.spread import SPREAD_ACROSS_RUNS
 
     fit = fit_group(_two_runs(1.2, {"a": 1.0, "b": 1.02}), "all_reduce", 8)
-    assert fit.repeat_spread == pytest.approx(math.log(1.02) / 2, rel=1e-9)
+    assert fit.tails == [] and fit.runs == 2
+    assert fit.repeat_low == pytest.approx(math.log(1 / 1.01), rel=1e-9)
+    assert fit.repeat_high == pytest.approx(math.log(1.02 / 1.01), rel=1e-9)
     assert fit.spread_method == SPREAD_ACROSS_RUNS
 
 
 def test_repeat_spread_of_one_run_says_placements_were_pooled() -> None:
     from collscope.model.costmodel import band_method, build
     from collscope.model.data import GroupKey, Measurements
-    from collscope.model.fit import SPREAD_POOLED
+    from collscope.model.spread import SPREAD_POOLED
 
     rows = _two_runs(1.2, {"a": 1.0})
     fit = fit_group(rows, "all_reduce", 8)
-    assert fit.repeat_spread == pytest.approx(math.log(1.2) / 2, rel=1e-9)
+    assert fit.repeat_low == pytest.approx(math.log(1 / 1.1), rel=1e-9)
+    assert fit.repeat_high == pytest.approx(math.log(1.2 / 1.1), rel=1e-9)
     assert fit.spread_method == SPREAD_POOLED and "placements pooled" in SPREAD_POOLED
     model = build(Measurements(groups={GroupKey("all_reduce", 1, 8): rows}))
     assert band_method(model.groups).endswith(f"all_reduce 1x8: {SPREAD_POOLED}")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from collscope.records.load import load_inputs, parse_input
 from collscope.report.charts import prediction_charts
 from collscope.report.html import render_report
-from collscope.report.store import load_inputs, parse_input
 from tests.conftest import fixture_path
 
 

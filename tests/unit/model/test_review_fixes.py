@@ -131,8 +131,8 @@ def test_a_train_record_of_another_dtype_gets_a_note(
             "--ranks-per-node", "8", "--train", str(train)]
     assert main([*argv, "--json", "-"]) == 0
     captured = capsys.readouterr()
-    (note,) = json.loads(captured.out)["notes"]
+    (note,) = json.loads(captured.out.splitlines()[0])["notes"]
     assert "measured in float32, the plan sizes messages in --dtype bfloat16" in note
     assert f"collscope model: note: {note}" in captured.err.splitlines()
     assert main([*argv, "--dtype", "float32", "--json", "-"]) == 0    # matching: no note
-    assert json.loads(capsys.readouterr().out)["notes"] == []
+    assert json.loads(capsys.readouterr().out.splitlines()[0])["notes"] == []

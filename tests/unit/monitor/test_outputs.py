@@ -11,7 +11,6 @@ import pytest
 
 from collscope.errors import UsageError
 from collscope.monitor.prometheus import PrometheusExporter, parse_listen, render
-from collscope.monitor.record import SampleRecord
 from collscope.monitor.summary import (
     SummaryBuilder,
     bytes_moved_by_endpoint,
@@ -20,6 +19,7 @@ from collscope.monitor.summary import (
     human_bytes,
 )
 from collscope.monitor.view import LiveView, bar, compact_line, sparkline
+from collscope.records.sample import SampleRecord
 
 SAMPLE = SampleRecord(ts=1718000000.5, host="node0", metrics={
     "cpu.percent": 12.5,

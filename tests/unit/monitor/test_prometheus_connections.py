@@ -8,7 +8,7 @@ import time
 import urllib.request
 
 from collscope.monitor.prometheus import PrometheusExporter, render
-from collscope.monitor.record import SampleRecord
+from collscope.records.sample import SampleRecord
 
 SAMPLE = SampleRecord(ts=1.0, host="node0", metrics={"cpu.percent": 12.5})
 

@@ -9,8 +9,8 @@ import pytest
 from collscope.errors import UsageError
 from collscope.monitor.config import MonitorConfig
 from collscope.monitor.rates import RateTracker, rate
-from collscope.monitor.record import SampleRecord, split_metric
 from collscope.monitor.run import output_path
+from collscope.records.sample import SampleRecord, split_metric
 
 
 @pytest.mark.parametrize("previous, current, seconds, expected", [

@@ -12,10 +12,10 @@ import pytest
 
 from collscope.cli import main
 from collscope.monitor.config import MonitorConfig
-from collscope.monitor.record import SampleRecord
 from collscope.monitor.run import output_path
 from collscope.monitor.summary import SummaryBuilder
 from collscope.monitor.view import LiveView, compact_line
+from collscope.records.sample import SampleRecord
 from tests.helpers import usage_error_in_process
 
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from collscope.parsers.nccl_tests import parse_nccl_tests
 from collscope.parsers.nccl_tests.prefixes import strip_prefix
-from collscope.report.importer import LogImportError, import_log
+from collscope.records.logs import LogImportError, import_log
 from tests.conftest import OWN_FIXTURES, fixture_path
 
 OWN = OWN_FIXTURES / "nccl-tests-logs"

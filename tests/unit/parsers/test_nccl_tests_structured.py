@@ -16,8 +16,8 @@ from collscope.parsers.nccl_tests import (
     detect_format,
     parse_any,
 )
-from collscope.report.importer import import_log
-from collscope.report.store import parse_input
+from collscope.records.load import parse_input
+from collscope.records.logs import import_log
 from tests.conftest import OWN_FIXTURES
 from tests.helpers import run_cli
 from tests.unit.parsers import mutations, nccl_tests_json_shape
@@ -151,7 +151,8 @@ def test_import_cli_reads_json(tmp_path) -> None:
 def test_compare_cli_reads_nccl_tests_json() -> None:
     proc = run_cli("compare", str(OWN / NCCL_JSON), str(OWN / NCCL_JSON), "--json", "-")
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)
+    head, *rows = [json.loads(line) for line in proc.stdout.splitlines()]     # JSON Lines
+    assert head["kind"] == "compare" and head["matched"] == len(rows) > 0
 
 
 def _check(_parser: object, parsed) -> None:

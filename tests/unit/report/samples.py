@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from collscope.collectives.table import bandwidths
-from collscope.results import BenchResult, RunRecord
+from collscope.records.bench import BenchResult
+from collscope.records.run import RunRecord
 
 EVIL = "<script>alert(1)</script>"
 

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
+from collscope.records.bench import BenchResult
+from collscope.records.logs import import_file
 from collscope.report.compare import compare, compare_row, pair_results, percent_change, verdict
-from collscope.report.importer import import_file
-from collscope.results import BenchResult
 from tests.conftest import fixture_path
 from tests.unit.report.samples import result, sweep
 
@@ -130,13 +130,14 @@ def test_bad_settings_are_refused(kwargs: dict) -> None:
         compare(sweep(), sweep(), **kwargs)
 
 
-def test_to_dict_is_plain_json_with_both_sides() -> None:
+def test_records_are_plain_json_with_both_sides() -> None:
     base = sweep()
-    document = compare(base, scaled(base, 1.2)).to_dict()
-    text = json.dumps(document, allow_nan=False)
-    again = json.loads(text)
-    assert again["regressed"] == again["matched"] == len(base)
-    row = again["rows"][0]
+    records = compare(base, scaled(base, 1.2)).records("b.jsonl", "n.jsonl", ["collscope"])
+    head, *rows = json.loads(json.dumps(records, allow_nan=False))
+    assert head["kind"] == "compare" and (head["base"], head["new"]) == ("b.jsonl", "n.jsonl")
+    assert head["regressed"] == head["matched"] == len(base) == len(rows)
+    row = rows[0]
+    assert row["kind"] == "compare_row"
     assert {"size_bytes", "base_time_us", "new_time_us", "time_delta_pct", "base_busbw_gbs",
             "new_busbw_gbs", "busbw_delta_pct", "verdict"} <= set(row)
 
@@ -173,7 +174,7 @@ def test_ci_overlap_decides_real_changes(new_p50: float, expected: str) -> None:
     new = with_spread(result("all_reduce", 1 << 20, new_p50), new_p50, 0.02)
     row = compare_row(base, new, 5.0)
     assert (row.test, row.verdict) == ("ci-overlap", expected)
-    assert row.to_dict()["test"] == "ci-overlap"
+    assert row.record().test == "ci-overlap"
 
 
 def test_ci_overlap_under_busbw_normalises_by_the_bus_factor() -> None:
@@ -209,7 +210,7 @@ def test_repeated_runs_per_side_are_judged_by_mann_whitney() -> None:
     assert (row.test, row.verdict, row.runs) == ("mann-whitney", "regressed", (4, 4))
     assert row.time_delta_pct == pytest.approx((119.5 - 100.5) / 100.5 * 100)
     assert row.p_value == pytest.approx(1 / 70)       # exact one-sided U, 4 against 4
-    assert row.to_dict()["p_value"] == row.p_value
+    assert row.record().p_value == row.p_value
     # Medians 20% apart but the runs overlap: not significant, so not a regression.
     noisy = runs([60.0, 140.0, 118.0, 125.0])
     row, = compare(base, noisy).rows
@@ -249,7 +250,7 @@ def test_a_large_change_that_is_not_significant_is_not_called_within_the_thresho
     assert [(row.verdict, row.category) for row in comparison.rows] == [
         ("ok", "not significant"), ("regressed", "regressed"), ("ok", "within")]
     assert comparison.rows[0].change_pct == pytest.approx(419.0)
-    counts = comparison.to_dict()
+    counts = comparison.records("base", "new", [])[0]
     assert (counts["within_threshold"], counts["not_significant"], counts["sizes"]) == (1, 1, 3)
     render(comparison, "base", "new")
     out = capsys.readouterr().out

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from collscope.records.load import Input, load_input, parse_input
 from collscope.report import charts as ch
 from collscope.report.html import CSP, SCRIPT, STYLE, all_charts, render_report
-from collscope.report.store import Input, load_input, parse_input
 from collscope.report.svg import HEIGHT, WIDTH, line_chart
 from tests.conftest import fixture_path
 from tests.unit.report.samples import (

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
+from collscope.records.links import LinkRecord, NodeRecord
+from collscope.records.load import parse_input
 from collscope.report.charts import link_heat_maps
 from collscope.report.html import all_charts, render_report
-from collscope.report.store import parse_input
-from collscope.results import LinkRecord, NodeRecord
 
 
 def _link(src: int, dst: int, gbs: float, scope: str = "inter") -> dict:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
+from collscope.records.load import parse_input
 from collscope.report.charts import BarChart, HeatMap, LineChart
 from collscope.report.html import all_charts, render_report
-from collscope.report.store import parse_input
 from collscope.report.svg import render
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
+from collscope.records.load import parse_input, tune_results
 from collscope.report.charts import tune_charts
-from collscope.report.store import parse_input, tune_results
 
 
 def tune_jsonl() -> str:

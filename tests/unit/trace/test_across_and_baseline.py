@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from collscope.results import BenchResult
+from collscope.records.bench import BenchResult
 from collscope.trace.across import match
 from collscope.trace.analyze import TraceResult, check_one_job
 from collscope.trace.baseline import Baseline

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from collscope.records.train import TrainRecord
 from collscope.train.config import DDPKnobs, ModelSpec
-from collscope.train.record import TrainRecord
 from collscope.train.report import recommendation, table
 
 SPEC = ModelSpec(hidden=32, layers=1, heads=2, intermediate=96, vocab=512, seq_len=20,

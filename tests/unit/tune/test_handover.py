@@ -4,14 +4,53 @@ from __future__ import annotations
 
 import csv
 import subprocess
+from typing import Any
 
 import pytest
 
 from collscope.tune.analysis import analyse
-from collscope.tune.handover import NO_WINNER, env_lines, read_tuner_csv, recommend, tune_records
+from collscope.tune.handover import (
+    MAX_LINE,
+    NO_WINNER,
+    TUNER_ALGORITHMS,
+    TUNER_COLLECTIVES,
+    TUNER_COLUMNS,
+    TUNER_PROTOCOLS,
+    env_lines,
+    recommend,
+    tune_records,
+)
 from collscope.tune.handover import tuner_csv as tuner_lines
 from collscope.tune.space import Config
 from tests.unit.tune.test_analysis import trials_from
+
+
+def read_tuner_csv(text: str) -> list[dict[str, Any]]:
+    """Rows as NCCL's example tuner plugin reads them (the tests' model of that reader): '#'
+    lines and empty lines skipped, 8 to 10 fields (numPipeOps and regBuff default to -1).
+    Raises ValueError on a line the plugin would drop."""
+    rows = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if len(line.encode()) > MAX_LINE:
+            raise ValueError(f"line {number}: {len(line.encode())} bytes; the plugin reads "
+                             f"{MAX_LINE} per line and takes the rest for another line")
+        if not line or line.startswith("#"):
+            continue
+        fields = [f.strip() for f in line.split(",")]
+        if not 8 <= len(fields) <= 10:
+            raise ValueError(f"line {number}: {len(fields)} fields; the plugin reads 8 to 10")
+        fields += ["-1"] * (10 - len(fields))
+        row: dict[str, Any] = dict(zip(TUNER_COLUMNS, fields))
+        for name in TUNER_COLUMNS[1:3] + TUNER_COLUMNS[5:]:
+            row[name] = int(row[name])
+        if row["collective_type"] not in TUNER_COLLECTIVES.values():
+            raise ValueError(f"line {number}: collective {row['collective_type']!r}")
+        if row["algorithm"] not in TUNER_ALGORITHMS.values():
+            raise ValueError(f"line {number}: algorithm {row['algorithm']!r}")
+        if row["protocol"] not in TUNER_PROTOCOLS.values():
+            raise ValueError(f"line {number}: protocol {row['protocol']!r}")
+        rows.append(row)
+    return rows
 
 # The example plugin's documented layout (NVIDIA/nccl ext-tuner/example/README.md).
 DOCUMENTED = {

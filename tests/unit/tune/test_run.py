@@ -62,6 +62,7 @@ def test_a_failed_baseline_stops_the_sweep(monkeypatch):
     runner = fake_runner(lambda v: 1.0, fail=("b",))
     result, calls = sweep(monkeypatch, {"GLOO_SOCKET_IFNAME": ["b", "a"]}, runner, rounds=3)
     assert len(calls) == 1 and result.stopped.startswith("the baseline (defaults) failed")
+    assert result.baseline_failed
 
 
 def test_the_budget_stops_before_a_trial_that_would_end_past_it(monkeypatch):
@@ -72,6 +73,7 @@ def test_the_budget_stops_before_a_trial_that_would_end_past_it(monkeypatch):
     # start at 0; checks at 10, 20, 30 s: 10 + 0 and 20 + 10 fit in 35 s, 30 + 10 does not
     assert len(calls) == 2
     assert result.stopped == "--budget 35 s reached after 2 trials"
+    assert not result.baseline_failed
 
 
 def test_descent_moves_to_the_faster_values(monkeypatch):

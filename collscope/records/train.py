@@ -1,7 +1,8 @@
-"""The `{"kind": "train", ...}` JSON Lines record: one per measured configuration.
+"""The records of `collscope train` (``train``: one per measured configuration) and of
+`collscope overlap` (``overlap``).
 
 Units are in the names (``_ms`` milliseconds, ``_bytes`` bytes, ``_per_s`` per second); the
-timing method travels in ``timing``. Field names are public interface (see collscope.results).
+timing method travels in ``timing``.
 """
 
 from __future__ import annotations
@@ -56,6 +57,32 @@ class TrainRecord:
     # Memory pre-flight: the per-rank estimate made before building the model, beside the
     # measured peak_memory_bytes.
     estimated_memory_bytes: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class OverlapResult:
+    """`collscope overlap`: a matmul alone, an all_reduce alone and both at once, per size."""
+
+    matmul_dim: int
+    matmul_flops: float
+    matmul_dtype: str
+    size_bytes: int
+    comm_dtype: str
+    world_size: int
+    iters: int
+    t_compute_ms: float           # medians over iterations of the slowest rank's time
+    t_comm_ms: float
+    t_both_ms: float
+    t_compute_ms_iqr: float
+    t_comm_ms_iqr: float
+    t_both_ms_iqr: float
+    overlap_efficiency: float | None
+    compute_tflops: float         # matmul alone
+    timing: str
+    kind: str = "overlap"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -6,7 +6,7 @@ A sample is one JSON Lines record, flushed as soon as it exists::
      "net.eth0.rx_bytes_per_s": 1.2e9, "gpu.0.util_percent": 97.0, ...}}
 
 ``ts`` is seconds since the epoch (float). Metric names are flat and stable (part of the public
-interface, like every field of results.py): ``<family>.<labels...>.<metric>`` where the labels
+interface, like every field of a record): ``<family>.<labels...>.<metric>`` where the labels
 depend on the family: none for ``cpu``/``mem``/``proc``, the interface for ``net`` (which may
 itself contain dots, e.g. VLAN ``eth0.100``), device and port for ``rdma``, the index for
 ``gpu``. Rates end in ``_per_s`` and cover the interval since the previous sample.

@@ -1,5 +1,8 @@
-"""Writing and reading collscope's records: JSON Lines flushed record by record (a crash loses
-nothing written), bench's CSV, and reading JSON Lines back. The schema is collscope.results."""
+"""The one JSON Lines reader and writer of collscope's records (the kinds: records/), bench's
+CSV writer, and the checks that an output can be written before anything is measured.
+
+Written record by record and flushed (a crash loses nothing written); read back with every
+line that is not a JSON object said by its line number, never silently dropped."""
 
 from __future__ import annotations
 
@@ -10,11 +13,13 @@ import json
 import os
 import stat
 import sys
+from collections.abc import Iterable
 from dataclasses import fields
+from pathlib import Path
 from typing import IO, Any
 
 from collscope.errors import OutputError, UsageError
-from collscope.results import BenchResult
+from collscope.records.bench import BenchResult
 from collscope.testing.faults import planted
 
 CSV_COLUMNS = [f.name for f in fields(BenchResult)
@@ -137,7 +142,23 @@ class JsonlWriter(_FlushedWriter):
         super().__init__(path, flag, None)
 
     def write(self, record: dict[str, Any]) -> None:
-        self._put(json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n")
+        self._put(record_line(record))
+
+
+def record_line(record: dict[str, Any]) -> str:
+    """One record as its JSON Lines line: compact, NaN and infinity refused (not JSON)."""
+    return json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n"
+
+
+def write_records(target: str | os.PathLike[str], records: Iterable[dict[str, Any]],
+                  flag: str | None = "--json") -> None:
+    """``records`` as JSON Lines to the file ``target`` or, for '-', to stdout."""
+    writer = JsonlWriter(target, flag)
+    try:
+        for record in records:
+            writer.write(record)
+    finally:
+        writer.close()
 
 
 class CsvWriter(_FlushedWriter):
@@ -164,6 +185,43 @@ class CsvWriter(_FlushedWriter):
         self._put(self._take())
 
 
-def read_jsonl(text: str) -> list[dict[str, Any]]:
-    """Records of a JSON Lines text; blank lines skipped."""
-    return [json.loads(line) for line in io.StringIO(text) if line.strip()]
+def looks_like_jsonl(text: str) -> bool:
+    """Whether ``text`` is collscope JSON Lines: its first non-blank line a record (an object
+    with a ``kind``)."""
+    for line in text.splitlines():
+        if line.strip():
+            try:
+                first = json.loads(line)
+            except ValueError:
+                return False
+            return isinstance(first, dict) and "kind" in first
+    return False
+
+
+def parse_jsonl(text: str, name: str) -> tuple[list[tuple[int, dict[str, Any]]], list[str]]:
+    """(line number, record) for every JSON object line, and a warning for every other line."""
+    records: list[tuple[int, dict[str, Any]]] = []
+    warnings: list[str] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            warnings.append(f"{name}: line {number}: not JSON ({error.msg}); skipped")
+            continue
+        if not isinstance(record, dict):
+            warnings.append(f"{name}: line {number}: not a JSON object; skipped")
+            continue
+        records.append((number, record))
+    return records, warnings
+
+
+def read_records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The records of a JSON Lines file another process wrote: a line cut short by a kill (or
+    anything else that is not a JSON object) is left out, an unreadable file has none."""
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    return [record for _, record in parse_jsonl(text, str(path))[0]]

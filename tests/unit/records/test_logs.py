@@ -9,8 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from collscope.collectives.table import COLLECTIVES, bandwidths, bus_factor
-from collscope.records_io import JsonlWriter, read_jsonl
-from collscope.report.importer import (
+from collscope.records.bench import BenchResult
+from collscope.records.jsonl import read_records, write_records
+from collscope.records.logs import (
     TIMING,
     ImportedRun,
     LogImportError,
@@ -18,7 +19,6 @@ from collscope.report.importer import (
     import_log,
     to_records,
 )
-from collscope.results import BenchResult
 from tests.conftest import OWN_FIXTURES, fixture_path
 from tests.unit.parsers.test_nccl_tests import (
     REAL_NAMES,
@@ -360,11 +360,8 @@ def test_records_round_trip_through_jsonl(tmp_path: Path) -> None:
     records = to_records(runs)
     assert [r["kind"] for r in records].count("run") == 2
     assert records[0]["kind"] == "run" and records[1]["kind"] == "result"
-    writer = JsonlWriter(tmp_path / "out.jsonl")
-    for record in records:
-        writer.write(record)
-    writer.close()
-    back = read_jsonl((tmp_path / "out.jsonl").read_text())
+    write_records(tmp_path / "out.jsonl", records)
+    back = read_records(tmp_path / "out.jsonl")
     assert back == json.loads(json.dumps(records))
     results = [BenchResult.from_dict(r) for r in back if r["kind"] == "result"]
     assert results == _results(runs)

@@ -1,21 +1,22 @@
-"""Loading report inputs: collscope JSON Lines or nccl-tests / rccl-tests text logs.
+"""The one input loader: collscope JSON Lines or nccl-tests / rccl-tests outputs, as runs
+(read by report, compare, model, trace's baseline and tune).
 
-Users point `report` and `compare` at whatever they have, so the kind of a file is decided by
+Users point collscope at whatever they have, so the kind of a file is decided by
 its content, not its name: a file whose first non-blank line is a JSON object with a ``kind`` is
 JSON Lines; anything else goes through the importer, which tells an nccl-tests / rccl-tests
 text log, nccl-tests' ``-J`` JSON and rccl-tests' ``-Z csv|json`` apart by content. Lines
 that cannot be used are reported with their line numbers (as the importer does), never
 silently dropped.
 
-``parse_jsonl`` and ``group_records`` are pure; ``load_input`` is the only function that reads a
+``parse_input`` and ``group_records`` are pure; ``load_input`` is the only function that reads a
 file.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import math
+import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -24,8 +25,9 @@ from typing import Any
 
 from collscope.collectives.table import COLLECTIVES
 from collscope.parsers.decode import DecodeError, decode_capture, decompress
-from collscope.report.importer import LogImportError, import_log
-from collscope.results import BenchResult
+from collscope.records.bench import BenchResult
+from collscope.records.jsonl import looks_like_jsonl, parse_jsonl
+from collscope.records.logs import LogImportError, import_log
 
 # Fields a result record must have to be plotted or compared (the rest may be null or absent).
 _REQUIRED_RESULT_FIELDS = ("collective", "size_bytes", "dtype", "in_place", "time_us",
@@ -54,15 +56,24 @@ class Run:
     trace: list[dict[str, Any]] = field(default_factory=list)     # `trace` records
     links: list[dict[str, Any]] = field(default_factory=list)     # `links` link/node records
     overlap: list[dict[str, Any]] = field(default_factory=list)   # `overlap` records
+    hang: list[dict[str, Any]] = field(default_factory=list)      # `hang` group/verdict records
 
 
-# Record kinds `collscope trace` writes (collscope.results); report draws them as they are.
+# Record kinds `collscope trace` writes (collscope.records.trace); report draws them as they are.
 TRACE_KINDS = ("trace_collective", "trace_step", "trace_rank", "finding")
+# The Run field each record kind other than run and result joins (a new kind: a line here, a
+# Run field above and a line in OTHER_KINDS).
+RUN_FIELD = {"train": "train", **dict.fromkeys(TRACE_KINDS, "trace"),
+             **dict.fromkeys(("link", "node", "links_summary"), "links"),
+             "sample": "samples", "prediction": "predictions", "tune": "tune",
+             "overlap": "overlap", **dict.fromkeys(("hang_group", "hang_verdict"), "hang")}
+# Raw trials / tries: the tune and link records sum them up, so report reads them not.
+SUMMED_KINDS = ("tune_trial", "link_try")
 # Run fields holding the other record kinds, and how `Input.holdings` names them.
 OTHER_KINDS = {"train": "train record(s)", "samples": "sample(s)",
                "predictions": "prediction(s)", "tune": "tune record(s)",
                "trace": "trace record(s)", "links": "links record(s)",
-               "overlap": "overlap record(s)"}
+               "overlap": "overlap record(s)", "hang": "hang record(s)"}
 
 
 @dataclass
@@ -99,15 +110,16 @@ class Input:
 
 
 def load_input(path: str | Path, name: str | None = None) -> Input:
-    """Read one input file; raises InputError when it cannot be read or holds no records."""
-    path = Path(path)
+    """Read one input file; raises InputError when it cannot be read or holds no records.
+    The path is said as given (not normalised: the user must recognise it)."""
+    given = os.fspath(path)
     try:
-        text = decode_capture(path.read_bytes())
+        text = decode_capture(Path(path).read_bytes())
     except OSError as error:
-        raise InputError(f"{path}: cannot read it ({error.strerror or error})") from None
+        raise InputError(f"{given}: cannot read it ({error.strerror or error})") from None
     except DecodeError as error:
-        raise InputError(f"{path}: {error}") from None
-    return parse_input(text, str(path), name)
+        raise InputError(f"{given}: {error}") from None
+    return parse_input(text, given, name)
 
 
 def load_inputs(paths: list[str]) -> list[Input]:
@@ -157,7 +169,7 @@ def display_names(paths: list[str]) -> list[str]:
     parts = [PurePath(path).parts or (path,) for path in paths]
     depth = 1
     while True:
-        names = ["/".join(p[-depth:]) for p in parts]
+        names = [str(PurePath(*p[-depth:])) for p in parts]
         repeated = [n for n, c in Counter(names).items() if c > 1]
         if not repeated or depth >= max(len(p) for p in parts):
             break
@@ -195,36 +207,6 @@ def parse_input(text: str, path: str, name: str | None = None) -> Input:
     return Input(path=path, name=name, kind="nccl-tests", runs=runs, warnings=warnings)
 
 
-def looks_like_jsonl(text: str) -> bool:
-    for line in text.splitlines():
-        if line.strip():
-            try:
-                first = json.loads(line)
-            except ValueError:
-                return False
-            return isinstance(first, dict) and "kind" in first
-    return False
-
-
-def parse_jsonl(text: str, name: str) -> tuple[list[tuple[int, dict[str, Any]]], list[str]]:
-    """(line number, record) for every JSON object line, and a warning for every other line."""
-    records: list[tuple[int, dict[str, Any]]] = []
-    warnings: list[str] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            warnings.append(f"{name}: line {number}: not JSON ({error.msg}); skipped")
-            continue
-        if not isinstance(record, dict):
-            warnings.append(f"{name}: line {number}: not a JSON object; skipped")
-            continue
-        records.append((number, record))
-    return records, warnings
-
-
 def group_records(records: list[tuple[int, dict[str, Any]]], name: str,
                   warnings: list[str]) -> list[Run]:
     """Runs from records in file order: each run record opens a run, measurements join it
@@ -250,33 +232,18 @@ def group_records(records: list[tuple[int, dict[str, Any]]], name: str,
                 warnings.append(f"{name}: line {number}: result record {what}; skipped")
             else:
                 current().results.append(result)
-        elif kind == "train":
-            current().train.append(record)
-        elif kind in TRACE_KINDS:
-            current().trace.append(record)
-        elif kind in ("link", "node", "links_summary"):
-            current().links.append(record)
-        elif kind == "sample":
-            if isinstance(record.get("metrics"), dict) and _is_finite(record.get("ts")):
-                current().samples.append(record)
+        elif kind in RUN_FIELD:
+            check = _CHECKS.get(kind)
+            if check is not None and not check[0](record):
+                warnings.append(f"{name}: line {number}: {kind} record without {check[1]}; "
+                                "skipped")
             else:
-                warnings.append(f"{name}: line {number}: sample record without a numeric ts "
-                                "and a metrics object; skipped")
-        elif kind == "prediction":
-            if _is_prediction(record):
-                current().predictions.append(record)
-            else:
-                warnings.append(f"{name}: line {number}: prediction record without a "
-                                "collective, a size, nodes and busbw; skipped")
-        elif kind == "tune":
-            current().tune.append(record)
-        elif kind == "overlap":
-            current().overlap.append(record)
-        elif kind not in ("tune_trial", "link_try"):   # raw trials / tries: the tune and
-            #                                                link records sum them up
+                getattr(current(), RUN_FIELD[kind]).append(record)
+        elif kind not in SUMMED_KINDS:
             warnings.append(f"{name}: line {number}: record kind {kind!r} is not one report "
                             "reads (run, result, train, sample, trace_*, finding, prediction, "
-                            "tune, link, node, links_summary, overlap); skipped")
+                            "tune, link, node, links_summary, overlap, hang_group, "
+                            "hang_verdict); skipped")
     for index, run in enumerate(runs):
         extra = run.context.get("extra")
         run.label = _run_label(name, index, len(runs),
@@ -343,6 +310,15 @@ def _result(record: dict[str, Any]) -> BenchResult | None:
 def _is_prediction(record: dict[str, Any]) -> bool:
     return (isinstance(record.get("collective"), str) and _is_int(record.get("size_bytes"))
             and _is_int(record.get("nodes")) and _is_finite(record.get("busbw_gbs")))
+
+
+def _is_sample(record: dict[str, Any]) -> bool:
+    return isinstance(record.get("metrics"), dict) and _is_finite(record.get("ts"))
+
+
+# Kinds read only when a check passes: (the check, what a record failing it is without).
+_CHECKS = {"sample": (_is_sample, "a numeric ts and a metrics object"),
+           "prediction": (_is_prediction, "a collective, a size, nodes and busbw")}
 
 
 def _is_int(value: Any) -> bool:

@@ -9,15 +9,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from collscope.report.compare import compare
-from collscope.report.html import render_report
-from collscope.report.store import (
+from collscope.records.load import (
     InputError,
     display_names,
     load_input,
     looks_like_jsonl,
     parse_input,
 )
+from collscope.report.compare import compare
+from collscope.report.html import render_report
 from tests.conftest import OWN_FIXTURES, fixture_path
 from tests.unit.report.samples import run_record, samples, sweep, train_records, write_jsonl
 
@@ -35,7 +35,7 @@ def test_jsonl_runs_group_the_records_that_follow_them(tmp_path: Path) -> None:
     assert len(second.samples) == 3 and not second.results
     assert source.counts() == {"runs": 2, "results": len(sweep()), "train": 3, "samples": 3,
                                "predictions": 0, "tune": 0, "trace": 0, "links": 0,
-                               "overlap": 0}
+                               "overlap": 0, "hang": 0}
     assert source.holdings() == "2 run(s), 16 results, 3 train record(s), 3 sample(s)"
     assert source.warnings == []
 
@@ -125,3 +125,22 @@ def test_odd_records_never_break_loading_rendering_or_comparing(records: list) -
     render_report([source], 0.0)
     comparison = compare(source.results, good)
     assert len(comparison.rows) >= 2
+
+
+def test_names_grow_by_folders_and_keep_an_absolute_path_as_written() -> None:
+    from collscope.records.load import display_names
+
+    assert display_names(["/a/x.jsonl", "/b/x.jsonl"]) == ["a/x.jsonl", "b/x.jsonl"]
+    # Down to the root: the path itself, never '//data/base.jsonl'.
+    assert display_names(["/data/base.jsonl", "/other/data/base.jsonl"]) == [
+        "/data/base.jsonl", "other/data/base.jsonl"]
+
+
+def test_an_input_is_named_by_the_path_as_given(tmp_path: Path) -> None:
+    import re
+
+    from collscope.records.load import InputError, load_input
+
+    given = f"{tmp_path}/./absent.jsonl"
+    with pytest.raises(InputError, match=f"^{re.escape(given)}: cannot read it"):
+        load_input(given)

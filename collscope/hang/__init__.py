@@ -1,0 +1,36 @@
+"""`collscope hang`: which rank, host and collective a hung or timed-out job waits on, from
+PyTorch Flight Recorder dumps and ``ncclras`` output. A pure library (no CLI import):
+``analyse_paths`` reads and judges, ``render_text`` prints; see docs/hang.md."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+
+from collscope.errors import UsageError
+from collscope.hang.job import HangAnalysis, analyse_dumps
+from collscope.hang.model import Cause
+from collscope.hang.report import render_text
+from collscope.hang.verdict import HangVerdict
+
+__all__ = ["Cause", "HangAnalysis", "HangVerdict", "analyse_paths", "render_text"]
+
+
+def analyse_paths(paths: Sequence[str | os.PathLike[str]],
+                  hosts: Mapping[int, str] | None = None) -> HangAnalysis:
+    """Read dump files and folders (any mix of formats) and judge them; UsageError (exit 2,
+    one line naming the file) on bad input."""
+    from collscope.hang.dumps import read_inputs
+
+    if not paths:
+        raise UsageError("PATH: give at least one dump file or folder")
+    inputs = read_inputs(list(paths))
+    if inputs.dumps:
+        return analyse_dumps(inputs, hosts)
+    if inputs.ras:
+        from collscope.hang.ras import analyse_ras
+
+        return analyse_ras(inputs, hosts)
+    why = f" ({'; '.join(inputs.skipped[:3])})" if inputs.skipped else ""
+    raise UsageError(f"PATH: no Flight Recorder dump or ncclras output in "
+                     f"{', '.join(map(str, paths))}{why}")

@@ -1,0 +1,171 @@
+"""What `collscope hang` reads, normalised across Flight Recorder versions and backends (pure).
+
+One ``Entry`` per ring-buffer entry, one ``RankDump`` per rank. The facts of the format (torch's
+``FlightRecorder::dump_entries`` and its analyser ``torch.distributed.flight_recorder``):
+
+- ``process_group`` is ``(name, description)``; a group is the name plus its members (split
+  groups may reuse a name); ``pg_config`` maps a name to ``{"name", "desc", "ranks"}`` where
+  ``ranks`` is the text of a list of global ranks; gloo writes one entry keyed ``''``.
+- ``collective_seq_id`` counts a rank's collectives in one group (the same number on every
+  member for the same call); ``p2p_seq_id`` counts its point-to-point ops in that group.
+- ``profiling_name`` is ``<backend>:<op>``, p2p ops ``nccl:send 0->1`` / ``nccl:recv 1<-0`` in
+  group-local ranks (the i-th of the sorted members).
+- an entry is done when ``retired`` (gloo, and NCCL once the watchdog saw it end) or its
+  ``state`` is ``completed``.
+- ``pg_status`` maps the rank-local ``pg_id`` to the last enqueued / completed sequence
+  number, counted in the kind (collective or p2p) of that group's last work.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+P2P_OPS = ("send", "recv")
+
+
+@dataclass(frozen=True)
+class GroupKey:
+    """A process group: its name (pg_config key / process_group[0]) and its global ranks."""
+
+    name: str
+    ranks: tuple[int, ...]
+
+    def local_to_global(self, local: int) -> int | None:
+        return self.ranks[local] if 0 <= local < len(self.ranks) else None
+
+
+@dataclass(frozen=True)
+class Frame:
+    filename: str
+    line: int
+    name: str
+
+    def short(self) -> str:
+        return f"{self.filename.rsplit('/', 1)[-1]}:{self.line} in {self.name}"
+
+
+@dataclass(slots=True)
+class Entry:
+    """One Flight Recorder entry of one rank."""
+
+    record_id: int
+    group_name: str
+    group_desc: str
+    pg_id: int
+    seq: int                       # collective_seq_id
+    p2p_seq: int                   # p2p_seq_id
+    op_id: int                     # counts every op of the group (gloo's pg_status uses it)
+    backend: str                   # nccl, gloo, ...
+    op: str                        # all_reduce, broadcast, send, recv, coalesced, ...
+    peer_local: int | None         # p2p: the other side, group-local rank
+    input_sizes: list[Any]
+    input_dtypes: list[str]
+    output_sizes: list[Any]
+    output_dtypes: list[str]
+    done: bool
+    state: str
+    raw_frames: list[Any] = field(default_factory=list)   # as dumped: innermost first
+    time_created_ns: int | None = None
+
+    @property
+    def is_p2p(self) -> bool:
+        return self.op in P2P_OPS
+
+    def describe(self) -> str:
+        sizes = ",".join(str(list(s)) for s in self.input_sizes) if self.input_sizes else "[]"
+        dtypes = ",".join(map(str, self.input_dtypes)) or "?"
+        return f"{self.op} {sizes} {dtypes}"
+
+    @property
+    def frames(self) -> list[Frame]:
+        """Its stack, outermost first (as stack files and tracebacks list them); made when
+        asked: a buffer of 20 000 entries carries 100 000 frames nobody reads."""
+        return [Frame(str(f.get("filename", "?")), _int(f.get("line")), str(f.get("name", "?")))
+                for f in reversed(self.raw_frames) if isinstance(f, dict)]
+
+    def user_frame(self) -> Frame | None:
+        """The innermost frame outside torch and the Python library (where the user's code
+        called the collective)."""
+        return innermost_user_frame(self.frames)
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
+
+
+def innermost_user_frame(frames: list[Frame]) -> Frame | None:
+    """The innermost frame of user code in ``frames`` (outermost first): the last one not in
+    site-packages, the standard library or collscope's own agent."""
+    library = ("site-packages/", "dist-packages/", "/lib/python3", "<frozen", "collscope/")
+    for frame in reversed(frames):
+        if not any(part in frame.filename for part in library):
+            return frame
+    return frames[-1] if frames else None
+
+
+@dataclass
+class GroupStatus:
+    """pg_status of one group on one rank: last enqueued / completed, in ``kind`` counts."""
+
+    enqueued: int
+    completed: int
+
+
+@dataclass
+class RankDump:
+    """One rank's Flight Recorder dump."""
+
+    rank: int
+    path: str
+    host: str | None
+    version: str
+    fmt: str                              # "pickle" or "json"
+    backend: str                          # nccl, gloo, ... ("" when no entry says)
+    lib_version: str
+    groups: dict[str, tuple[int, ...]]    # pg name -> global ranks (pg_config)
+    group_descs: dict[str, str]
+    entries: list[Entry]
+    status: dict[int, GroupStatus]        # pg_id -> status
+    missing_fields: list[str] = field(default_factory=list)
+
+
+@dataclass
+class StackDump:
+    """A rank's Python main-thread stack at dump time (`collscope watch` writes them)."""
+
+    rank: int
+    path: str
+    host: str | None
+    frames: list[Frame]
+
+
+@dataclass
+class NoAnswer:
+    """Ranks that did not answer a dump request within its deadline."""
+
+    path: str
+    ranks: list[int]
+    why: str
+
+
+class Cause(str, Enum):
+    """Why a member of a group holds it back (``none``: nothing is wrong)."""
+
+    NOT_ENTERED = "not_entered"
+    OP_MISMATCH = "op_mismatch"
+    SIZE_MISMATCH = "size_mismatch"
+    DTYPE_MISMATCH = "dtype_mismatch"
+    DEAD = "dead_or_unresponsive"
+    NOT_COMPLETED = "not_completed"
+    NONE = "none"
+
+
+# What a member did at its group's stuck sequence number: a Cause, or one of these.
+WAITING = "waiting"       # issued it, waits for the others
+AHEAD = "ahead"           # completed it (and waits later, or is idle)
+MISMATCHES = (Cause.OP_MISMATCH, Cause.SIZE_MISMATCH, Cause.DTYPE_MISMATCH)

@@ -1,0 +1,35 @@
+"""The records layer: every record kind collscope writes, its one JSON Lines reader and
+writer, and the one input loader.
+
+Convention: ``--json FILE`` (``-`` for stdout) writes JSON Lines, one object per line, each
+with a ``kind``; a measuring command writes its ``run`` record first, then one record per
+measurement, flushed as it exists (a crash loses nothing written). Field names and units are
+public interface: change them only together with ``SCHEMA_VERSION`` (records.run). Units are
+in the names: ``_us`` microseconds, ``_ms`` milliseconds, ``_gbs`` GB/s with GB = 1e9 bytes,
+``_bytes`` bytes, ``_per_s`` per second.
+
+One module per family of kinds:
+
+- ``run``: ``run`` (every output's first record), ``SCHEMA_VERSION``, the recorded environment
+- ``bench``: ``result``;  ``train``: ``train``, ``overlap``
+- ``model``: ``prediction``, ``model_fit``, ``model_group``, ``check``, ``check_band``,
+  ``check_row``, ``plan``, ``plan_row``
+- ``sample``: monitor's ``sample`` and its flat metric names
+- ``trace``: ``trace_collective``, ``trace_step``, ``trace_rank``;  ``finding``: ``finding``
+- ``links``: ``link``, ``link_try``, ``node``, ``links_summary``
+- ``tune``: ``tune_trial``, ``tune``
+- ``hang``: ``hang_group``, ``hang_verdict``
+
+and the machinery:
+
+- ``jsonl``: the JsonlWriter (flushed per record), ``write_records``, ``parse_jsonl`` (every
+  line that is not an object said by its number), bench's CSV writer, output checks
+- ``load``: an input file (collscope JSON Lines, or a log through ``logs``) as runs
+- ``logs``: nccl-tests / rccl-tests text logs and JSON as run and result records
+
+A new family is a module here: dataclasses with a ``kind: str = "<kind>"``
+field and ``to_dict()`` (``dataclasses.asdict``), no logic beyond that; written through
+``jsonl.JsonlWriter`` or ``write_records``. For report and the other readers to take the kind,
+it gets a line in ``load.RUN_FIELD`` (the Run field it joins, added to ``load.Run`` and
+``load.OTHER_KINDS``).
+"""

@@ -1,0 +1,24 @@
+"""The ``finding`` record: a problem found, with its fix (trace, bench --per-rank)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+
+@dataclass
+class FindingRecord:
+    """A problem found, with its fix, ranked by the step time at stake (ms per step)."""
+
+    id: str
+    level: Literal["info", "warn"]
+    title: str
+    detail: str
+    fix: str
+    at_stake_ms: float
+    rank: int | None = None
+    test: str = ""                    # the statistical test or rule that made the decision
+    kind: str = "finding"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
