@@ -213,9 +213,23 @@ def test_a_stalled_rank_ends_the_job_with_dumps_and_a_verdict(second, folder):
     stack = json.loads((dumps / "stack_rank_2.json").read_text())
     assert stack["kind"] == "main_thread_stack" and stack["rank"] == 2
     assert (stack["frames"][-1]["filename"], stack["frames"][-1]["line"]) == (DDP, line)
-    (stall,) = [r for r in read_records(folder / "stall.jsonl") if r["kind"] == "watch_stall"]
+    records = read_records(folder / "stall.jsonl")
+    (stall,) = [r for r in records if r["kind"] == "watch_stall"]
     assert stall["answered"] == [0, 1, 2, 3] and stall["no_answer"] == []
     assert stall["detected_by"] != 2 and stall["pending_s"] >= 10
+    # collscope hang's verdict, printed and recorded: rank 2, where its main thread sleeps.
+    (verdict,) = [r for r in records if r["kind"] == "hang_verdict"]
+    assert verdict["culprit_ranks"] == [2] and verdict["cause"] == "not_entered"
+    assert f"watch_ddp.py:{line}" in verdict["headline"]
+    assert verdict["headline"] in job.stderr
+    # `collscope hang` on the same dumps gives the same verdict.
+    again = subprocess.run([sys.executable, "-m", "collscope", "hang", str(dumps), "--json",
+                            str(folder / "hang.jsonl")], capture_output=True, text=True,
+                           env=cli_env(), cwd=folder, timeout=120)
+    assert again.returncode == 1, again.stderr
+    (same,) = [r for r in read_records(folder / "hang.jsonl") if r["kind"] == "hang_verdict"]
+    keys = ("culprit_ranks", "waiting_ranks", "cause", "group", "collective", "seq")
+    assert {k: same[k] for k in keys} == {k: verdict[k] for k in keys}
 
 
 def test_srun_style_ranks_with_groups_send_recv_and_their_own_sitecustomize(second, folder):
