@@ -38,8 +38,8 @@ class OneLineErrorParser(argparse.ArgumentParser):
 
 # Order of subcommands in --help; every module of this package with an ``add_parser`` is a
 # subcommand (modules must not import torch at import time: --help has to stay fast).
-COMMAND_ORDER = ("doctor", "bench", "train", "overlap", "monitor", "trace", "links", "model",
-                 "tune", "hang", "report", "compare", "import_")
+COMMAND_ORDER = ("doctor", "bench", "train", "overlap", "monitor", "watch", "trace", "links",
+                 "model", "tune", "hang", "report", "compare", "import_")
 
 
 def command_modules() -> list[str]:

@@ -17,6 +17,7 @@ import re
 import socket
 import socketserver
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
@@ -159,13 +160,16 @@ def parse_listen(text: str, flag: str = "--prometheus") -> tuple[str, int]:
 
 
 class PrometheusExporter:
-    """Serves the latest sample on ``http://HOST:PORT/metrics``; call it as a sink.
+    """Serves the latest sample on ``http://HOST:PORT/metrics``; call it as a sink. Another
+    command's metrics are served by giving ``body`` (the exposition text, made per scrape).
 
     The socket is bound in the constructor, so a port in use fails before anything starts.
     """
 
-    def __init__(self, host: str = DEFAULT_HOST, port: int = 0) -> None:
+    def __init__(self, host: str = DEFAULT_HOST, port: int = 0,
+                 body: Callable[[], str] | None = None, name: str = "monitor") -> None:
         self._sample: SampleRecord | None = None
+        self._body = body
         self._lock = threading.Lock()
         exporter = self
 
@@ -177,7 +181,8 @@ class PrometheusExporter:
                 if path == "/metrics":
                     body, status, kind = exporter.body().encode(), 200, CONTENT_TYPE
                 elif path == "/":
-                    body = b'collscope monitor: metrics at <a href="/metrics">/metrics</a>\n'
+                    body = (f'collscope {name}: metrics at <a href="/metrics">/metrics</a>'
+                            '\n').encode()
                     status, kind = 200, "text/html; charset=utf-8"
                 else:
                     body, status, kind = b"not found\n", 404, "text/plain; charset=utf-8"
@@ -219,6 +224,8 @@ class PrometheusExporter:
             self._sample = sample
 
     def body(self) -> str:
+        if self._body is not None:
+            return self._body()
         with self._lock:
             sample = self._sample
         return render(sample)

@@ -39,7 +39,7 @@ if os.getppid() != int(sys.argv[1]):
 try:
     os.execvp(sys.argv[2], sys.argv[2:])
 except OSError as error:
-    sys.stderr.write(f"collscope monitor: cannot run {sys.argv[2]!r}: {error.strerror}\\n")
+    sys.stderr.write(f"collscope: cannot run {sys.argv[2]!r}: {error.strerror}\\n")
     os._exit(127)
 """
 
@@ -56,10 +56,15 @@ def check_command(argv: Sequence[str]) -> None:
         raise UsageError(f"COMMAND: {program!r} not found on PATH")
 
 
-def start_command(argv: Sequence[str]) -> subprocess.Popen[bytes]:
-    """Start ``argv`` (a list, never a shell line) as a child that dies with us."""
+def start_command(argv: Sequence[str],
+                  env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """Start ``argv`` (a list, never a shell line) as a child that dies with us (``env``:
+    its environment, ours when None)."""
     check_command(argv)
-    return subprocess.Popen([sys.executable, "-c", _LAUNCHER, str(os.getpid()), *argv])
+    # -S -E: the launcher runs no sitecustomize (neither the job's nor collscope watch's
+    # bootstrap: they belong to the command it becomes) and reads no PYTHON* variables.
+    return subprocess.Popen([sys.executable, "-S", "-E", "-c", _LAUNCHER, str(os.getpid()),
+                             *argv], env=env)
 
 
 def exit_status(returncode: int) -> int:

@@ -1,0 +1,214 @@
+"""The in-job agent: one daemon thread per rank, started once the default process group
+exists. Every interval it reads the Flight Recorder's new entries, publishes the rank's summary
+to the store, watches for a stall, and answers a dump request; rank 0's agent also aggregates
+(collscope.watch.aggregate). It never raises into, blocks or slows the training thread: all
+store I/O happens on its own thread and connection, with timeouts; if anything fails it says
+so once on stderr and switches itself off, and the job goes on.
+"""
+
+from __future__ import annotations
+
+import atexit
+import datetime
+import json
+import os
+import socket
+import statistics
+import sys
+import threading
+import time
+from collections import deque
+from typing import Any
+
+from collscope.watch import dumps, exchange
+from collscope.watch.config import CHANNEL_ENV, AgentSettings
+from collscope.watch.flight import FlightReader
+from collscope.watch.summary import Counter, Summary, summarise
+
+# A full FR read (it holds the GIL) may cost at most this share of the interval, judged on
+# the median CPU time of the last READS_JUDGED reads (one read descheduled on a loaded host
+# must not stretch it); a larger buffer stretches the interval instead of slowing the job.
+READ_BUDGET = 0.01
+READS_JUDGED = 5
+HELLO_WAIT_S = 60.0
+EXIT_JOIN_S = 2.0
+CLEANUP_TIMEOUT_S = 0.5
+
+_started: list[Agent] = []
+_lock = threading.Lock()
+
+
+class Channel:
+    """Records for the wrapper (a JSON Lines file per rank in CHANNEL_ENV's folder), or
+    stderr lines when no wrapper runs this job (explicit start())."""
+
+    def __init__(self, folder: str | None, rank: int) -> None:
+        self.path = os.path.join(folder, f"rank{rank}.jsonl") if folder else None
+
+    def send(self, record: dict[str, Any]) -> None:
+        if self.path is None:
+            if record.get("title"):
+                sys.stderr.write(f"collscope watch: {record['title']}\n")
+            return
+        with open(self.path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record, separators=(",", ":")) + "\n")
+
+
+class Agent:
+    def __init__(self, rank: int, world_size: int, backend: str, default_store: Any,
+                 settings: AgentSettings, channel: Channel,
+                 local_rank: int | None = None) -> None:
+        self.rank, self.world_size, self.backend = rank, world_size, backend
+        self.settings = settings
+        self.channel = channel
+        self.hello = exchange.Hello(rank, socket.gethostname(), local_rank, os.getpid(),
+                                    backend)
+        self._default_store = default_store
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="collscope-watch", daemon=True)
+        self.store: Any = None
+        self.reader = FlightReader()
+        self.counter = Counter()
+        self.round = 0
+        self.interval_s = settings.interval_s
+        self._read_cpu: deque[float] = deque(maxlen=READS_JUDGED)
+        self.dumped = False
+        self._previous: Summary | None = None
+        self.aggregator: Any = None
+
+    def start(self) -> None:
+        self._thread.start()
+        atexit.register(self.stop)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive() and threading.current_thread() is not self._thread:
+            self._thread.join(EXIT_JOIN_S)
+
+    # -- the thread ------------------------------------------------------------------------
+    def _run(self) -> None:
+        try:
+            self._setup()
+            while not self._stop.wait(self.interval_s) and self._group_alive():
+                self._tick()
+        except Exception as error:  # noqa: BLE001 (the agent must never take the job down)
+            if self._group_alive() and not sys.is_finalizing():
+                sys.stderr.write(f"collscope watch: rank {self.rank}: agent switched off "
+                                 f"({type(error).__name__}: {error}); the job goes on "
+                                 "unwatched\n")
+        finally:
+            self._cleanup()
+
+    @staticmethod
+    def _group_alive() -> bool:
+        import torch.distributed as dist
+
+        return dist.is_initialized()
+
+    def _setup(self) -> None:
+        self.store = exchange.connect(self._default_store, exchange.prefix(os.environ))
+        self.store.set(exchange.summary_key(self.rank), Summary(0, time.time()).encode())
+        self.store.set(exchange.hello_key(self.rank), self.hello.encode())
+        if self.rank == 0:
+            from collscope.watch.aggregate import Aggregator
+
+            self.aggregator = Aggregator(self)
+        keys = [exchange.hello_key(r) for r in range(self.world_size)]
+        exchange.wait_for(self.store, keys, HELLO_WAIT_S, self._stop.is_set)
+        here = [k for k, ok in zip(keys, exchange.present(self.store, keys)) if ok]
+        hellos = [exchange.Hello.decode(t) for t in self.store.multi_get(here)] if here else []
+        if self.aggregator is not None:
+            self.aggregator.begin(hellos)
+        else:
+            lead = exchange.leaders(hellos)
+            host0 = next((h.host for h in hellos if h.rank == 0), None)
+            if lead.get(self.hello.host) == self.rank and self.hello.host != host0:
+                exchange.clock_follower(self.store, self.rank)
+
+    def _tick(self) -> None:
+        self.round += 1
+        read = self.reader.read()
+        self.counter.update(read.new, read.pending_ids)
+        self._read_cpu.append(read.cpu_s)
+        self.interval_s = max(self.settings.interval_s,
+                              statistics.median(self._read_cpu) / READ_BUDGET)
+        now = time.time()
+        summary = summarise(self.round, now, read.new, read.oldest_pending, self.counter.counts)
+        published = _with_previous(summary, self._previous)
+        self._previous = summary
+        self.store.set(exchange.summary_key(self.rank), published.encode())
+        pending = summary.pending
+        if not self.dumped and pending is not None and \
+                pending.age_s >= self.settings.hang_after_s:
+            self.store.compare_set(exchange.HANG_KEY, "", json.dumps(
+                {"rank": self.rank, "group": pending.group, "collective": pending.collective,
+                 "seq": pending.seq, "pending_s": pending.age_s, "time": now}))
+        if not self.dumped and self.store.check([exchange.HANG_KEY]):
+            self._dump()
+        if self.aggregator is not None:
+            self.aggregator.round(self.round)
+
+    def _dump(self) -> None:
+        self.dumped = True
+        dumps.write_rank_dump(self.settings.dump_dir, self.rank)
+        self.store.set(exchange.dumped_key(self.rank), "1")
+        self.channel.send({"kind": "watch_dumped", "rank": self.rank, "time": time.time(),
+                           "dump_dir": self.settings.dump_dir})
+
+    def _cleanup(self) -> None:
+        """Remove our keys, then let go of the job's store. The reference held until now
+        keeps a store server living in this process (rank 0 started without torchrun)
+        alive while we use it, and it is released here, on our thread, before the
+        interpreter shuts down (atexit joins us), never from under a running call."""
+        try:
+            if self.store is not None:
+                self.store.set_timeout(datetime.timedelta(seconds=CLEANUP_TIMEOUT_S))
+                keys = exchange.own_keys(self.rank) + (
+                    exchange.shared_keys() if self.rank == 0 else [])
+                for key in keys:
+                    self.store.delete_key(key)
+        except Exception:  # noqa: BLE001 (the store may be gone with the job)
+            pass
+        finally:
+            self.store = None
+            self._default_store = None
+
+
+def _with_previous(summary: Summary, previous: Summary | None) -> Summary:
+    """The summary published: this interval's arrivals plus the previous interval's, so an
+    aggregator that reads one interval late still sees every arrival (it ignores repeats)."""
+    if previous is None:
+        return summary
+    merged = {g: list(v) for g, v in previous.arrivals.items()}
+    for group, items in summary.arrivals.items():
+        merged[group] = sorted(set(merged.get(group, [])) | set(items))
+    return Summary(summary.round, summary.time, merged, summary.completed, summary.pending)
+
+
+def start(settings: AgentSettings | None = None) -> bool:
+    """Start this rank's agent for the default process group (once; False when there is no
+    default group, or the agent already runs). The explicit form of what the bootstrap does
+    after init_process_group: ``import collscope.watch; collscope.watch.start()``."""
+    import torch.distributed as dist
+
+    with _lock:
+        if _started or not dist.is_initialized():
+            return False
+        local = os.environ.get("LOCAL_RANK")
+        agent = Agent(dist.get_rank(), dist.get_world_size(), str(dist.get_backend()),
+                      dist.distributed_c10d._get_default_store(),
+                      settings or AgentSettings.from_env(os.environ),
+                      Channel(os.environ.get(CHANNEL_ENV), dist.get_rank()),
+                      int(local) if local and local.isdigit() else None)
+        agent.start()
+        _started.append(agent)
+        return True
+
+
+def start_quietly() -> None:
+    """start() as the bootstrap calls it: any failure is one line on stderr, never raised."""
+    try:
+        start()
+    except Exception as error:  # noqa: BLE001
+        sys.stderr.write(f"collscope watch: agent not started ({type(error).__name__}: "
+                         f"{error}); the job goes on unwatched\n")

@@ -1,0 +1,150 @@
+"""Rank 0's agent: joins every rank's summary, runs the detectors, and sends the records.
+
+Each round it reads all ranks' latest summaries in one ``multi_get``, matches collectives by
+(group, seq) on aligned clocks, feeds the sliding windows, and sends a ``watch_window``
+record per rank and group, a ``finding`` per straggler that starts or ends, and, when a stall
+was flagged, collects the dumps (waiting at most DUMP_DEADLINE_S) and sends ``watch_stall``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import time
+from typing import Any
+
+from collscope.versions import library_versions
+from collscope.watch import detect, dumps, exchange
+from collscope.watch.flight import BUFFER_ENV
+from collscope.watch.records import StallRecord, StragglerFinding, WatchJobRecord, WatchWindowRecord
+from collscope.watch.summary import Summary
+
+DUMP_DEADLINE_S = 8.0
+
+
+def _clock(unix_s: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(unix_s))
+
+
+class Aggregator:
+    def __init__(self, agent: Any) -> None:
+        self.agent = agent
+        self.store = agent.store
+        self.hellos: dict[int, exchange.Hello] = {}
+        self.offset_us: dict[str, float] = {}
+        self.matcher = detect.Matcher(range(agent.world_size))
+        self.detector = detect.Detector()
+        self.summaries: dict[int, Summary] = {}
+        self.collected = False
+
+    def begin(self, hellos: list[exchange.Hello]) -> None:
+        # The tests' scipy.stats takes seconds to import on a loaded host: done here, once,
+        # before the first round, so no round is held up by it while a straggler starts.
+        import scipy.stats  # type: ignore[import-untyped]  # noqa: F401
+
+        self.hellos = {h.rank: h for h in hellos}
+        self.matcher = detect.Matcher(sorted(self.hellos))
+        lead = exchange.leaders(hellos)
+        host0 = self.hellos[0].host if 0 in self.hellos else ""
+        followers = {rank: host for host, rank in lead.items() if host != host0}
+        clock: dict[str, Any] = {"method": exchange.CLOCK_METHOD, "reference_host": host0}
+        if not followers:
+            clock.update(applied=False, reason="every rank on one host: one clock",
+                         offsets_us={}, spread_us={})
+        else:
+            found = exchange.clock_master(self.store, sorted(followers))
+            if found is None:
+                clock.update(applied=False, offsets_us={}, spread_us={},
+                             reason="a host's first rank did not answer the clock exchange in "
+                                    f"{exchange.CLOCK_WAIT_S:g} s; times compared unaligned")
+            else:
+                self.offset_us = {followers[r]: off for r, (off, _) in found.items()}
+                clock.update(applied=True, reason=f"{len(lead)} hosts",
+                             offsets_us=dict(self.offset_us),
+                             spread_us={followers[r]: s for r, (_, s) in found.items()})
+        variable = next((n for n in BUFFER_ENV if os.environ.get(n)), None)
+        fr = {"variable": variable, "entries": os.environ.get(variable) if variable else None}
+        self.agent.channel.send(WatchJobRecord(
+            time.time(), self.agent.world_size, self.agent.backend,
+            [{"rank": h.rank, "host": h.host, "local_rank": h.local_rank, "pid": h.pid}
+             for h in sorted(hellos, key=lambda h: h.rank)],
+            sorted({h.host for h in hellos}), clock, fr, library_versions()).to_dict())
+
+    def host(self, rank: int) -> str:
+        hello = self.hellos.get(rank)
+        return hello.host if hello else "?"
+
+    def round(self, number: int) -> None:
+        ranks = sorted(self.hellos)
+        texts = self.store.multi_get([exchange.summary_key(r) for r in ranks]) if ranks else []
+        for rank, text in zip(ranks, texts):
+            summary = Summary.decode(text)
+            self.summaries[rank] = summary
+            self.matcher.add(rank, summary.arrivals, self.offset_us.get(self.host(rank), 0.0),
+                             number)
+        self.detector.feed(self.matcher.close(number))
+        now = time.time()
+        for change in self.detector.changes():
+            self.agent.channel.send(self._finding(change, now).to_dict())
+        for record in self._windows(now):
+            self.agent.channel.send(record.to_dict())
+        if not self.collected and self.store.check([exchange.HANG_KEY]):
+            self._collect()
+
+    def _windows(self, now: float) -> list[WatchWindowRecord]:
+        out = []
+        for group in sorted(self.detector.history):
+            window = self.detector.window(group)
+            for rank in sorted(window[-1].arrivals_us) if window else []:
+                summary = self.summaries.get(rank)
+                pending = summary.pending if summary else None
+                out.append(WatchWindowRecord(
+                    now, rank, self.host(rank), self._local(rank), group, len(window),
+                    round(statistics.median(m.lateness_ms(rank) for m in window), 3),
+                    sum(m.last == rank for m in window),
+                    round(sum(m.wait_caused_ms(rank) for m in window), 3),
+                    dict(summary.completed.get(group, {})) if summary else {},
+                    pending.age_s if pending else None,
+                    (group, rank) in self.detector.active))
+        return out
+
+    def _local(self, rank: int) -> int | None:
+        hello = self.hellos.get(rank)
+        return hello.local_rank if hello else None
+
+    def _finding(self, change: detect.Change, now: float) -> StragglerFinding:
+        v = change.verdict
+        where = f"rank {v.rank} ({self.host(v.rank)})"
+        if change.state == "started":
+            title = (f"straggler: {where} in group {change.group}: median lateness "
+                     f"{v.lateness_ms:.1f} ms (was {v.baseline_ms:.1f} ms), entered last "
+                     f"{v.hits}/{v.window}, made the others wait {v.wait_caused_ms:.0f} ms "
+                     f"over the window; since {_clock(v.since_us / 1e6)}")
+        else:
+            title = (f"straggler ended: {where} in group {change.group}: median lateness "
+                     f"{v.lateness_ms:.1f} ms, entered last {v.hits}/{v.window}")
+        test = (f"binomial p={v.p_last:.2g} (Bonferroni x ranks), Mann-Whitney p={v.p_rise:.2g}; "
+                + detect.METHOD)
+        return StragglerFinding(change.state, now, v.rank, self.host(v.rank), self._local(v.rank),
+                                change.group, v.since_us / 1e6, round(v.lateness_ms, 3),
+                                round(v.baseline_ms, 3), round(v.wait_caused_ms, 3), v.hits,
+                                v.window, v.p_last, v.p_rise, title, test)
+
+    def _collect(self) -> None:
+        """Every rank was told (the hang key); wait for their dumps, name the silent ones."""
+        self.collected = True
+        info = json.loads(self.store.get(exchange.HANG_KEY))
+        ranks = list(range(self.agent.world_size))
+        keys = [exchange.dumped_key(r) for r in ranks]
+        end = time.monotonic() + DUMP_DEADLINE_S
+        while not self.store.check(keys) and time.monotonic() < end:
+            time.sleep(exchange.POLL_S)
+        answered = [r for r, ok in zip(ranks, exchange.present(self.store, keys)) if ok]
+        silent = [r for r in ranks if r not in answered]
+        folder = self.agent.settings.dump_dir
+        if silent:
+            dumps.write_no_answer(folder, silent, DUMP_DEADLINE_S)
+        self.agent.channel.send(StallRecord(
+            time.time(), int(info["rank"]), str(info["group"]), str(info["collective"]),
+            int(info["seq"]), float(info["pending_s"]), folder, answered, silent).to_dict())

@@ -1,0 +1,169 @@
+"""What crosses ranks, through the job's own c10d store: keys, the connection, clock offsets.
+
+The agent opens its own client connection to the store server the default process group uses
+(the torchrun agent's or rank 0's TCPStore), so its calls never queue behind the training
+thread's on a shared client lock; other stores (FileStore, HashStore) are used as they are.
+Every key sits under ``collscope/watch/<run id>/<restart>/`` and is removed at the end.
+
+Calls never wait on a missing key (a timed-out c10d wait prints warnings into the job's
+stderr): keys are polled with ``check`` and read once they exist.
+
+Clock offsets (hosts only: ranks on one host share its clock): rank 0 sets a key at a moment
+it stamps (the midpoint of its set call); each other host's first rank polls for the key and
+stamps its appearance as the midpoint between the last check that missed it and the first
+that saw it (both checks' midpoints). Offset = that stamp - rank 0's, median over ROUNDS;
+spread = the half-gap between the two checks, median over rounds (what the estimate cannot
+resolve). This is NTP's exchange carried by the store, good to the store's round trip.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+STORE_TIMEOUT_S = 10.0
+POLL_S = 0.05
+CLOCK_ROUNDS = 7
+CLOCK_WAIT_S = 30.0
+CLOCK_METHOD = (f"rank 0 sets a store key at a stamped moment (midpoint of its set); each "
+                f"other host's first rank stamps its appearance (midpoint of the last check "
+                f"that missed it and the first that saw it); offset = median over "
+                f"{CLOCK_ROUNDS} rounds of the difference, spread = median half-gap")
+
+
+def prefix(environ: dict[str, str] | os._Environ[str]) -> str:
+    run = environ.get("TORCHELASTIC_RUN_ID") or environ.get("SLURM_JOB_ID") or "job"
+    return f"collscope/watch/{run}/{environ.get('TORCHELASTIC_RESTART_COUNT', '0')}/"
+
+
+def connect(default_store: Any, key_prefix: str) -> Any:
+    """A PrefixStore under ``key_prefix`` on our own connection to the job's store server."""
+    import torch.distributed as dist
+
+    inner = default_store
+    while hasattr(inner, "underlying_store"):
+        inner = inner.underlying_store
+    timeout = datetime.timedelta(seconds=STORE_TIMEOUT_S)
+    if isinstance(inner, dist.TCPStore):
+        inner = dist.TCPStore(inner.host, inner.port, is_master=False, timeout=timeout,
+                              wait_for_workers=False)
+    else:
+        inner.set_timeout(timeout)
+    return dist.PrefixStore(key_prefix, inner)
+
+
+def hello_key(rank: int) -> str:
+    return f"hello/{rank}"
+
+
+def summary_key(rank: int) -> str:
+    return f"sum/{rank}"
+
+
+def dumped_key(rank: int) -> str:
+    return f"dumped/{rank}"
+
+
+HANG_KEY = "hang"
+
+
+def own_keys(rank: int) -> list[str]:
+    return [hello_key(rank), summary_key(rank), dumped_key(rank), f"clkres/{rank}"] + \
+        [f"clkready/{k}/{rank}" for k in range(CLOCK_ROUNDS)]
+
+
+def shared_keys() -> list[str]:
+    return [HANG_KEY, "clkmaster", *(f"clk/{k}" for k in range(CLOCK_ROUNDS))]
+
+
+def wait_for(store: Any, keys: Sequence[str], deadline_s: float,
+             stop: Callable[[], bool] = lambda: False) -> bool:
+    """Poll until every key exists (True) or the deadline passes (False)."""
+    end = time.monotonic() + deadline_s
+    while not store.check(list(keys)):
+        if time.monotonic() > end or stop():
+            return False
+        time.sleep(POLL_S)
+    return True
+
+
+def present(store: Any, keys: Sequence[str]) -> list[bool]:
+    return [bool(store.check([k])) for k in keys]
+
+
+@dataclass(frozen=True)
+class Hello:
+    rank: int
+    host: str
+    local_rank: int | None
+    pid: int
+    backend: str
+
+    def encode(self) -> str:
+        return json.dumps(self.__dict__)
+
+    @classmethod
+    def decode(cls, text: bytes) -> Hello:
+        return cls(**json.loads(text))
+
+
+def leaders(hellos: Sequence[Hello]) -> dict[str, int]:
+    """host -> its lowest rank (the one that measures the host's clock)."""
+    found: dict[str, int] = {}
+    for h in sorted(hellos, key=lambda h: h.rank):
+        found.setdefault(h.host, h.rank)
+    return found
+
+
+def _mid_ns(call: Callable[[], Any]) -> tuple[int, Any]:
+    before = time.time_ns()
+    result = call()
+    return (before + time.time_ns()) // 2, result
+
+
+def clock_master(store: Any, followers: Sequence[int]) -> dict[int, tuple[float, float]] | None:
+    """Rank 0's side: stamps each round; returns leader rank -> (offset_us, spread_us), or None
+    when a follower did not answer in time."""
+    stamps = []
+    for k in range(CLOCK_ROUNDS):
+        if not wait_for(store, [f"clkready/{k}/{r}" for r in followers], CLOCK_WAIT_S):
+            return None
+        time.sleep(0.005)      # let the followers be polling before the key appears
+        stamp, _ = _mid_ns(lambda k=k: store.set(f"clk/{k}", "1"))
+        stamps.append(stamp)
+    if not wait_for(store, [f"clkres/{r}" for r in followers], CLOCK_WAIT_S):
+        return None
+    found = {}
+    for r in followers:
+        seen = json.loads(store.get(f"clkres/{r}"))
+        offsets = [(at - stamp) / 1000 for (at, _), stamp in zip(seen, stamps)]
+        found[r] = (statistics.median(offsets), statistics.median(g / 1000 for _, g in seen))
+    return found
+
+
+def clock_follower(store: Any, rank: int) -> bool:
+    """A host leader's side: per round, the key's appearance on its own clock."""
+    seen = []
+    for k in range(CLOCK_ROUNDS):
+        key = f"clk/{k}"
+        store.set(f"clkready/{k}/{rank}", "1")
+        previous, end = None, time.monotonic() + CLOCK_WAIT_S
+        while True:
+            now, found = _mid_ns(lambda key=key: store.check([key]))
+            if found:
+                if previous is None:      # already there: no bracket; use this check alone
+                    previous = now
+                seen.append(((previous + now) // 2, (now - previous) // 2))
+                break
+            if time.monotonic() > end:
+                return False
+            previous = now
+            time.sleep(0.0001)       # lets the training thread have the GIL between checks
+    store.set(f"clkres/{rank}", json.dumps(seen))
+    return True

@@ -1,0 +1,105 @@
+"""Reading this rank's Flight Recorder, incrementally and with bounded memory.
+
+``torch._C._distributed_c10d._dump_fr_trace_json`` returns the whole ring buffer (every
+backend: NCCL, RCCL, gloo). Each read decodes only the fields watch uses (msgspec, typed), and
+keeps nothing but the highest record id seen, so a read hands over only the entries that are
+new since the previous one; entries the ring overwrote before a read are counted as lost.
+gloo entries stay ``scheduled`` and become ``retired`` when done; NCCL's are ``completed``.
+
+FR is on when TORCH_FR_BUFFER_SIZE (or the older TORCH_NCCL_TRACE_BUFFER_SIZE) is set before
+the process group is made; ``fr_env`` gives the wrapper's default when the user set neither.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import msgspec
+
+BUFFER_ENV = ("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE")
+# Entries kept when watch switches FR on: a few seconds to minutes of collectives, enough for
+# the post-mortem (only the last few matter) while a full read stays a few milliseconds.
+# Measured here (torch 2.13, gloo, 500 entries): 235 kB of JSON, made in ~4 ms of CPU with the
+# GIL held (a thread dumping in a loop halves a Python main thread's speed), decoded in 0.5 ms.
+DEFAULT_BUFFER_ENTRIES = 500
+
+
+class Entry(msgspec.Struct):
+    record_id: int
+    collective_seq_id: int
+    process_group: tuple[str, str]
+    profiling_name: str
+    time_created_ns: int
+    state: str = ""
+    retired: bool = False
+    is_p2p: bool = False
+    input_sizes: list[list[int]] = []
+    input_dtypes: list[str] = []
+    duration_ms: float | None = None
+
+    @property
+    def op(self) -> str:
+        """``nccl:all_reduce`` / ``gloo:all_reduce`` -> ``all_reduce``."""
+        return self.profiling_name.rpartition(":")[2]
+
+    @property
+    def group(self) -> str:
+        return self.process_group[0]
+
+    @property
+    def pending(self) -> bool:
+        return self.state != "completed" and not self.retired
+
+
+class Dump(msgspec.Struct):
+    entries: list[Entry] = []
+
+
+_decoder = msgspec.json.Decoder(Dump)
+
+
+def fr_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The variables to add so FR records: none when the user set a buffer size."""
+    if any(environ.get(name) for name in BUFFER_ENV):
+        return {}
+    return {"TORCH_FR_BUFFER_SIZE": str(DEFAULT_BUFFER_ENTRIES)}
+
+
+def dump_json() -> bytes:
+    from torch._C._distributed_c10d import _dump_fr_trace_json
+
+    return _dump_fr_trace_json(includeCollectives=True, onlyActive=False)
+
+
+@dataclass
+class Read:
+    new: list[Entry]                 # entries not handed over before, oldest first
+    oldest_pending: Entry | None     # the oldest entry not yet completed (any age)
+    pending_ids: set[int]            # record ids of every entry not yet completed
+    lost: int                        # entries overwritten before they could be read
+    cpu_s: float                     # this thread's CPU time for the read (dump + decode)
+
+
+class FlightReader:
+    """Hands over each FR entry once; ``source`` returns the JSON dump (the real one by
+    default)."""
+
+    def __init__(self, source: Callable[[], bytes] = dump_json) -> None:
+        self._source = source
+        self._last_id = -1
+        self.lost = 0
+
+    def read(self) -> Read:
+        started = time.thread_time()
+        entries = _decoder.decode(self._source()).entries
+        new = [e for e in entries if e.record_id > self._last_id]
+        if new:
+            if self._last_id >= 0:
+                self.lost += max(0, new[0].record_id - self._last_id - 1)
+            self._last_id = new[-1].record_id
+        pending = [e for e in entries if e.pending]
+        oldest = min(pending, key=lambda e: e.time_created_ns) if pending else None
+        return Read(new, oldest, {e.record_id for e in pending}, self.lost,
+                    time.thread_time() - started)

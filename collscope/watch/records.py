@@ -1,0 +1,113 @@
+"""The record kinds `collscope watch` writes (JSON Lines, each flushed as it exists).
+
+A `--json FILE` holds, in order: one ``run`` record (collscope.records.run.RunRecord, command
+"watch"), then as the job runs ``watch_window`` records (one per rank per aggregation round),
+``finding`` records with id ``watch.straggler`` (one when a straggler starts, one when it
+ends), and on a stall ``watch_stall`` followed by `collscope hang`'s own records (its
+``hang_group`` records and exactly one ``hang_verdict``). Units are in the field names:
+``_ms`` milliseconds, ``_s`` seconds; times are seconds since the epoch on the aggregating
+rank's clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+STRAGGLER_ID = "watch.straggler"
+
+
+@dataclass
+class WatchJobRecord:
+    """The job as the aggregating rank found it once every rank's agent said hello, and how
+    its hosts' clocks were aligned (``clock``: method, per-host offset and spread in us)."""
+
+    time: float
+    world_size: int
+    backend: str
+    ranks: list[dict[str, Any]]       # rank, host, local_rank, pid
+    hosts: list[str]
+    clock: dict[str, Any]
+    flight_recorder: dict[str, Any]   # the buffer size variable and its value
+    versions: dict[str, str | None]   # torch, its backends, python (library_versions)
+    kind: str = "watch_job"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class WatchWindowRecord:
+    """One rank over the last sliding window of one process group, as the aggregator saw it.
+
+    ``lateness_ms`` is the median over the window's matched collectives of the rank's enqueue
+    time minus the first rank's (clocks aligned across hosts); ``arrived_last`` how many of
+    them it entered last; ``wait_caused_ms`` the sum over those of what the other ranks waited
+    for it (each waiting rank's share summed)."""
+
+    time: float
+    rank: int
+    host: str
+    local_rank: int | None
+    group: str
+    window: int                       # matched collectives in the window
+    lateness_ms: float
+    arrived_last: int
+    wait_caused_ms: float
+    collectives_total: dict[str, int]  # per collective type: completed on this rank so far
+    oldest_pending_s: float | None    # age of the rank's oldest collective not yet completed
+    straggler: bool
+    kind: str = "watch_window"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class StragglerFinding:
+    """A rank whose lateness rose, against the other ranks and against its own earlier window.
+
+    ``state`` is ``started`` (printed once) or ``ended`` (printed once, or at the end of the
+    job). ``test`` says which tests decided it, with their p-values."""
+
+    state: str                        # started | ended
+    time: float
+    rank: int
+    host: str
+    local_rank: int | None
+    group: str
+    since: float                      # the first late collective of the episode
+    lateness_ms: float                # median over the window
+    baseline_ms: float                # the rank's median lateness in its earlier window
+    wait_caused_ms: float             # over the window
+    arrived_last: int
+    window: int
+    p_last: float                     # binomial, Bonferroni-corrected for the group's ranks
+    p_rise: float                     # Mann-Whitney U, window against the earlier window
+    title: str
+    test: str
+    id: str = STRAGGLER_ID
+    level: str = "warn"
+    kind: str = "finding"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class StallRecord:
+    """A collective pending longer than --hang-after, and what the dump request got back."""
+
+    time: float
+    detected_by: int                  # the rank whose pending collective was too old
+    group: str
+    collective: str
+    seq: int
+    pending_s: float
+    dump_dir: str
+    answered: list[int]
+    no_answer: list[int] = field(default_factory=list)
+    kind: str = "watch_stall"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

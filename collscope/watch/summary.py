@@ -1,0 +1,109 @@
+"""One rank's summary of an interval, as it travels through the store (a few hundred bytes).
+
+Per process group, the new collectives' sequence numbers and enqueue times: runs of
+consecutive sequence numbers as ``[first_seq, [dt_us, ...]]`` where each dt is the time since
+the previous entry (the first since ``base_us``), so 20 collectives cost ~140 bytes. Plus the
+completed count per (group, collective), and this rank's oldest pending collective.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from collscope.watch.flight import Entry
+
+# Newest entries kept per group per interval (the detectors need a window, not every call).
+MAX_PER_GROUP = 48
+
+
+@dataclass
+class Pending:
+    group: str
+    collective: str
+    seq: int
+    age_s: float
+
+
+@dataclass
+class Summary:
+    round: int
+    time: float
+    arrivals: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # group: (seq, us)
+    completed: dict[str, dict[str, int]] = field(default_factory=dict)   # group: op: count
+    pending: Pending | None = None
+
+    def encode(self) -> str:
+        groups: dict[str, list[Any]] = {}
+        base = min((us for items in self.arrivals.values() for _, us in items), default=0)
+        for group, items in self.arrivals.items():
+            runs: list[Any] = []
+            previous_seq, previous_us = None, base
+            for seq, us in items:
+                if previous_seq is None or seq != previous_seq + 1:
+                    runs.append([seq, []])
+                runs[-1][1].append(us - previous_us)
+                previous_seq, previous_us = seq, us
+            groups[group] = runs
+        out: dict[str, Any] = {"r": self.round, "t": round(self.time, 3), "b": base,
+                               "g": groups, "c": self.completed}
+        if self.pending is not None:
+            p = self.pending
+            out["p"] = [p.group, p.collective, p.seq, round(p.age_s, 3)]
+        return json.dumps(out, separators=(",", ":"))
+
+    @classmethod
+    def decode(cls, text: str | bytes) -> Summary:
+        data = json.loads(text)
+        arrivals: dict[str, list[tuple[int, int]]] = {}
+        for group, runs in data.get("g", {}).items():
+            items = arrivals.setdefault(group, [])
+            us = int(data["b"])
+            for first, deltas in runs:
+                for offset, delta in enumerate(deltas):
+                    us += int(delta)
+                    items.append((int(first) + offset, us))
+        p = data.get("p")
+        pending = Pending(str(p[0]), str(p[1]), int(p[2]), float(p[3])) if p else None
+        return cls(int(data["r"]), float(data["t"]), arrivals,
+                   {g: {op: int(n) for op, n in ops.items()} for g, ops in data["c"].items()},
+                   pending)
+
+
+def summarise(round_: int, now: float, new: Iterable[Entry], oldest: Entry | None,
+              completed: dict[str, dict[str, int]]) -> Summary:
+    """This interval's summary from the FR entries new since the last one; ``completed`` is
+    :class:`Counter`'s running count per group and collective."""
+    arrivals: dict[str, list[tuple[int, int]]] = {}
+    for entry in new:
+        if entry.is_p2p:
+            continue
+        arrivals.setdefault(entry.group, []).append(
+            (entry.collective_seq_id, entry.time_created_ns // 1000))
+    for items in arrivals.values():
+        items.sort()
+        del items[:-MAX_PER_GROUP]
+    pending = None
+    if oldest is not None:
+        pending = Pending(oldest.group, oldest.op, oldest.collective_seq_id,
+                          max(0.0, now - oldest.time_created_ns / 1e9))
+    return Summary(round_, now, arrivals, {g: dict(ops) for g, ops in completed.items()},
+                   pending)
+
+
+class Counter:
+    """Collectives completed per (group, op), each entry counted once when seen done."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, dict[str, int]] = {}
+        self._waiting: dict[int, Entry] = {}     # record id -> entry seen pending
+
+    def update(self, new: list[Entry], pending_ids: set[int]) -> None:
+        for entry in new:
+            self._waiting[entry.record_id] = entry
+        for record_id in [r for r in self._waiting if r not in pending_ids]:
+            entry = self._waiting.pop(record_id)
+            ops = self.counts.setdefault(entry.group, {})
+            ops[entry.op] = ops.get(entry.op, 0) + 1

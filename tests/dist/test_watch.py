@@ -1,0 +1,255 @@
+"""`collscope watch` around real jobs: a plain DDP script under torchrun on 4 gloo ranks, and
+srun-style independent processes. Two batches of jobs run side by side (module-scoped, so
+every assertion shares them): a planted 30 ms straggler (with /metrics scraped mid-run), a
+healthy run twice, a stalled rank with --on-hang kill, several process groups with send/recv
+and the job's own sitecustomize, a script without a process group, and the same commands
+without watch for the exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import REPO, cli_env, free_port, read_records
+
+pytestmark = pytest.mark.dist
+
+SCRIPTS = REPO / "tests" / "dist" / "scripts"
+DDP = str(SCRIPTS / "watch_ddp.py")
+JOB_TIMEOUT_S = 150
+ALL_REDUCES = (r'collscope_watch_collectives_total\{{rank="{rank}",host="[^"]+",group="0",'
+               r'collective="all_reduce"\}} [1-9]\d*')
+
+
+def watch(*flags: str) -> list[str]:
+    return [sys.executable, "-m", "collscope", "watch", *flags, "--"]
+
+
+def torchrun(ranks: int, script: str) -> list[str]:
+    return [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(ranks),
+            "--master-port", str(free_port()), script]
+
+
+@dataclass
+class Job:
+    process: subprocess.Popen[bytes]
+    out: Path
+    err: Path
+    started: float
+    returncode: int | None = None
+    ended: float = 0.0
+
+    def wait(self) -> Job:
+        try:
+            self.returncode = self.process.wait(timeout=JOB_TIMEOUT_S)
+        finally:
+            if self.process.poll() is None:
+                self.process.kill()
+        self.ended = time.time()
+        return self
+
+    @property
+    def stdout(self) -> str:
+        return self.out.read_text()
+
+    @property
+    def stderr(self) -> str:
+        return self.err.read_text()
+
+
+def start(folder: Path, name: str, argv: list[str], **env: str) -> Job:
+    out, err = folder / f"{name}.out", folder / f"{name}.err"
+    with out.open("wb") as stdout, err.open("wb") as stderr:
+        process = subprocess.Popen(argv, stdout=stdout, stderr=stderr, cwd=folder,
+                                   env=cli_env(**env))
+    return Job(process, out, err, time.time())
+
+
+def scrape_until_every_rank(job: Job, ranks: int) -> str:
+    """/metrics of a running watch, once it holds every rank's lateness series."""
+    deadline = time.monotonic() + JOB_TIMEOUT_S
+    url = None
+    while time.monotonic() < deadline and job.process.poll() is None:
+        if url is None:
+            found = re.search(r"metrics at (http://\S+)", job.stderr)
+            url = found.group(1) if found else None
+        if url is not None:
+            body = urllib.request.urlopen(url, timeout=5).read().decode()
+            if all(re.search(ALL_REDUCES.format(rank=r), body) for r in range(ranks)):
+                return body
+        time.sleep(0.3)
+    raise AssertionError(f"no per-rank series before the job ended: {job.stderr[-2000:]}")
+
+
+@pytest.fixture(scope="module")
+def folder() -> Iterator[Path]:
+    """A folder of our own, not under pytest's basetemp: pytest sessions of other checkouts
+    on the same machine remove all but their 3 newest basetemps, ours too, mid-run."""
+    with tempfile.TemporaryDirectory(prefix="collscope-watch-test-") as name:
+        yield Path(name)
+
+
+@pytest.fixture(scope="module")
+def first(folder):
+    """A straggler job (exit code 7 in every worker), a healthy one, the plain command."""
+    jobs = {
+        "straggler": start(folder, "straggler", watch(
+            "--interval", "0.5", "--json", "straggler.jsonl", "--prometheus", "127.0.0.1:0")
+            + torchrun(4, DDP), SLOW_RANK="2", SLOW_FROM="40", EXIT_CODE="7"),
+        "healthy": start(folder, "healthy", watch("--interval", "0.5", "--json",
+                                                  "healthy.jsonl") + torchrun(4, DDP)),
+        "plain": start(folder, "plain", torchrun(4, DDP), STEPS="3", EXIT_CODE="7"),
+    }
+    metrics = scrape_until_every_rank(jobs["straggler"], 4)
+    return {name: job.wait() for name, job in jobs.items()}, metrics
+
+
+@pytest.fixture(scope="module")
+def second(folder, first):
+    """A stalled rank (--on-hang kill), the healthy job again, srun-style ranks with several
+    groups and their own sitecustomize, and a script that never makes a process group."""
+    user_site = folder / "user-site"
+    user_site.mkdir()
+    (user_site / "sitecustomize.py").write_text(
+        "import os, sys\nwith open(os.environ['USER_SITE_LOG'], 'a') as log:\n"
+        "    log.write(' '.join(sys.argv) + '\\n')\n")
+    port = str(free_port())
+    jobs = {
+        "stall": start(folder, "stall", watch(
+            "--interval", "0.5", "--hang-after", "10", "--on-hang", "kill", "--dump-dir",
+            "dumps", "--json", "stall.jsonl") + torchrun(4, DDP), STALL_RANK="2",
+            STALL_AT="30", STEPS="200"),
+        "healthy2": start(folder, "healthy2", watch("--interval", "0.5", "--json",
+                                                    "healthy2.jsonl") + torchrun(4, DDP)),
+        **{f"srun{r}": start(folder, f"srun{r}", watch("--interval", "0.3") + [
+            sys.executable, str(SCRIPTS / "watch_groups.py")], RANK=str(r), WORLD_SIZE="3",
+            MASTER_ADDR="127.0.0.1", MASTER_PORT=port, STEPS="30",
+            PYTHONPATH=f"{REPO}{os.pathsep}{user_site}",
+            USER_SITE_LOG=str(folder / "user-site.log")) for r in range(3)},
+    }
+    no_group = {(code, watched): start(folder, f"nogroup{code}{watched}", (
+        watch() if watched else []) + [sys.executable, str(SCRIPTS / "watch_no_group.py")],
+        EXIT_CODE=code) for code in ("0", "7") for watched in (True, False)}
+    return ({name: job.wait() for name, job in jobs.items()},
+            {key: job.wait() for key, job in no_group.items()})
+
+
+def findings(path: Path) -> list[dict]:
+    return [r for r in read_records(path) if r["kind"] == "finding"]
+
+
+def test_a_rank_30_ms_late_from_step_40_is_named_with_its_host_within_20_steps(first, folder):
+    jobs, _ = first
+    job = jobs["straggler"]
+    started = [f for f in findings(folder / "straggler.jsonl") if f["state"] == "started"]
+    assert [(f["rank"], f["host"], f["id"]) for f in started] == \
+        [(2, socket.gethostname(), "watch.straggler")], job.stderr[-3000:]
+    steps = [(int(i), float(t)) for i, t in re.findall(r"^step (\d+) (\S+)$", job.stdout,
+                                                       re.M)]
+    at = max(i for i, t in steps if t <= started[0]["time"])
+    assert at <= 40 + 20, f"named at step {at}"
+    assert 25 < started[0]["lateness_ms"] < 60 and started[0]["p_last"] < 1e-3
+    assert "straggler: rank 2" in job.stderr
+
+
+def test_a_healthy_job_names_nobody_in_repeated_runs(first, second, folder):
+    for name, jobs in (("healthy", first[0]), ("healthy2", second[0])):
+        assert jobs[name].returncode == 0, jobs[name].stderr[-3000:]
+        records = read_records(folder / f"{name}.jsonl")
+        assert records[0]["kind"] == "run" and records[0]["command"] == "watch"
+        assert findings(folder / f"{name}.jsonl") == []
+        assert sum(r["kind"] == "watch_window" for r in records) > 20
+
+
+def test_exit_codes_are_the_commands_own(first, second):
+    jobs, _ = first
+    # torchrun turns a worker's 7 into its own 1; watch returns what torchrun returned.
+    assert jobs["plain"].returncode == 1 and jobs["straggler"].returncode == 1
+    _, no_group = second
+    for code in ("0", "7"):
+        assert no_group[(code, True)].returncode == no_group[(code, False)].returncode == \
+            int(code)
+
+
+def test_metrics_scraped_mid_run_hold_per_rank_series(first, folder):
+    _, metrics = first
+    for rank in range(4):
+        assert re.search(ALL_REDUCES.format(rank=rank), metrics)
+        assert f'collscope_watch_lateness_seconds{{rank="{rank}"' in metrics
+        assert f'collscope_watch_oldest_pending_seconds{{rank="{rank}"' in metrics
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        pytest.skip("promtool is not installed (the series were checked without it)")
+    check = subprocess.run([promtool, "check", "metrics"], input=metrics, text=True,
+                           capture_output=True, timeout=30)
+    assert check.returncode == 0 and check.stdout + check.stderr == "", check.stdout
+
+
+def test_a_stalled_rank_ends_the_job_with_dumps_and_a_verdict(second, folder):
+    jobs, _ = second
+    job = jobs["stall"]
+    assert job.returncode == 124, job.stderr[-3000:]
+    line = next(n for n, text in enumerate(Path(DDP).read_text().splitlines(), 1)
+                if "STALL-LINE" in text)
+    stalled = float(re.search(r"^step 29 (\S+)$", job.stdout, re.M).group(1))
+    assert job.ended - stalled < 30
+    dumps = folder / "dumps"
+    assert (folder / "stall.jsonl").exists(), job.stderr[-3000:]
+    assert sorted(p.name for p in dumps.iterdir()) == sorted(
+        [f"fr_trace_rank_{r}" for r in range(4)] + [f"stack_rank_{r}.json" for r in range(4)])
+    stack = json.loads((dumps / "stack_rank_2.json").read_text())
+    assert stack["kind"] == "main_thread_stack" and stack["rank"] == 2
+    assert (stack["frames"][-1]["filename"], stack["frames"][-1]["line"]) == (DDP, line)
+    records = read_records(folder / "stall.jsonl")
+    (stall,) = [r for r in records if r["kind"] == "watch_stall"]
+    assert stall["answered"] == [0, 1, 2, 3] and stall["no_answer"] == []
+    assert stall["detected_by"] != 2 and stall["pending_s"] >= 10
+    # collscope hang's verdict, printed and recorded: rank 2, where its main thread sleeps.
+    (verdict,) = [r for r in records if r["kind"] == "hang_verdict"]
+    assert verdict["culprit_ranks"] == [2] and verdict["cause"] == "not_entered"
+    assert f"watch_ddp.py:{line}" in verdict["headline"]
+    assert verdict["headline"] in job.stderr
+    # `collscope hang` on the same dumps gives the same verdict.
+    again = subprocess.run([sys.executable, "-m", "collscope", "hang", str(dumps), "--json",
+                            str(folder / "hang.jsonl")], capture_output=True, text=True,
+                           env=cli_env(), cwd=folder, timeout=120)
+    assert again.returncode == 1, again.stderr
+    (same,) = [r for r in read_records(folder / "hang.jsonl") if r["kind"] == "hang_verdict"]
+    keys = ("culprit_ranks", "waiting_ranks", "cause", "group", "collective", "seq")
+    assert {k: same[k] for k in keys} == {k: verdict[k] for k in keys}
+
+
+def test_srun_style_ranks_with_groups_send_recv_and_their_own_sitecustomize(second, folder):
+    jobs, _ = second
+    ranks = [jobs[f"srun{r}"] for r in range(3)]
+    assert [j.returncode for j in ranks] == [0, 0, 0], ranks[0].stderr[-3000:]
+    assert ranks[0].stdout == ("all_reduce [90.0, 90.0, 90.0, 90.0]\n"
+                               "pairs and send/recv total 150.0\n")
+    assert [j.stdout for j in ranks[1:]] == ["", ""]
+    log = (folder / "user-site.log").read_text().splitlines()
+    # Each rank's own python ran it (argv[0] the script), as it would without watch.
+    assert sum(line.startswith(str(SCRIPTS / "watch_groups.py")) for line in log) == 3
+    for job in ranks:
+        assert "Traceback" not in job.stderr and "switched off" not in job.stderr
+
+
+def test_a_script_without_a_process_group_runs_unchanged(second):
+    _, no_group = second
+    for code in ("0", "7"):
+        watched, plain = no_group[(code, True)], no_group[(code, False)]
+        assert watched.stdout == plain.stdout == \
+            "distributed available: True, initialised: False\n"
+        assert watched.stderr == plain.stderr == ""

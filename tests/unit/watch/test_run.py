@@ -1,0 +1,48 @@
+"""The wrapper's side: records from the agents' folder read line by line (a half-written line
+waits), kept in --json, counted into /metrics, and a straggler still flagged at the end of
+the job closed with an 'ended' record."""
+
+from __future__ import annotations
+
+import json
+
+from collscope.watch.config import WatchConfig
+from collscope.watch.records import StragglerFinding, WatchWindowRecord
+from collscope.watch.run import Tail, Watch
+
+
+class Kept:
+    def __init__(self) -> None:
+        self.records: list[dict] = []
+
+    def write(self, record: dict) -> None:
+        self.records.append(record)
+
+
+def test_tail_hands_over_complete_lines_only(tmp_path):
+    tail = Tail(str(tmp_path))
+    (tmp_path / "rank0.jsonl").write_text('{"kind": "a"}\n{"kind": "b"')
+    assert tail.lines() == [{"kind": "a"}]
+    with (tmp_path / "rank0.jsonl").open("a") as handle:
+        handle.write('}\n')
+    (tmp_path / "rank1.jsonl").write_text('{"kind": "c"}\n')
+    assert tail.lines() == [{"kind": "b"}, {"kind": "c"}] and tail.lines() == []
+
+
+def test_records_are_kept_counted_and_open_stragglers_closed(capsys):
+    kept = Kept()
+    watch = Watch(WatchConfig(command=["true"]), kept)
+    window = WatchWindowRecord(1.0, 2, "node-1", 0, "0", 12, 31.0, 12, 900.0,
+                               {"all_reduce": 50}, None, True).to_dict()
+    finding = StragglerFinding("started", 1.0, 2, "node-1", 0, "0", 0.5, 31.0, 0.8, 900.0,
+                               12, 12, 1e-6, 1e-4, "straggler: rank 2 (node-1) ...",
+                               "test").to_dict()
+    for record in (window, finding, {"kind": "watch_dumped", "rank": 2, "time": 1.0}):
+        watch.handle(json.loads(json.dumps(record)))
+    assert 'collscope_watch_straggler{rank="2",host="node-1",group="0"} 1' in \
+        watch.metrics.render()
+    assert "stragglers: rank 2 (node-1)" in watch.live()
+    watch.finish()
+    assert [(r["kind"], r.get("state")) for r in kept.records] == [
+        ("watch_window", None), ("finding", "started"), ("finding", "ended")]
+    assert "straggler ended with the job: rank 2 (node-1)" in capsys.readouterr().err
