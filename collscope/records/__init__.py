@@ -19,6 +19,7 @@ One module per family of kinds:
 - ``links``: ``link``, ``link_try``, ``node``, ``links_summary``
 - ``tune``: ``tune_trial``, ``tune``
 - ``hang``: ``hang_group``, ``hang_verdict``
+- ``watch``: ``watch_job``, ``watch_window``, ``watch_stall`` (its straggler is a ``finding``)
 
 and the machinery:
 

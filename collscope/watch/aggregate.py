@@ -14,10 +14,10 @@ import statistics
 import time
 from typing import Any
 
+from collscope.records.watch import StallRecord, StragglerFinding, WatchJobRecord, WatchWindowRecord
 from collscope.versions import library_versions
 from collscope.watch import detect, dumps, exchange
 from collscope.watch.flight import BUFFER_ENV
-from collscope.watch.records import StallRecord, StragglerFinding, WatchJobRecord, WatchWindowRecord
 from collscope.watch.summary import Summary
 
 DUMP_DEADLINE_S = 8.0

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 
+from collscope.records.watch import StragglerFinding, WatchWindowRecord
 from collscope.watch.config import WatchConfig
-from collscope.watch.records import StragglerFinding, WatchWindowRecord
 from collscope.watch.run import Tail, Watch
 
 

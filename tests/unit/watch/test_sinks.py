@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collscope.watch.records import WatchWindowRecord
+from collscope.records.watch import WatchWindowRecord
 from collscope.watch.sinks import Metrics, live_line
 
 
