@@ -32,6 +32,23 @@ from netns_cluster import ClusterUnavailable, netns_cluster  # noqa: E402
 from collscope.runtime.spawn import free_loopback_port  # noqa: E402
 
 FLAT = "flat"
+_RATE_UNITS = {"kbit": 1e3, "mbit": 1e6, "gbit": 1e9}
+
+
+def rate_bytes_per_s(rate: str) -> float:
+    """tc's "250mbit" / "1gbit" in bytes per second."""
+    for unit, scale in _RATE_UNITS.items():
+        if rate.lower().endswith(unit):
+            return float(rate[: -len(unit)]) * scale / 8
+    raise SystemExit(f"--rate: '{rate}' is not a rate; use a number with kbit, mbit or gbit")
+
+
+def link_bound_us(size: int, variant: str, nodes: int, ranks_per_node: int,
+                  rate: str) -> float:
+    """The time of the bytes each node sends across its capped link (per direction) at the
+    cap's rate: 2(n-1)/n x S for the flat ring, 2(N-1)/N x S for the hierarchical form."""
+    parties = nodes * ranks_per_node if variant == FLAT else nodes
+    return size * 2 * (parties - 1) / parties / rate_bytes_per_s(rate) * 1e6
 
 
 def variant_args(variant: str) -> list[str]:
@@ -74,6 +91,7 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> None:
     args = parse_args()
+    rate_bytes_per_s(args.rate)
     chunks = [c for c in args.chunks.split(",") if c]
     variants = [FLAT, *(f"hierarchical@{c}" for c in chunks)] if chunks \
         else [FLAT, "hierarchical"]
@@ -98,20 +116,24 @@ def main() -> None:
         return
     print(f"{args.nodes} nodes x {args.ranks_per_node} ranks (gloo), every node's link capped "
           f"at {args.rate} with tc tbf; median of {args.rounds} rounds, {args.iters} "
-          "iterations each; every result verified (wrong = 0)")
-    print("| size | variant | time (us) | busbw (GB/s) | speedup over flat |")
-    print("|---:|:---|---:|---:|---:|")
+          "iterations each; every result verified (wrong = 0); link-bound: the bytes each "
+          "node sends across its link per direction at the cap's rate")
+    print("| size | variant | time (us) | busbw (GB/s) | link-bound (us) | of link-bound | "
+          "speedup over flat |")
+    print("|---:|:---|---:|---:|---:|---:|---:|")
     rows = []
     for size in sorted(times[FLAT]):
         flat = statistics.median(times[FLAT][size])
         for variant in variants:
             median = statistics.median(times[variant][size])
+            bound = link_bound_us(size, variant, args.nodes, args.ranks_per_node, args.rate)
             row = {"size_bytes": size, "variant": variant, "time_us": median,
                    "busbw_gbs": statistics.median(busbw[variant][size]),
-                   "speedup": flat / median, "all_us": times[variant][size]}
+                   "link_bound_us": bound, "speedup": flat / median,
+                   "all_us": times[variant][size]}
             rows.append(row)
             print(f"| {size >> 20} MiB | {variant} | {median:.0f} | {row['busbw_gbs']:.3f} | "
-                  f"{row['speedup']:.2f}x |")
+                  f"{bound:.0f} | {bound / median:.0%} | {row['speedup']:.2f}x |")
     if args.json:
         Path(args.json).write_text(json.dumps(
             {"rate": args.rate, "nodes": args.nodes, "ranks_per_node": args.ranks_per_node,

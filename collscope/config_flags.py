@@ -26,7 +26,7 @@ NPROC_HELP = "spawn N local ranks (default: visible GPUs, else 2); not under a l
 BACKEND_HELP = "auto (nccl/rccl with GPUs, else gloo), nccl, gloo, mpi, ucc"
 # Pipeline chunk of the hierarchical all-reduce (collscope.hooks.hierarchical), shared by bench
 # and train. Chosen by benchmarks/hierarchical_vs_flat.py --chunks (docs/bench.md).
-HIER_CHUNK_DEFAULT = 4 * 1024**2
+HIER_CHUNK_DEFAULT = 1024**2
 
 
 @dataclass(frozen=True)

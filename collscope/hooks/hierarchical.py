@@ -57,9 +57,10 @@ def build_mesh(world_size: int, ranks_per_node: int, device_type: str) -> Device
 def chunk_bounds(numel: int, ranks_per_node: int, chunk_numel: int) -> list[tuple[int, int]]:
     """(start, length) of each pipeline chunk of a ``numel``-element message.
 
-    Chunks of at most ``chunk_numel`` elements (at least ``ranks_per_node``), made as equal as
-    whole multiples of ``ranks_per_node`` allow, so that every chunk but the last splits evenly
-    over the node's ranks and no chunk is a sliver.
+    The fewest chunks of at most ``chunk_numel`` elements (at least ``ranks_per_node``), all
+    but the last of one length, a multiple of ``ranks_per_node`` (so that they split evenly
+    over the node's ranks), the smallest such length for that count (so that the last chunk is
+    as long as it can be).
     """
     r = ranks_per_node
     largest = max(r, chunk_numel // r * r)
