@@ -1,15 +1,18 @@
-"""Flat against hierarchical all-reduce on an emulated two-node cluster (2 nodes x 2 ranks).
+"""Flat against hierarchical all-reduce on an emulated multi-node cluster (default 2 x 2).
 
-Each round runs `collscope bench all_reduce` twice as a real two-node torchrun job across two
-network namespaces whose link `tc tbf` caps (default 250 Mbit/s: about a tenth of what gloo
-ranks reach over this machine's loopback, closer to the NIC : xGMI/NVLink ratio of a real
-cluster than 1 Gbit/s, which loopback beats only ~3x here): once with the backend's flat
-all_reduce, once with --algo hierarchical; the order alternates between rounds so drift hits
-both alike. Reported per size: the median over rounds of each algorithm's time (mean per op,
-as collscope bench reports it) and the speedup flat / hierarchical. Theory for 2 x 2: 1.5x less
-inter-node traffic, so up to 1.5x faster where the capped link dominates.
+Each round runs `collscope bench all_reduce` once per variant as a real multi-node torchrun job
+across network namespaces whose links `tc tbf` caps (default 250 Mbit/s: about a tenth of what
+gloo ranks reach over this machine's loopback, closer to the NIC : xGMI/NVLink ratio of a real
+cluster than 1 Gbit/s, which loopback beats only ~3x here): the backend's flat all_reduce, and
+--algo hierarchical with each --hier-chunk given by --chunks (none: bench's default). The order
+rotates between rounds so drift hits every variant alike. Reported per size: the median over
+rounds of each variant's time (mean per op, as collscope bench reports it) and the speedup
+flat / hierarchical. Theory: a flat ring moves 2(n-1)/n x S across each node's link per
+direction, the hierarchical form 2(N-1)/N x S (n ranks, N nodes): 1.5x less on 2 x 2, 1.17x
+on 4 x 2.
 
 Run as root:  .venv/bin/python benchmarks/hierarchical_vs_flat.py [--rounds 3] [--rate 1gbit]
+              [--nodes 4] [--chunks 1M,4M,64M]
 It exits 0 with a "skipped" line where network namespaces are not permitted.
 """
 
@@ -24,69 +27,117 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from netns_cluster import ClusterUnavailable, two_node_cluster  # noqa: E402
+from netns_cluster import ClusterUnavailable, netns_cluster  # noqa: E402
 
 from collscope.runtime.spawn import free_loopback_port  # noqa: E402
 
+FLAT = "flat"
+_RATE_UNITS = {"kbit": 1e3, "mbit": 1e6, "gbit": 1e9}
 
-def bench_once(cluster, algo: str, args: argparse.Namespace, out: Path) -> dict[int, dict]:
-    runs = cluster.torchrun(2, free_loopback_port(), [
+
+def rate_bytes_per_s(rate: str) -> float:
+    """tc's "250mbit" / "1gbit" in bytes per second."""
+    for unit, scale in _RATE_UNITS.items():
+        if rate.lower().endswith(unit):
+            return float(rate[: -len(unit)]) * scale / 8
+    raise SystemExit(f"--rate: '{rate}' is not a rate; use a number with kbit, mbit or gbit")
+
+
+def link_bound_us(size: int, variant: str, nodes: int, ranks_per_node: int,
+                  rate: str) -> float:
+    """The time of the bytes each node sends across its capped link (per direction) at the
+    cap's rate: 2(n-1)/n x S for the flat ring, 2(N-1)/N x S for the hierarchical form."""
+    parties = nodes * ranks_per_node if variant == FLAT else nodes
+    return size * 2 * (parties - 1) / parties / rate_bytes_per_s(rate) * 1e6
+
+
+def variant_args(variant: str) -> list[str]:
+    """bench flags of a variant: "flat", "hierarchical" or "hierarchical@CHUNK"."""
+    if variant == FLAT:
+        return ["--algo", "flat"]
+    _, _, chunk = variant.partition("@")
+    return ["--algo", "hierarchical", *(["--hier-chunk", chunk] if chunk else [])]
+
+
+def bench_once(cluster, variant: str, args: argparse.Namespace, out: Path) -> dict[int, dict]:
+    runs = cluster.torchrun(args.ranks_per_node, free_loopback_port(), [
         "collscope", "bench", "all_reduce", "-b", args.min_bytes, "-e", args.max_bytes,
-        "-n", str(args.iters), "-w", "1", "--algo", algo, "--json", str(out)])
+        "-n", str(args.iters), "-w", "1", *variant_args(variant), "--json", str(out)])
     for run in runs:
         if run.returncode != 0:
-            raise SystemExit(f"{algo} run failed:\n{run.stderr[-2000:]}")
+            raise SystemExit(f"{variant} run failed:\n{run.stderr[-2000:]}")
     records = [json.loads(line) for line in out.read_text().splitlines()]
     return {r["size_bytes"]: r for r in records if r["kind"] == "result"}
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--rate", default="250mbit", help="tc tbf rate of the inter-node link")
+    parser.add_argument("--rate", default="250mbit", help="tc tbf rate of every node's link")
+    parser.add_argument("--nodes", type=int, default=2)
+    parser.add_argument("--ranks-per-node", type=int, default=2)
+    parser.add_argument("--chunks", default="",
+                        help="comma-separated --hier-chunk sizes, one hierarchical variant each "
+                             "(default: one variant with bench's default chunk)")
     parser.add_argument("--min-bytes", default="16M")
     parser.add_argument("--max-bytes", default="64M")
     parser.add_argument("--iters", type=int, default=5)
+    parser.add_argument("--prefix", default="cs2n", help="namespace name prefix")
+    parser.add_argument("--subnet", type=int, default=0, help="198.18.SUBNET.0/24 for the nodes")
     parser.add_argument("--json", help="also write the rows here")
-    args = parser.parse_args()
-    times: dict[str, dict[int, list[float]]] = {"flat": {}, "hierarchical": {}}
-    busbw: dict[str, dict[int, list[float]]] = {"flat": {}, "hierarchical": {}}
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = parse_args()
+    rate_bytes_per_s(args.rate)
+    chunks = [c for c in args.chunks.split(",") if c]
+    variants = [FLAT, *(f"hierarchical@{c}" for c in chunks)] if chunks \
+        else [FLAT, "hierarchical"]
+    times: dict[str, dict[int, list[float]]] = {v: {} for v in variants}
+    busbw: dict[str, dict[int, list[float]]] = {v: {} for v in variants}
     try:
-        with two_node_cluster(args.rate) as cluster, tempfile.TemporaryDirectory() as tmp:
+        with netns_cluster(nodes=args.nodes, rate=args.rate, prefix=args.prefix,
+                           subnet=args.subnet) as cluster, \
+                tempfile.TemporaryDirectory() as tmp:
             for round_index in range(args.rounds):
-                order = ["flat", "hierarchical"] if round_index % 2 == 0 \
-                    else ["hierarchical", "flat"]
-                for algo in order:
-                    results = bench_once(cluster, algo, args, Path(tmp) / f"{algo}.jsonl")
+                shift = round_index % len(variants)
+                for variant in variants[shift:] + variants[:shift]:
+                    results = bench_once(cluster, variant, args, Path(tmp) / "bench.jsonl")
                     for size, record in results.items():
                         assert record["wrong"] == 0, record
-                        times[algo].setdefault(size, []).append(record["time_us"])
-                        busbw[algo].setdefault(size, []).append(record["busbw_gbs"])
-                    print(f"round {round_index + 1}/{args.rounds} {algo} done", file=sys.stderr)
+                        times[variant].setdefault(size, []).append(record["time_us"])
+                        busbw[variant].setdefault(size, []).append(record["busbw_gbs"])
+                    print(f"round {round_index + 1}/{args.rounds} {variant} done",
+                          file=sys.stderr)
     except ClusterUnavailable as error:
         print(f"skipped: {error}")
         return
+    print(f"{args.nodes} nodes x {args.ranks_per_node} ranks (gloo), every node's link capped "
+          f"at {args.rate} with tc tbf; median of {args.rounds} rounds, {args.iters} "
+          "iterations each; every result verified (wrong = 0); link-bound: the bytes each "
+          "node sends across its link per direction at the cap's rate")
+    print("| size | variant | time (us) | busbw (GB/s) | link-bound (us) | of link-bound | "
+          "speedup over flat |")
+    print("|---:|:---|---:|---:|---:|---:|---:|")
     rows = []
-    print(f"2 nodes x 2 ranks (gloo), inter-node link capped at {args.rate} with tc tbf; "
-          f"median of {args.rounds} rounds, {args.iters} iterations each")
-    print("| size | flat time (us) | hierarchical time (us) | flat busbw (GB/s) | "
-          "hierarchical busbw (GB/s) | speedup |")
-    print("|---:|---:|---:|---:|---:|---:|")
-    for size in sorted(times["flat"]):
-        flat = statistics.median(times["flat"][size])
-        hier = statistics.median(times["hierarchical"][size])
-        row = {"size_bytes": size, "flat_us": flat, "hierarchical_us": hier,
-               "flat_busbw_gbs": statistics.median(busbw["flat"][size]),
-               "hierarchical_busbw_gbs": statistics.median(busbw["hierarchical"][size]),
-               "speedup": flat / hier, "flat_all_us": times["flat"][size],
-               "hierarchical_all_us": times["hierarchical"][size]}
-        rows.append(row)
-        print(f"| {size >> 20} MiB | {flat:.0f} | {hier:.0f} | {row['flat_busbw_gbs']:.3f} | "
-              f"{row['hierarchical_busbw_gbs']:.3f} | {row['speedup']:.2f}x |")
+    for size in sorted(times[FLAT]):
+        flat = statistics.median(times[FLAT][size])
+        for variant in variants:
+            median = statistics.median(times[variant][size])
+            bound = link_bound_us(size, variant, args.nodes, args.ranks_per_node, args.rate)
+            row = {"size_bytes": size, "variant": variant, "time_us": median,
+                   "busbw_gbs": statistics.median(busbw[variant][size]),
+                   "link_bound_us": bound, "speedup": flat / median,
+                   "all_us": times[variant][size]}
+            rows.append(row)
+            print(f"| {size >> 20} MiB | {variant} | {median:.0f} | {row['busbw_gbs']:.3f} | "
+                  f"{bound:.0f} | {bound / median:.0%} | {row['speedup']:.2f}x |")
     if args.json:
-        Path(args.json).write_text(json.dumps({"rate": args.rate, "rounds": args.rounds,
-                                               "rows": rows}, indent=1))
+        Path(args.json).write_text(json.dumps(
+            {"rate": args.rate, "nodes": args.nodes, "ranks_per_node": args.ranks_per_node,
+             "rounds": args.rounds, "iters": args.iters, "rows": rows}, indent=1))
 
 
 if __name__ == "__main__":

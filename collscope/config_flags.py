@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from collscope.errors import UsageError
+from collscope.units import format_size, parse_size
 
 _KEY = "collscope.flag"
 REQUIRED: Any = dataclasses.MISSING     # flag(REQUIRED, "--nodes", ...): the user must give it
@@ -23,6 +24,9 @@ REQUIRED: Any = dataclasses.MISSING     # flag(REQUIRED, "--nodes", ...): the us
 # Flags every command that runs ranks shares (bench, train, overlap, links).
 NPROC_HELP = "spawn N local ranks (default: visible GPUs, else 2); not under a launcher"
 BACKEND_HELP = "auto (nccl/rccl with GPUs, else gloo), nccl, gloo, mpi, ucc"
+# Pipeline chunk of the hierarchical all-reduce (collscope.hooks.hierarchical), shared by bench
+# and train. Chosen by benchmarks/hierarchical_vs_flat.py --chunks (docs/bench.md).
+HIER_CHUNK_DEFAULT = 1024**2
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,14 @@ def list_flag(*names: str, help: str, **options: Any) -> Any:
     """A list field (default empty) whose flag is ``names``, e.g. nargs="+", action="extend"."""
     return dataclasses.field(default_factory=list,
                              metadata={_KEY: Flag(names=names, help=help, **options)})
+
+
+def hier_chunk_flag() -> Any:
+    """The --hier-chunk field of a config that runs the hierarchical all-reduce."""
+    return flag(HIER_CHUNK_DEFAULT, "--hier-chunk", parse=parse_size, metavar="SIZE",
+                shown=format_size(HIER_CHUNK_DEFAULT),
+                help="hierarchical all-reduce: bytes per pipeline chunk (the intra-node steps "
+                     "of neighbouring chunks overlap the inter-node step of this one)")
 
 
 def flag_of(config: Any, name: str) -> Flag | None:

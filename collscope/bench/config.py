@@ -9,7 +9,13 @@ from dataclasses import dataclass, field
 
 from collscope.collectives.dtypes import DTYPES, OPS, canonical_dtype
 from collscope.collectives.table import COLLECTIVES, canonical_name
-from collscope.config_flags import BACKEND_HELP, ConfigError, flag, invalid
+from collscope.config_flags import (
+    BACKEND_HELP,
+    ConfigError,
+    flag,
+    hier_chunk_flag,
+    invalid,
+)
 from collscope.errors import UsageError
 from collscope.units import parse_size
 
@@ -70,6 +76,7 @@ class BenchConfig:
         None, "--ranks-per-node", type=int, metavar="R",
         help="ranks per node for --algo hierarchical (default: from the launcher; set it to "
              "emulate nodes on one machine)")
+    hier_chunk_bytes: int = hier_chunk_flag()
     backend: str = flag("auto", "--backend", show_default=False, help=BACKEND_HELP)
     timeout_s: float = flag(300.0, "--timeout", type=float,
                             help="seconds a collective may wait before every rank exits")
@@ -114,6 +121,7 @@ class BenchConfig:
                                         "collectives without it")
         if self.ranks_per_node is not None:
             _positive(self, "ranks_per_node")
+        _positive(self, "hier_chunk_bytes")
         if not self.in_place and all(not COLLECTIVES[c].out_of_place for c in self.collectives):
             raise UsageError(
                 f"--out-of-place: {', '.join(self.collectives)} exist only in place in "

@@ -38,6 +38,7 @@ from collscope.runtime.guard import guard
 from collscope.stats.intervals import median_ci_halfwidth
 from collscope.stats.summary import iter_stats
 from collscope.testing import faults
+from collscope.units import format_size
 
 
 def timing_method(session: Session, config: BenchConfig) -> str:
@@ -47,8 +48,9 @@ def timing_method(session: Session, config: BenchConfig) -> str:
                else "device events between back-to-back launches")
     else:
         how = "perf_counter around each completed op"
-    algo = (" hierarchical all_reduce (intra-node reduce-scatter, inter-node all-reduce, "
-            "intra-node all-gather);" if config.algo == "hierarchical" else "")
+    algo = (f" hierarchical all_reduce in {format_size(config.hier_chunk_bytes)} chunks (intra-"
+            "node reduce-scatter and all-gather of neighbouring chunks overlapping each chunk's "
+            "inter-node all-reduce);" if config.algo == "hierarchical" else "")
     loop = (f"adaptive loop (median 95% CI within +-{config.target_precision:g} or "
             f"{config.time_budget_s:g} s per size)" if config.target_precision
             else f"{config.iters}-iteration loop")
@@ -266,7 +268,7 @@ class Runner:
             from collscope.hooks.hierarchical import HierarchicalAllReduce
 
             reducer = HierarchicalAllReduce(self.mesh, plan.count, operation.output.dtype,
-                                            session.device)
+                                            session.device, config.hier_chunk_bytes)
             buffer, op = operation.output, plan.op
 
             def hierarchical_launch() -> None:

@@ -51,7 +51,8 @@ def add_parser(commands: Any) -> None:
     placement = p.add_mutually_exclusive_group()
     placement.add_argument("--in-place", action="store_true", help="only in-place")
     placement.add_argument("--out-of-place", action="store_true", help="only out-of-place")
-    add_flags(p, BenchConfig, ["target_precision", "time_budget_s", "algo", "ranks_per_node"])
+    add_flags(p, BenchConfig, ["target_precision", "time_budget_s", "algo", "ranks_per_node",
+                               "hier_chunk_bytes"])
     add_nproc_argument(p)
     add_flags(p, BenchConfig, ["backend", "timeout_s"])
     p.add_argument("--json", metavar="FILE", help="write JSON Lines records (flushed per size)")

@@ -48,7 +48,7 @@ def add_parser(commands: Any) -> None:
     add_flags(par, TrainConfig, ["parallel"])
     add_flags(par, DDPKnobs, ["bucket_cap_mb", "gradient_as_bucket_view", "static_graph",
                               "comm_hook"])
-    add_flags(par, TrainConfig, ["ranks_per_node"])
+    add_flags(par, TrainConfig, ["ranks_per_node", "hier_chunk_bytes"])
     par.add_argument("--sweep", action="append", default=[], metavar="NAME=V1,V2,...",
                      help=f"vary a DDP setting (repeatable; the grid is the product): "
                           f"{', '.join(SWEEPABLE)}; booleans take 0,1")

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from collscope.collectives.dtypes import DTYPES
+from collscope.config_flags import HIER_CHUNK_DEFAULT
 from collscope.stats.intervals import MedianCI, median_ci
 from collscope.stats.summary import iqr, quantile
 from collscope.train.config import DDP_DEFAULT, DDPKnobs
@@ -191,7 +192,8 @@ HOOK_CALLS = {
 }
 
 
-def ddp_call(knobs: DDPKnobs, ranks_per_node: int | None = None) -> str:
+def ddp_call(knobs: DDPKnobs, ranks_per_node: int | None = None,
+             hier_chunk_bytes: int = HIER_CHUNK_DEFAULT) -> str:
     """The exact DistributedDataParallel construction (and hook registration) for ``knobs``:
     only the arguments that differ from DDP's defaults."""
     args = ["model"]
@@ -205,14 +207,17 @@ def ddp_call(knobs: DDPKnobs, ranks_per_node: int | None = None) -> str:
     if knobs.comm_hook == "hierarchical":
         call += ("; model.register_comm_hook(collscope.hooks.hierarchical.HierarchicalState"
                  f".create(world_size, ranks_per_node={ranks_per_node or 'R'}, "
-                 "device_type=device.type), collscope.hooks.hierarchical.hierarchical_hook)")
+                 "device_type=device.type"
+                 + (f", chunk_bytes={hier_chunk_bytes}" if hier_chunk_bytes != HIER_CHUNK_DEFAULT
+                    else "")
+                 + "), collscope.hooks.hierarchical.hierarchical_hook)")
     elif knobs.comm_hook in HOOK_CALLS:
         call += "; " + HOOK_CALLS[knobs.comm_hook]
     return call
 
 
 def recommendation(rows: Sequence[dict], ranks_per_node: int | None = None,
-                   drifted: bool = False) -> str:
+                   drifted: bool = False, hier_chunk_bytes: int = HIER_CHUNK_DEFAULT) -> str:
     """One line: the fastest configuration as the exact DDP arguments, against the default.
 
     A winner whose interquartile range overlaps the default's is called out as within noise,
@@ -227,7 +232,7 @@ def recommendation(rows: Sequence[dict], ranks_per_node: int | None = None,
     if knobs == DDP_DEFAULT:
         return ("recommendation: keep DDP's defaults: model = DistributedDataParallel(model) "
                 "(no setting tried was faster)")
-    line = f"recommendation: {ddp_call(knobs, ranks_per_node)}"
+    line = f"recommendation: {ddp_call(knobs, ranks_per_node, hier_chunk_bytes)}"
     if baseline is None:
         return line + " (fastest measured; the DDP default was not in this run)"
     gain = speedup(baseline["step_time_ms"], best["step_time_ms"]) or 1.0

@@ -11,7 +11,7 @@ import math
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
-from collscope.config_flags import BACKEND_HELP, flag, invalid
+from collscope.config_flags import BACKEND_HELP, flag, hier_chunk_flag, invalid
 from collscope.errors import UsageError
 
 PARALLEL = ("ddp", "fsdp")
@@ -171,6 +171,7 @@ class TrainConfig:
         None, "--ranks-per-node", type=int, metavar="R",
         help="ranks per node for --comm-hook hierarchical (default: from the launcher; set it "
              "to emulate nodes on one machine)")
+    hier_chunk_bytes: int = hier_chunk_flag()
     steps: int = flag(8, "--steps", type=int,
                       help="timed steps per configuration, each with and without sync")
     warmup: int = flag(3, "--warmup", type=int, help="warm-up steps per configuration")
@@ -198,7 +199,7 @@ class TrainConfig:
             raise invalid(self, "preset", f"'{self.preset}' is not accepted; use "
                              f"{', '.join(PRESETS)} or auto")
         for name in ("hidden", "layers", "heads", "seq_len", "batch_size", "ranks_per_node",
-                     "trace_steps"):
+                     "hier_chunk_bytes", "trace_steps"):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise invalid(self, name, f"{value} must be >= 1")

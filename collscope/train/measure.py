@@ -146,7 +146,7 @@ class Trainer:
             self.model = parallel.wrap_fsdp(model)
         else:
             self.model = parallel.wrap_ddp(model, knobs, self.device, session.world_size,
-                                           ranks_per_node, custom_hook)
+                                           ranks_per_node, custom_hook, config.hier_chunk_bytes)
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=config.lr,
                                            foreach=True)
         self.clock = PhaseClock(self.device)
@@ -236,7 +236,8 @@ class Trainer:
 
 
 def pure_comm_ms(session: Session, messages: list[tuple[int, str]], collective: str,
-                 algo: str, ranks_per_node: int | None, iters: int) -> float:
+                 algo: str, ranks_per_node: int | None, hier_chunk_bytes: int,
+                 iters: int) -> float:
     """Milliseconds the step's messages take on the group alone: collscope bench of each
     distinct size and dtype (p50, mean over ranks), times how often it occurs per step."""
     from collscope.bench import BenchConfig, run
@@ -251,7 +252,7 @@ def pure_comm_ms(session: Session, messages: list[tuple[int, str]], collective: 
             check=0, in_place=collective == "all_reduce",
             out_of_place=collective != "all_reduce", algo=algo,
             ranks_per_node=ranks_per_node if algo == "hierarchical" else None,
-            timeout_s=session.timeout_s)
+            hier_chunk_bytes=hier_chunk_bytes, timeout_s=session.timeout_s)
         results = run(config, session=session)
         if results:
             total_us += count * (results[0].time_us_p50 or results[0].time_us)
@@ -349,7 +350,7 @@ def measure(session: Session, config: TrainConfig, knobs: DDPKnobs, ranks_per_no
         trainer.close()
     with guard(session, f"{what}: pure communication benchmark"):
         pure = pure_comm_ms(session, messages, collective, algo, ranks_per_node,
-                            iters=max(5, config.steps))
+                            config.hier_chunk_bytes, iters=max(5, config.steps))
     step = analysis.spread(steps.sync)
     nosync = analysis.spread(steps.nosync)
     exposed = analysis.exposed_comm(steps.sync, steps.nosync)

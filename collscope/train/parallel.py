@@ -13,6 +13,7 @@ from typing import Any
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
+from collscope.config_flags import HIER_CHUNK_DEFAULT
 from collscope.train.analysis import POWERSGD_RANK, Bucket
 from collscope.train.config import DDPKnobs
 from collscope.train.model import decoder_layers
@@ -22,7 +23,7 @@ CommHook = tuple[Any, Callable[..., Any]]
 
 
 def make_hook(name: str, world_size: int, ranks_per_node: int, device_type: str,
-              ) -> CommHook | None:
+              hier_chunk_bytes: int = HIER_CHUNK_DEFAULT) -> CommHook | None:
     """The DDP comm hook called ``name``; None for DDP's built-in all-reduce.
 
     Collective for "hierarchical" (it builds the node x local-rank groups): every rank must call.
@@ -49,7 +50,8 @@ def make_hook(name: str, world_size: int, ranks_per_node: int, device_type: str,
     if name == "hierarchical":
         from collscope.hooks.hierarchical import HierarchicalState, hierarchical_hook
 
-        return HierarchicalState.create(world_size, ranks_per_node, device_type), \
+        return HierarchicalState.create(world_size, ranks_per_node, device_type,
+                                        hier_chunk_bytes), \
             hierarchical_hook
     raise ValueError(f"unknown comm hook {name!r}")
 
@@ -91,14 +93,15 @@ def _bf16_compress_off_nccl(state, bucket):  # no annotations: DDP checks real t
 
 def wrap_ddp(model: torch.nn.Module, knobs: DDPKnobs, device: torch.device, world_size: int,
              ranks_per_node: int, custom_hook: CommHook | None = None,
-             ) -> DistributedDataParallel:
+             hier_chunk_bytes: int = HIER_CHUNK_DEFAULT) -> DistributedDataParallel:
     """DistributedDataParallel with ``knobs``; ``custom_hook`` replaces the named hook (tests,
     or a user measuring a hook of their own)."""
     ddp = DistributedDataParallel(
         model, device_ids=[device] if device.type == "cuda" else None,
         bucket_cap_mb=knobs.bucket_cap_mb, gradient_as_bucket_view=knobs.gradient_as_bucket_view,
         static_graph=knobs.static_graph)
-    hook = custom_hook or make_hook(knobs.comm_hook, world_size, ranks_per_node, device.type)
+    hook = custom_hook or make_hook(knobs.comm_hook, world_size, ranks_per_node, device.type,
+                                    hier_chunk_bytes)
     if hook is not None:
         ddp.register_comm_hook(*hook)
     return ddp

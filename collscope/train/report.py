@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from collscope.config_flags import HIER_CHUNK_DEFAULT
 from collscope.records.train import TrainRecord
 from collscope.train import analysis
 from collscope.train.config import TrainConfig
@@ -119,7 +120,8 @@ def notes(records: Sequence[TrainRecord]) -> list[str]:
     return lines
 
 
-def recommendation(records: Sequence[TrainRecord], ranks_per_node: int | None) -> str:
+def recommendation(records: Sequence[TrainRecord], ranks_per_node: int | None,
+                   hier_chunk_bytes: int = HIER_CHUNK_DEFAULT) -> str:
     from collscope.train.config import DDPKnobs
 
     rows = []
@@ -134,7 +136,7 @@ def recommendation(records: Sequence[TrainRecord], ranks_per_node: int | None) -
                      "step_time_ms_p25": r.step_time_ms_p25,
                      "step_time_ms_p75": r.step_time_ms_p75})
     drifted = analysis.drift([r.step_time_ms_nosync for r in records]) > analysis.DRIFT_LIMIT
-    return analysis.recommendation(rows, ranks_per_node, drifted)
+    return analysis.recommendation(rows, ranks_per_node, drifted, hier_chunk_bytes)
 
 
 class Reporter:
@@ -198,7 +200,8 @@ class Reporter:
             self._print(line)
         if len(records) > 1 and self.config.parallel == "ddp":
             self._print(recommendation(
-                records, self.config.ranks_per_node or self.session.layout.ranks_per_node))
+                records, self.config.ranks_per_node or self.session.layout.ranks_per_node,
+                self.config.hier_chunk_bytes))
 
     def close(self) -> None:
         if self.json:

@@ -15,9 +15,8 @@ SCRIPT = REPO / "tests" / "dist" / "scripts" / "hierarchical_equals_flat.py"
 
 
 
-# 3 nodes x 2: an odd node count, where the inter-node ring is not a pair exchange. (2 x 2 is
-# run as a bench by the next test and as a train hook in test_train.)
-@pytest.mark.parametrize("world, ranks_per_node", [(6, 2)])
+# 2 nodes x 2, and 3 x 2: an odd node count, where the inter-node ring is not a pair exchange.
+@pytest.mark.parametrize("world, ranks_per_node", [(4, 2), (6, 2)])
 def test_hierarchical_equals_flat_and_ddp_hook_matches_plain_ddp(world, ranks_per_node,
                                                                  tmp_path):
     proc = subprocess.run(
@@ -29,19 +28,20 @@ def test_hierarchical_equals_flat_and_ddp_hook_matches_plain_ddp(world, ranks_pe
     reports = [json.loads(path.read_text()) for path in tmp_path.glob("rank*.json")]
     assert sorted(r["rank"] for r in reports) == list(range(world))
     for report in reports:
-        assert report["checked"] == 16            # 4 sizes x sum/avg x 2 dtypes
+        assert report["checked"] == 48            # 4 sizes x sum/avg x 2 dtypes x 3 chunks
         assert report["ddp_max_diff"] < 1e-5      # same parameters as plain DDP
         assert report["ddp_moved"] > 1e-3         # and training did change them
 
 
 def test_bench_hierarchical_verifies_on_two_emulated_nodes(tmp_path):
     out = tmp_path / "hier.jsonl"
+    # 4 KiB chunks: the larger sizes go through the pipeline (64 KiB: 16 chunks).
     proc = run_cli("bench", "--algo", "hierarchical", "--ranks-per-node", "2", "--nproc", "4",
-                   "-b", "4", "-e", "64K", "-f", "16", "-n", "2", "-w", "1", "-o", "sum,avg",
-                   "--json", str(out))
+                   "--hier-chunk", "4K", "-b", "4", "-e", "64K", "-f", "16", "-n", "2", "-w",
+                   "1", "-o", "sum,avg", "--json", str(out))
     assert proc.returncode == 0, proc.stderr
     run, *results = read_records(out)
-    assert "hierarchical" in run["timing"]
+    assert "hierarchical all_reduce in 4 KiB chunks" in run["timing"]
     assert results and all(r["algo"] == "hierarchical" and r["wrong"] == 0 for r in results)
     assert {r["op"] for r in results} == {"sum", "avg"}
 

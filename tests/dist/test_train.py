@@ -127,11 +127,13 @@ def test_injected_delay_shows_up_as_that_much_exposed_comm(tmp_path):
 
 def test_hierarchical_hook_on_four_ranks_as_two_emulated_nodes(tmp_path):
     out = tmp_path / "hier.jsonl"
+    # 64 KiB chunks: every gradient bucket goes through the pipeline in several chunks.
     proc = run_cli("train", "--nproc", "4", *SMALL, "--steps", "2", "--warmup", "2",
-                   "--comm-hook", "hierarchical", "--ranks-per-node", "2", "--json", str(out),
-                   timeout=180)
+                   "--comm-hook", "hierarchical", "--ranks-per-node", "2", "--hier-chunk",
+                   "64K", "--json", str(out), timeout=180)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    _run, record = read_records(out)
+    run, record = read_records(out)
+    assert run["extra"]["config"]["hier_chunk_bytes"] == 64 * 1024
     assert record["comm_algo"] == "hierarchical" and record["world_size"] == 4
     assert record["config"]["ranks_per_node"] == 2
     assert record["pure_comm_ms"] > 0

@@ -42,6 +42,7 @@ def test_linear_steps():
     ({"root": -1}, "-r/--root"),
     ({"target_precision": 0.0}, "--target-precision"),
     ({"timeout_s": 0}, "--timeout"),
+    ({"hier_chunk_bytes": 0}, "--hier-chunk"),
     ({"in_place": False, "out_of_place": False}, "--in-place"),
     ({"in_place": False, "collectives": ["all_reduce"]}, "--out-of-place"),
 ])

@@ -123,6 +123,12 @@ def test_ddp_call_names_only_what_differs_from_the_defaults(knobs, call):
 
 def test_ddp_call_for_the_hierarchical_hook_names_the_layout():
     assert "ranks_per_node=8" in ddp_call(DDPKnobs(comm_hook="hierarchical"), 8)
+    assert "chunk_bytes" not in ddp_call(DDPKnobs(comm_hook="hierarchical"), 8)
+
+
+def test_ddp_call_for_the_hierarchical_hook_names_a_chunk_other_than_the_default():
+    call = ddp_call(DDPKnobs(comm_hook="hierarchical"), 8, 4 << 20)
+    assert "device_type=device.type, chunk_bytes=4194304), " in call
 
 
 def _row(knobs, median, p25=None, p75=None):

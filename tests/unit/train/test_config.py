@@ -125,3 +125,8 @@ def test_ranks_per_node_must_divide_the_world():
     with pytest.raises(UsageError, match="--ranks-per-node: 3 does not divide the world size 4"):
         config.validate_for_job(4, "gloo")
     config.validate_for_job(6, "gloo")
+
+
+def test_hier_chunk_must_be_positive():
+    with pytest.raises(UsageError, match="^--hier-chunk: 0 must be >= 1$"):
+        TrainConfig(hier_chunk_bytes=0)
