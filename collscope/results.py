@@ -395,6 +395,8 @@ class LinkTryRecord:
     times_us: list[float]         # each timed iteration's receive completion time
     time_us: float                # their median
     gbs: float                    # size_bytes / time_us (1e9 B/s)
+    stop: str = "all"             # all (-n iterations) | decided (early) | budget (--pair-budget)
+    latency_us: float = 0.0       # the pair's small control exchange, least of this try's
     kind: str = "link_try"
 
     def to_dict(self) -> dict[str, Any]:

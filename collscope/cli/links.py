@@ -41,7 +41,8 @@ def add_parser(commands: Any) -> None:
                     "nodes. A cluster acceptance gate.", epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     add_flags(p, LinksConfig, ["size_bytes", "iters", "warmup_iters", "pairs", "per_gpu",
-                               "fraction", "expected_fraction", "confirm", "seed"])
+                               "fraction", "expected_fraction", "confirm", "pair_budget_s",
+                               "seed"])
     add_nproc_argument(p)
     add_flags(p, LinksConfig, ["backend", "timeout_s"])
     p.add_argument("--json", metavar="FILE",

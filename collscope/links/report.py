@@ -48,12 +48,13 @@ class LinksWriter:
 
         records = []
         for m in measured:
-            time_us, gbs = median_gbs(self.size_bytes, m["times"])
+            time_us, gbs = median_gbs(m["size"], m["times"])
             records.append(LinkTryRecord(
                 scope=m["scope"], round=m["round"], attempt=attempt, src_rank=m["src"],
                 dst_rank=m["dst"], src_host=self.devices[m["src"]]["host"],
-                dst_host=self.devices[m["dst"]]["host"], size_bytes=self.size_bytes,
-                times_us=[t * 1e6 for t in m["times"]], time_us=time_us, gbs=gbs))
+                dst_host=self.devices[m["dst"]]["host"], size_bytes=m["size"],
+                times_us=[t * 1e6 for t in m["times"]], time_us=time_us, gbs=gbs,
+                stop=m["stop"], latency_us=m["latency"] * 1e6))
         self._write(records)
 
     def finish(self, outcome: Any, failed: bool) -> None:
