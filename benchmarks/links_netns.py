@@ -60,7 +60,7 @@ def one_run(case: str, args: argparse.Namespace, workdir: Path, index: int) -> d
     return {"case": case, "wall_s": round(wall, 1), "exit": [a.returncode for a in agents],
             "slow_nodes": summary.get("slow_nodes"), "links_s": summary.get("seconds"),
             "rounds": summary.get("rounds"), "confirmations": summary.get("confirmations"),
-            "stderr_tail": "" if agents[0].returncode in (0, 1) else agents[0].stderr[-1500:]}
+            "stderr_tail": "" if summary else agents[0].stderr[-1500:]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--subnet", type=int, default=20, help="third octet of 198.18.x.0/24")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per run")
     parser.add_argument("--json", type=Path, help="write every run as JSON Lines")
+    parser.add_argument("--keep", type=Path,
+                        help="folder to keep each run's links --json output in")
     parser.add_argument("links_args", nargs="*",
                         help="extra arguments for collscope links (after --)")
     args = parser.parse_args(argv)
@@ -86,10 +88,12 @@ def main(argv: list[str] | None = None) -> int:
     os.chdir(args.code)                  # torchrun's `-m collscope` imports from its cwd first
     results = []
     with tempfile.TemporaryDirectory(prefix="links-netns-") as tmp:
+        workdir = Path(tmp) if args.keep is None else args.keep.resolve()
+        workdir.mkdir(parents=True, exist_ok=True)
         try:
             for index in range(args.repeats):
                 for case in cases:
-                    result = one_run(case, args, Path(tmp), index)
+                    result = one_run(case, args, workdir, index)
                     results.append(result)
                     print(json.dumps(result), flush=True)
                     if args.json:

@@ -221,26 +221,14 @@ def run(config: LinksConfig, session: Session,
     node_records, thresholds = judge(links, nodes, config.fraction, config.expected_fraction)
     confirmations = []
     by_scope = {phase.scope: phase for phase in phases}
-    for attempt in range(config.confirm):
+    for attempt in range(1, config.confirm + 1):
         failing = confirm.failing_directions(links)
-        todo = _agreed(session, "confirmation plan", confirm.plan(
+        rounds_todo, limits = _agreed(session, "confirmation plan", confirm.plan(
             links, measured, thresholds, config.expected_fraction, config.size_bytes)
             if judging else None)
-        rounds_todo, limits = todo
         if not rounds_todo:
             break
-        again = rounds.run([(by_scope[scope], index, size) for scope, index, size in rounds_todo],
-                           attempt + 1, limits)
-        # A pass below the full size does not clear a direction: those rounds run at full size.
-        small = _agreed(session, "full-size confirmation plan", confirm.cleared_below_full_size(
-            again, limits, config.size_bytes) if judging else None) \
-            if any(size < config.size_bytes for _, _, size in rounds_todo) else set()
-        full = sorted({(m["scope"], m["round"]) for m in again if _key(m) in small})
-        if full:
-            again = [m for m in again if _key(m) not in small] + [
-                m for m in rounds.run([(by_scope[scope], index, config.size_bytes)
-                                       for scope, index in full], attempt + 1, limits)
-                if _key(m) in small]
+        again, sizes = _confirmation(rounds, by_scope, rounds_todo, limits, attempt)
         if not judging:
             continue
         confirm.merge_tries(measured, again, failing)
@@ -248,13 +236,34 @@ def run(config: LinksConfig, session: Session,
         node_records, _ = judge(links, nodes, config.fraction, config.expected_fraction,
                                 fixed=thresholds)
         confirmations.append(confirm.Confirmation(
-            attempt + 1, len(rounds_todo) + len(full), len(failing),
-            len(confirm.failing_directions(links)),
-            [size for _, _, size in rounds_todo] + [config.size_bytes] * len(full)))
+            attempt, len(sizes), len(failing), len(confirm.failing_directions(links)), sizes))
     if not judging:
         return None
     return Outcome(links, node_records, thresholds, phases, time.monotonic() - started,
                    rounds.seconds, confirmations)
+
+
+def _confirmation(rounds: Rounds, by_scope: dict[str, Phase],
+                  todo: list[tuple[str, int, int]], limits: dict[tuple[str, int, int], float],
+                  attempt: int) -> tuple[list[dict[str, Any]], list[int]]:
+    """One confirmation try on every rank: each round again at its deciding size; the rounds
+    where a direction under test passed below the full size once more at the full size
+    (confirm.cleared_below_full_size), whose tries then replace those passes. The tries and
+    the size of each round run."""
+    size_bytes = rounds.config.size_bytes
+    again = rounds.run([(by_scope[scope], index, size) for scope, index, size in todo],
+                       attempt, limits)
+    sizes = [size for _, _, size in todo]
+    small = _agreed(rounds.session, "full-size confirmation plan",
+                    confirm.cleared_below_full_size(again, limits, size_bytes)
+                    if rounds.session.rank == 0 else None) \
+        if min(sizes) < size_bytes else set()
+    full = sorted({(m["scope"], m["round"]) for m in again if _key(m) in small})
+    if full:
+        again = [m for m in again if _key(m) not in small] + [
+            m for m in rounds.run([(by_scope[scope], index, size_bytes) for scope, index in full],
+                                  attempt, limits) if _key(m) in small]
+    return again, sizes + [size_bytes] * len(full)
 
 
 def _key(m: dict[str, Any]) -> tuple[str, int, int]:
