@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import sys
 import tempfile
@@ -86,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     if not cases or set(cases) - {"capped", "uncapped"}:
         parser.error(f"--cases: '{args.cases}' is not accepted; use capped and/or uncapped")
     os.chdir(args.code)                  # torchrun's `-m collscope` imports from its cwd first
+    # A SIGTERM (a timeout around this script) unwinds, so the namespaces are removed.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     results = []
     with tempfile.TemporaryDirectory(prefix="links-netns-") as tmp:
         workdir = Path(tmp) if args.keep is None else args.keep.resolve()

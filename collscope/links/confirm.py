@@ -40,26 +40,39 @@ def failing_directions(links: Sequence[LinkRecord]) -> set[Key]:
             if link.verdict in FAIL_VERDICTS}
 
 
+@dataclass(frozen=True)
+class Retry:
+    """What one confirmation try runs: the rounds again, the limit (GB/s) of every failing
+    direction, and the size of every pair holding one (keyed by scope and the pair's ranks,
+    lower first); the round's other pairs run at the first size, as before."""
+
+    rounds: list[tuple[str, int]]
+    limits: dict[Key, float]
+    sizes: dict[Key, int]
+
+
+def pair_key(scope: str, a: int, b: int) -> Key:
+    return scope, min(a, b), max(a, b)
+
+
 def plan(links: Sequence[LinkRecord], measured: Sequence[Measurement],
-         thresholds: Sequence[Threshold], expected_fraction: float, size_bytes: int,
-         ) -> tuple[list[tuple[str, int, int]], dict[Key, float]]:
-    """The rounds to run again, each as (scope, index, size), and the limit (GB/s) of every
-    failing direction. A round's size is the largest deciding size of its failing directions
-    (links.budget.deciding_size, from the pair's latency: the lesser of its two ends')."""
+         thresholds: Sequence[Threshold], expected_fraction: float, size_bytes: int) -> Retry:
+    """The next confirmation try. A pair's size is the larger deciding size of its failing
+    directions (links.budget.deciding_size, with the pair's latency: the lesser of its two
+    ends')."""
     latency = {(m["scope"], m["src"], m["dst"]): m["latency"] for m in measured}
     limits: dict[Key, float] = {}
-    sizes: dict[tuple[str, int], int] = {}
+    sizes: dict[Key, int] = {}
     for link in links:
         if link.verdict not in FAIL_VERDICTS:
             continue
         key = (link.scope, link.src_rank, link.dst_rank)
         limits[key] = link_limit(link, thresholds, expected_fraction)
-        pair = min(latency.get(key, 0.0), latency.get((link.scope, link.dst_rank,
-                                                         link.src_rank), math.inf))
-        size = budget.deciding_size(size_bytes, pair, link.gbs, limits[key])
-        sizes[(link.scope, link.round)] = max(sizes.get((link.scope, link.round), 4), size)
-    return [(scope, index, sizes[(scope, index)])
-            for scope, index in rounds_to_confirm(links)], limits
+        pair = pair_key(*key)
+        size = budget.deciding_size(size_bytes, min(latency.get(key, 0.0), latency.get(
+            (link.scope, link.dst_rank, link.src_rank), math.inf)), link.gbs, limits[key])
+        sizes[pair] = max(sizes.get(pair, 4), size)
+    return Retry(rounds_to_confirm(links), limits, sizes)
 
 
 def cleared_below_full_size(again: Sequence[Measurement], limits: dict[Key, float],
@@ -113,7 +126,7 @@ class Confirmation:
     rounds: int
     failing_before: int
     failing_after: int
-    sizes: list[int] = field(default_factory=list)      # bytes per direction, per round run
+    sizes: list[int] = field(default_factory=list)      # bytes per direction: pairs under test
 
     def text(self) -> str:
         sizes = sorted(set(self.sizes))

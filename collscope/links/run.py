@@ -128,9 +128,6 @@ def _exchange(session: Session, partner: int, send: torch.Tensor, recv: torch.Te
     return {"times": times, "size": size, "latency": min(latencies), "stop": stop}
 
 
-RoundRun = tuple["Phase", int, int]              # a phase's round index, run at a size
-
-
 @dataclass
 class Rounds:
     """Runs scheduled rounds on every rank; each round's measurements reach every rank."""
@@ -143,10 +140,11 @@ class Rounds:
     done: int = 0                                      # rounds run so far (the hang seam)
     seconds: list[float] = field(default_factory=list)
 
-    def run(self, rounds: list[RoundRun], attempt: int = 0,
-            limits: dict[tuple[str, int, int], float] | None = None) -> list[dict[str, Any]]:
-        """Run ``rounds``; ``attempt`` 0 is the first measurement, k the k-th confirmation;
-        ``limits``: the limit (GB/s) of each direction (scope, src, dst) under test."""
+    def run(self, rounds: list[tuple[Phase, int]], attempt: int = 0,
+            retry: confirm.Retry | None = None) -> list[dict[str, Any]]:
+        """Run ``rounds``; ``attempt`` 0 is the first measurement, k the k-th confirmation,
+        whose ``retry`` names the directions under test, their limits and their pairs' sizes
+        (a pair without one: the first size)."""
         label = f"confirmation {attempt}/{self.config.confirm}: " if attempt else ""
         session = self.session
         # Test seams (None in real runs): a hung rank, a slow sender, a transient one.
@@ -154,7 +152,8 @@ class Rounds:
         delay = faults.planted("delay", session.rank) or (
             None if label else faults.planted("blip", session.rank))
         measured: list[dict[str, Any]] = []
-        for phase, index, size in rounds:
+        limits, sizes = (retry.limits, retry.sizes) if retry else ({}, {})
+        for phase, index in rounds:
             pairs = phase.rounds[index]
             partner = plan.partner_of(pairs, session.rank)
             where = f"{label}{phase.scope}-node round {index + 1}/{len(phase.rounds)}"
@@ -166,7 +165,9 @@ class Rounds:
                 if hang is not None and self.done >= hang.arg:
                     faults.hang_forever()
                 if partner is not None:
-                    limit = (limits or {}).get((phase.scope, partner, session.rank))
+                    limit = limits.get((phase.scope, partner, session.rank))
+                    size = sizes.get(confirm.pair_key(phase.scope, partner, session.rank),
+                                     self.config.size_bytes)
                     count = size // 4
                     mine.append({"scope": phase.scope, "round": index, "src": partner,
                                  "dst": session.rank, **_exchange(
@@ -206,8 +207,7 @@ def run(config: LinksConfig, session: Session,
     rounds = Rounds(session, config,
                     torch.ones(count, dtype=torch.float32, device=session.device),
                     torch.empty(count, dtype=torch.float32, device=session.device), on_round)
-    measured = rounds.run([(phase, i, config.size_bytes)
-                           for phase in phases for i in range(len(phase.rounds))])
+    measured = rounds.run([(phase, i) for phase in phases for i in range(len(phase.rounds))])
     info: list[Any] = [None] * session.world_size
     with session.watchdog.step("links result exchange"):
         dist.all_gather_object(info, {"matrix": matrix, "nearest": nearest,
@@ -223,12 +223,12 @@ def run(config: LinksConfig, session: Session,
     by_scope = {phase.scope: phase for phase in phases}
     for attempt in range(1, config.confirm + 1):
         failing = confirm.failing_directions(links)
-        rounds_todo, limits = _agreed(session, "confirmation plan", confirm.plan(
+        retry = _agreed(session, "confirmation plan", confirm.plan(
             links, measured, thresholds, config.expected_fraction, config.size_bytes)
             if judging else None)
-        if not rounds_todo:
+        if not retry.rounds:
             break
-        again, sizes = _confirmation(rounds, by_scope, rounds_todo, limits, attempt)
+        again, rounds_run = _confirmation(rounds, by_scope, retry, attempt)
         if not judging:
             continue
         confirm.merge_tries(measured, again, failing)
@@ -236,34 +236,33 @@ def run(config: LinksConfig, session: Session,
         node_records, _ = judge(links, nodes, config.fraction, config.expected_fraction,
                                 fixed=thresholds)
         confirmations.append(confirm.Confirmation(
-            attempt, len(sizes), len(failing), len(confirm.failing_directions(links)), sizes))
+            attempt, rounds_run, len(failing), len(confirm.failing_directions(links)),
+            sorted(set(retry.sizes.values()))))
     if not judging:
         return None
     return Outcome(links, node_records, thresholds, phases, time.monotonic() - started,
                    rounds.seconds, confirmations)
 
 
-def _confirmation(rounds: Rounds, by_scope: dict[str, Phase],
-                  todo: list[tuple[str, int, int]], limits: dict[tuple[str, int, int], float],
-                  attempt: int) -> tuple[list[dict[str, Any]], list[int]]:
-    """One confirmation try on every rank: each round again at its deciding size; the rounds
-    where a direction under test passed below the full size once more at the full size
-    (confirm.cleared_below_full_size), whose tries then replace those passes. The tries and
-    the size of each round run."""
+def _confirmation(rounds: Rounds, by_scope: dict[str, Phase], retry: confirm.Retry,
+                  attempt: int) -> tuple[list[dict[str, Any]], int]:
+    """One confirmation try on every rank: each round again, its pairs under test at their
+    deciding sizes; the rounds where a direction under test passed below the first size once
+    more at the first size (confirm.cleared_below_full_size), whose tries then replace those
+    passes. The tries and the number of rounds run."""
     size_bytes = rounds.config.size_bytes
-    again = rounds.run([(by_scope[scope], index, size) for scope, index, size in todo],
-                       attempt, limits)
-    sizes = [size for _, _, size in todo]
+    again = rounds.run([(by_scope[scope], index) for scope, index in retry.rounds], attempt,
+                       retry)
     small = _agreed(rounds.session, "full-size confirmation plan",
-                    confirm.cleared_below_full_size(again, limits, size_bytes)
+                    confirm.cleared_below_full_size(again, retry.limits, size_bytes)
                     if rounds.session.rank == 0 else None) \
-        if min(sizes) < size_bytes else set()
+        if min(retry.sizes.values()) < size_bytes else set()
     full = sorted({(m["scope"], m["round"]) for m in again if _key(m) in small})
     if full:
         again = [m for m in again if _key(m) not in small] + [
-            m for m in rounds.run([(by_scope[scope], index, size_bytes) for scope, index in full],
-                                  attempt, limits) if _key(m) in small]
-    return again, sizes + [size_bytes] * len(full)
+            m for m in rounds.run([(by_scope[scope], index) for scope, index in full], attempt,
+                                  confirm.Retry(full, retry.limits, {})) if _key(m) in small]
+    return again, len(retry.rounds) + len(full)
 
 
 def _key(m: dict[str, Any]) -> tuple[str, int, int]:
