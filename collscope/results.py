@@ -413,6 +413,7 @@ class LinksSummaryRecord:
     confirmations: list[dict[str, Any]]
     rounds: dict[str, int]        # rounds per scope, confirmations included
     seconds: float
+    round_seconds: list[float] = field(default_factory=list)   # each round run, in order
     kind: str = "links_summary"
 
     def to_dict(self) -> dict[str, Any]:

@@ -69,7 +69,7 @@ class LinksWriter:
             slow_nodes=[n.host for n in outcome.nodes if n.verdict == "slow"],
             thresholds=[asdict(t) for t in outcome.thresholds],
             confirmations=[asdict(c) for c in outcome.confirmations], rounds=rounds,
-            seconds=outcome.seconds)])
+            seconds=outcome.seconds, round_seconds=outcome.round_seconds)])
         self.out.close()
 
 
