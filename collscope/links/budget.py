@@ -5,9 +5,10 @@ Three rules, each a function here, decide how long a pair exchanges in a round:
 * **Budget** (``--pair-budget``): the pair's exchanges in one round, warm-ups included, stop
   once the next one would end past the budget, after at least one timed exchange. A pair's
   first exchange is a small probe (1/64 of the size: it sets up the pair's connection, as a
-  warm-up does, and gives the pace); the full-size warm-ups run only if a warm-up and one
-  timed exchange after it still fit. A healthy pair fits (the default 64 MiB takes well under
-  a second over any link of 1 Gbit/s or more); a slow one stops after one timed exchange.
+  warm-up does, and gives the pace); the full-size warm-ups run only if they and every timed
+  exchange fit at that pace (else the probe was the warm-up). A healthy pair fits (the default
+  64 MiB, 1 + 5 times, takes 0.4 s at 1 GB/s, 3.2 s at 1 Gbit/s); a slow one stops after one
+  timed exchange.
 * **Early decision**: a direction's verdict is its median time over ``n`` timed iterations
   against a limit time L (slow when the median is above L). Once ``n // 2 + 1`` iterations lie
   on one side of L, the median of all ``n`` lies on that side whatever the others measure
@@ -22,14 +23,18 @@ Three rules, each a function here, decide how long a pair exchanges in a round:
   bandwidth-dominated (``S / B_lim >= K alpha``: latency moves its measured rate by at most
   1/K) and keep the failing link's time apart from the threshold's by K latencies
   (``S (1 / B - 1 / B_lim) >= K alpha``), so latency cannot carry it across. ``alpha`` is the
-  pair's own small-message exchange time (the least of its control exchanges), K = 20.
+  pair's own small-message exchange time (the least of its control exchanges), K = 10: a
+  link back at the healthy median (B_lim / 0.7) then reads at least 93% of it and passes
+  (it would need latency to cost 30%); a link just below the limit gets the first size (the
+  second condition needs more). A pass at a smaller size is not trusted to clear a link (a
+  shaper's burst can carry a small message at line rate): see confirm.cleared_below_full_size.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-LATENCY_FACTOR = 20          # K above: latency at most 1/K of what separates the verdicts
+LATENCY_FACTOR = 10          # K above: latency at most 1/K of what separates the verdicts
 PROBE_DIVISOR = 64           # the probe moves 1/64 of the size
 Decision = str | None        # "slow", "ok", or None (not decided yet)
 
@@ -60,7 +65,8 @@ def next_exchange(warmups_done: int, timed_done: int, elapsed_s: float, pace_s: 
         return None
     if timed_done >= 1 and elapsed_s + pace_s > budget_s:
         return None
-    if warmups_done < warmup_iters and elapsed_s + 2 * pace_s <= budget_s:
+    left = warmup_iters - warmups_done
+    if left > 0 and elapsed_s + (left + iters - timed_done) * pace_s <= budget_s:
         return "warmup"
     return "timed"
 
