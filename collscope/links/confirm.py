@@ -7,6 +7,8 @@ that holds a failing link, up to ``--confirm`` times. A link keeps a failing ver
 fails on every try: its ``gbs`` becomes its best try, judged against the threshold of the first
 full measurement (fixed, so confirmations cannot move it), and ``tries_gbs`` lists each try. A
 degraded link or node is slow every time and stays named; noise has to repeat to be reported.
+A try re-measures each failing pair at its deciding size, and a try below the first size can
+fail a direction but not clear it (links.budget: why, and how the try stops early).
 """
 
 from __future__ import annotations

@@ -134,6 +134,11 @@ def _render(console: Any, style: Any, outcome: Any, config: Any) -> None:
         console.print(table)
     for limit in outcome.thresholds:
         console.print(f"threshold {limit.text()}")
+    short = [link for link in outcome.links if link.iters < config.iters]
+    if short:
+        console.print(f"{len(short)} direction(s) judged on fewer than {config.iters} timed "
+                      f"iterations (--pair-budget {config.pair_budget_s:g} s spent, or the "
+                      "median's verdict already decided; iters in --json)")
     for confirmation in outcome.confirmations:
         console.print(confirmation.text() + " (a link fails only if it fails every try; "
                       "GB/s shown: its best try)")
