@@ -119,3 +119,12 @@ def test_deciding_sizes_stay_whole_floats_and_never_grow():
     for size in (6 * MIB + 12, 1000, 4):
         got = deciding_size(size, 1e-9, 0.001, 1.0)
         assert got % 4 == 0 and 4 <= got <= size
+
+
+@pytest.mark.parametrize("seconds", [0.0, -1.0, float("nan")])
+def test_the_pair_budget_must_be_positive(seconds):
+    from collscope.errors import UsageError
+    from collscope.links.config import LinksConfig
+
+    with pytest.raises(UsageError, match="--pair-budget"):
+        LinksConfig(pair_budget_s=seconds)
