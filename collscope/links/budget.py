@@ -26,12 +26,16 @@ Three rules, each a function here, decide how long a pair exchanges in a round:
   pair's own small-message exchange time (the least of its control exchanges), K = 10: a
   link back at the healthy median (B_lim / 0.7) then reads at least 93% of it and passes
   (it would need latency to cost 30%); a link just below the limit gets the first size (the
-  second condition needs more). A pass at a smaller size is not trusted to clear a link (a
-  shaper's burst can carry a small message at line rate): see confirm.cleared_below_full_size.
+  second condition needs more), and so does one no further below the limit than its own
+  iterations spread (range / median), where noise other than latency (the scheduler on a
+  shared host) could carry a smaller try across. A pass at a smaller size is not trusted to
+  clear a link (a shaper's burst can carry a small message at line rate): see
+  confirm.cleared_below_full_size.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 
 LATENCY_FACTOR = 10          # K above: latency at most 1/K of what separates the verdicts
@@ -77,12 +81,15 @@ def settled(states: Sequence[int]) -> bool:
     return 1 not in states and 2 in states
 
 
-def deciding_size(size_bytes: int, latency_s: float, link_gbs: float, limit_gbs: float) -> int:
+def deciding_size(size_bytes: int, latency_s: float, link_gbs: float, limit_gbs: float,
+                  spread: float = 0.0) -> int:
     """The smallest size (``size_bytes`` halved, whole float32 elements) at which a direction
     measured at ``link_gbs`` is told from ``limit_gbs`` beyond ``latency_s`` (see the module
-    note); ``size_bytes`` itself when none smaller does, or when the direction is not below
-    the limit or its latency is unknown."""
-    if not 0 < link_gbs < limit_gbs or latency_s <= 0:
+    note); ``size_bytes`` itself when none smaller does, when the direction is not below the
+    limit, when its latency is unknown, or when it is no further below the limit than its own
+    iterations spread (``spread``: their range over their median), where noise other than
+    latency could carry a smaller try across."""
+    if not 0 < link_gbs < limit_gbs or latency_s <= 0 or 1 - link_gbs / limit_gbs <= spread:
         return size_bytes
     limit = limit_gbs * 1e9
     apart = 1 / (1 / (link_gbs * 1e9) - 1 / limit)     # S / apart: the time between verdicts
@@ -91,3 +98,8 @@ def deciding_size(size_bytes: int, latency_s: float, link_gbs: float, limit_gbs:
     while size // 2 >= max(4.0, need):
         size //= 2
     return max(4, size - size % 4)
+
+
+def spread(times_s: Sequence[float]) -> float:
+    """The range of a direction's timed iterations over their median (0 for one)."""
+    return (max(times_s) - min(times_s)) / statistics.median(times_s) if times_s else 0.0

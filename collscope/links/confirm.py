@@ -63,6 +63,7 @@ def plan(links: Sequence[LinkRecord], measured: Sequence[Measurement],
     directions (links.budget.deciding_size, with the pair's latency: the lesser of its two
     ends')."""
     latency = {(m["scope"], m["src"], m["dst"]): m["latency"] for m in measured}
+    spread = {(m["scope"], m["src"], m["dst"]): budget.spread(m["times"]) for m in measured}
     limits: dict[Key, float] = {}
     sizes: dict[Key, int] = {}
     for link in links:
@@ -72,7 +73,8 @@ def plan(links: Sequence[LinkRecord], measured: Sequence[Measurement],
         limits[key] = link_limit(link, thresholds, expected_fraction)
         pair = pair_key(*key)
         size = budget.deciding_size(size_bytes, min(latency.get(key, 0.0), latency.get(
-            (link.scope, link.dst_rank, link.src_rank), math.inf)), link.gbs, limits[key])
+            (link.scope, link.dst_rank, link.src_rank), math.inf)), link.gbs, limits[key],
+            spread.get(key, 0.0))
         sizes[pair] = max(sizes.get(pair, 4), size)
     return Retry(rounds_to_confirm(links), limits, sizes)
 

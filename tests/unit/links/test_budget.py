@@ -14,6 +14,7 @@ from collscope.links.budget import (
     next_exchange,
     probe_bytes,
     settled,
+    spread,
 )
 
 MIB = 1 << 20
@@ -128,3 +129,14 @@ def test_the_pair_budget_must_be_positive(seconds):
 
     with pytest.raises(UsageError, match="--pair-budget"):
         LinksConfig(pair_budget_s=seconds)
+
+
+def test_a_link_no_further_below_than_its_own_spread_keeps_the_first_size():
+    # 0.45 against a 0.475 limit (5% below) with iterations spread 60% (a shared host): the
+    # latency alone would allow 32 MiB, the noise it showed would not.
+    assert deciding_size(64 * MIB, 324e-6, 0.4508, 0.4747) == 32 * MIB
+    assert deciding_size(64 * MIB, 324e-6, 0.4508, 0.4747,
+                         spread([0.110, 0.149, 0.147, 0.179, 0.165])) == 64 * MIB
+    # Far below (a capped node), the same spread does not stop the shrink.
+    assert deciding_size(64 * MIB, 324e-6, 0.024, 0.4747, 0.6) < 8 * MIB
+    assert spread([2.8]) == 0.0
