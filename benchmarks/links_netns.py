@@ -55,6 +55,7 @@ def one_run(case: str, args: argparse.Namespace, workdir: Path, index: int) -> d
             "collscope", "links", *args.links_args, "--json", str(out)], env=env,
             timeout=args.timeout)
         wall = time.monotonic() - started
+    (workdir / f"{case}-{index}.txt").write_text(agents[0].stdout)     # rank 0's report
     records = [json.loads(line) for line in out.read_text().splitlines() if line.strip()] \
         if out.exists() else []
     summary = next((r for r in records if r["kind"] == "links_summary"), {})
