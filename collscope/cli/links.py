@@ -28,7 +28,10 @@ compared with the link type the topology doctor reads (xGMI, NVLink, PCIe). time
 receive completion over -n iterations; GB/s = size / time (1e9 B/s, nccl-tests' sendrecv busbw).
 A link is slow below --fraction (default 70%) of the median of the links between healthy
 nodes; a node slow on all its links is reported as the node. Rounds holding a failing link run
-again (--confirm times, default 1): a link fails only if it fails every try.
+again (--confirm times, default 1): a link fails only if it fails every try. Bounded time: a
+pair's exchanges in a round stop at --pair-budget (after one timed exchange); a confirmation
+re-measures a failing pair at the smallest size latency cannot sway, and stops once its
+median's verdict is decided (n // 2 + 1 iterations on one side of the limit).
 exit codes: 0 every link and node ok, 1 a link or node failed (or a rank failed / timed out),
 2 bad input.
 """
@@ -41,7 +44,8 @@ def add_parser(commands: Any) -> None:
                     "nodes. A cluster acceptance gate.", epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     add_flags(p, LinksConfig, ["size_bytes", "iters", "warmup_iters", "pairs", "per_gpu",
-                               "fraction", "expected_fraction", "confirm", "seed"])
+                               "fraction", "expected_fraction", "confirm", "pair_budget_s",
+                               "seed"])
     add_nproc_argument(p)
     add_flags(p, LinksConfig, ["backend", "timeout_s"])
     p.add_argument("--json", metavar="FILE",

@@ -34,6 +34,11 @@ class LinksConfig:
     confirm: int = flag(1, "--confirm", type=int,
                         help="run each round holding a failing link again up to this many "
                              "times; a link fails only if it fails every try (0: no retry)")
+    pair_budget_s: float = flag(10.0, "--pair-budget", type=float,
+                                help="seconds one pair may exchange in one round (warm-ups "
+                                     "included; the pairs of a round run at once, so this "
+                                     "bounds each round too): it stops once the next "
+                                     "exchange would end later, after at least one timed one")
     seed: int = flag(0, "--seed", type=int, show_default=False,
                      help="seed of --pairs random:K")
     backend: str = flag("auto", "--backend", show_default=False, help=BACKEND_HELP)
@@ -57,6 +62,8 @@ class LinksConfig:
         if not 0 < self.expected_fraction <= 1:
             raise invalid(self, "expected_fraction",
                           f"{self.expected_fraction} must be in (0, 1]")
+        if not self.pair_budget_s > 0:
+            raise invalid(self, "pair_budget_s", f"{self.pair_budget_s} must be > 0 seconds")
         if self.timeout_s <= 0:
             raise invalid(self, "timeout_s", f"{self.timeout_s} must be > 0 seconds")
 

@@ -48,12 +48,13 @@ class LinksWriter:
 
         records = []
         for m in measured:
-            time_us, gbs = median_gbs(self.size_bytes, m["times"])
+            time_us, gbs = median_gbs(m["size"], m["times"])
             records.append(LinkTryRecord(
                 scope=m["scope"], round=m["round"], attempt=attempt, src_rank=m["src"],
                 dst_rank=m["dst"], src_host=self.devices[m["src"]]["host"],
-                dst_host=self.devices[m["dst"]]["host"], size_bytes=self.size_bytes,
-                times_us=[t * 1e6 for t in m["times"]], time_us=time_us, gbs=gbs))
+                dst_host=self.devices[m["dst"]]["host"], size_bytes=m["size"],
+                times_us=[t * 1e6 for t in m["times"]], time_us=time_us, gbs=gbs,
+                stop=m["stop"], latency_us=m["latency"] * 1e6))
         self._write(records)
 
     def finish(self, outcome: Any, failed: bool) -> None:
@@ -68,7 +69,7 @@ class LinksWriter:
             slow_nodes=[n.host for n in outcome.nodes if n.verdict == "slow"],
             thresholds=[asdict(t) for t in outcome.thresholds],
             confirmations=[asdict(c) for c in outcome.confirmations], rounds=rounds,
-            seconds=outcome.seconds)])
+            seconds=outcome.seconds, round_seconds=outcome.round_seconds)])
         self.out.close()
 
 
@@ -133,6 +134,11 @@ def _render(console: Any, style: Any, outcome: Any, config: Any) -> None:
         console.print(table)
     for limit in outcome.thresholds:
         console.print(f"threshold {limit.text()}")
+    short = [link for link in outcome.links if link.iters < config.iters]
+    if short:
+        console.print(f"{len(short)} direction(s) judged on fewer than {config.iters} timed "
+                      f"iterations (--pair-budget {config.pair_budget_s:g} s spent, or the "
+                      "median's verdict already decided; iters in --json)")
     for confirmation in outcome.confirmations:
         console.print(confirmation.text() + " (a link fails only if it fails every try; "
                       "GB/s shown: its best try)")

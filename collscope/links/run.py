@@ -23,7 +23,7 @@ import torch.distributed as dist
 
 from collscope.collectives.table import bandwidths
 from collscope.hw.topology import capture_topology
-from collscope.links import confirm, expected, plan
+from collscope.links import budget, confirm, expected, plan
 from collscope.links.config import LinksConfig
 from collscope.links.schedule import Pair
 from collscope.links.verdicts import NodeInfo, Threshold, judge
@@ -73,24 +73,60 @@ def phases_for(config: LinksConfig, by_node: list[list[int]]) -> list[Phase]:
     return phases
 
 
+def _sendrecv(session: Session, partner: int, send: torch.Tensor, recv: torch.Tensor,
+              delay: faults.Fault | None = None) -> float:
+    """One exchange both ways; seconds from its post to this rank's receive completion."""
+    faults.sleep_ms(delay)
+    start = time.perf_counter()
+    works = dist.batch_isend_irecv([dist.P2POp(dist.isend, send, partner),
+                                    dist.P2POp(dist.irecv, recv, partner)])
+    works[-1].wait()
+    if session.device.type == "cuda":
+        torch.cuda.synchronize(session.device)
+    elapsed = time.perf_counter() - start
+    for work in works[:-1]:
+        work.wait()
+    return elapsed
+
+
 def _exchange(session: Session, partner: int, send: torch.Tensor, recv: torch.Tensor,
-              config: LinksConfig, delay: faults.Fault | None) -> list[float]:
-    ops = [dist.P2POp(dist.isend, send, partner), dist.P2POp(dist.irecv, recv, partner)]
-    times = []
-    for i in range(config.warmup_iters + config.iters):
-        faults.sleep_ms(delay)
-        start = time.perf_counter()
-        works = dist.batch_isend_irecv(ops)
-        works[-1].wait()
-        if session.device.type == "cuda":
-            torch.cuda.synchronize(session.device)
-        elapsed = time.perf_counter() - start
-        for work in works[:-1]:
-            work.wait()
+              config: LinksConfig, delay: faults.Fault | None, limit_s: float | None,
+              ) -> dict[str, Any]:
+    """One pair's exchanges in one round (links.budget): a probe, then warm-ups and timed
+    exchanges while the budget allows, until ``-n`` or, when this rank's direction is under
+    test (``limit_s``: its limit time), until both directions under test are decided. After
+    each exchange the two ends swap (elapsed, pace, state) in a small sendrecv, so both take
+    the same next step; its time is the pair's latency. This direction's times, latency and
+    why it stopped."""
+    size = send.numel() * 4
+    probe = budget.probe_bytes(size) // 4
+    control = torch.zeros(3, dtype=torch.float64, device=session.device)
+    theirs = torch.zeros(3, dtype=torch.float64, device=session.device)
+    started = time.perf_counter()
+    pace = _sendrecv(session, partner, send[:probe], recv[:probe], delay) * size / (probe * 4)
+    state = 0 if limit_s is None else 1        # 0 not under test, 1 undecided, 2 decided
+    warmups, times, latencies = 0, [], []
+    while True:
+        control.copy_(torch.tensor([time.perf_counter() - started, pace, state],
+                                   dtype=torch.float64))
+        latencies.append(_sendrecv(session, partner, control, theirs))
+        other = theirs.tolist()
+        settled = budget.settled([state, other[2]])
+        step = budget.next_exchange(warmups, len(times), max(control[0].item(), other[0]),
+                                    max(pace, other[1]), config.warmup_iters, config.iters,
+                                    config.pair_budget_s, settled)
+        if step is None:
+            break
+        pace = _sendrecv(session, partner, send, recv, delay)
         session.watchdog.beat()
-        if i >= config.warmup_iters:
-            times.append(elapsed)
-    return times
+        if step == "warmup":
+            warmups += 1
+            continue
+        times.append(pace)
+        if limit_s is not None and budget.decided(times, limit_s, config.iters):
+            state = 2
+    stop = "all" if len(times) == config.iters else "decided" if settled else "budget"
+    return {"times": times, "size": size, "latency": min(latencies), "stop": stop}
 
 
 @dataclass
@@ -105,8 +141,11 @@ class Rounds:
     done: int = 0                                      # rounds run so far (the hang seam)
     seconds: list[float] = field(default_factory=list)
 
-    def run(self, rounds: list[tuple[Phase, int]], attempt: int = 0) -> list[dict[str, Any]]:
-        """Run ``rounds``; ``attempt`` 0 is the first measurement, k the k-th confirmation."""
+    def run(self, rounds: list[tuple[Phase, int]], attempt: int = 0,
+            retry: confirm.Retry | None = None) -> list[dict[str, Any]]:
+        """Run ``rounds``; ``attempt`` 0 is the first measurement, k the k-th confirmation,
+        whose ``retry`` names the directions under test, their limits and their pairs' sizes
+        (a pair without one: the first size)."""
         label = f"confirmation {attempt}/{self.config.confirm}: " if attempt else ""
         session = self.session
         # Test seams (None in real runs): a hung rank, a slow sender, a transient one.
@@ -114,6 +153,7 @@ class Rounds:
         delay = faults.planted("delay", session.rank) or (
             None if label else faults.planted("blip", session.rank))
         measured: list[dict[str, Any]] = []
+        limits, sizes = (retry.limits, retry.sizes) if retry else ({}, {})
         for phase, index in rounds:
             pairs = phase.rounds[index]
             partner = plan.partner_of(pairs, session.rank)
@@ -126,9 +166,15 @@ class Rounds:
                 if hang is not None and self.done >= hang.arg:
                     faults.hang_forever()
                 if partner is not None:
+                    limit = limits.get((phase.scope, partner, session.rank))
+                    size = sizes.get(confirm.pair_key(phase.scope, partner, session.rank),
+                                     self.config.size_bytes)
+                    count = size // 4
                     mine.append({"scope": phase.scope, "round": index, "src": partner,
-                                 "dst": session.rank, "times": _exchange(
-                                     session, partner, self.send, self.recv, self.config, delay)})
+                                 "dst": session.rank, **_exchange(
+                                     session, partner, self.send[:count], self.recv[:count],
+                                     self.config, delay,
+                                     None if limit is None else size / (limit * 1e9))})
             everyone: list[Any] = [None] * session.world_size
             with guard(session, f"links {where}: all-gather of the round's timings "
                                 "(waits for every rank)"):
@@ -172,31 +218,64 @@ def run(config: LinksConfig, session: Session,
                       nics=sorted({info[r]["nic"] for r in ranks if info[r]["nic"]}))
              for n, ranks in enumerate(by_node)]
     judging = session.rank == 0          # rank 0 judges; the others run the rounds it names
-    links: list[LinkRecord] = link_records(measured, devices, info, config) if judging else []
+    links: list[LinkRecord] = link_records(measured, devices, info) if judging else []
     node_records, thresholds = judge(links, nodes, config.fraction, config.expected_fraction)
     confirmations = []
     by_scope = {phase.scope: phase for phase in phases}
-    for attempt in range(config.confirm):
-        todo: list[Any] = [confirm.rounds_to_confirm(links)]
-        with session.watchdog.step("links confirmation plan broadcast"):
-            dist.broadcast_object_list(todo, src=0)
-        if not todo[0]:
+    for attempt in range(1, config.confirm + 1):
+        failing = confirm.failing_directions(links)
+        retry = _agreed(session, "confirmation plan", confirm.plan(
+            links, measured, thresholds, config.expected_fraction, config.size_bytes)
+            if judging else None)
+        if not retry.rounds:
             break
-        again = rounds.run([(by_scope[scope], index) for scope, index in todo[0]],
-                           attempt + 1)
+        again, rounds_run = _confirmation(rounds, by_scope, retry, attempt)
         if not judging:
             continue
-        failing = confirm.failing_directions(links)
         confirm.merge_tries(measured, again, failing)
-        links = link_records(measured, devices, info, config)
+        links = link_records(measured, devices, info)
         node_records, _ = judge(links, nodes, config.fraction, config.expected_fraction,
                                 fixed=thresholds)
-        confirmations.append(confirm.Confirmation(attempt + 1, len(todo[0]), len(failing), len(
-            confirm.failing_directions(links))))
+        confirmations.append(confirm.Confirmation(
+            attempt, rounds_run, len(failing), len(confirm.failing_directions(links)),
+            sorted(set(retry.sizes.values()))))
     if not judging:
         return None
     return Outcome(links, node_records, thresholds, phases, time.monotonic() - started,
                    rounds.seconds, confirmations)
+
+
+def _confirmation(rounds: Rounds, by_scope: dict[str, Phase], retry: confirm.Retry,
+                  attempt: int) -> tuple[list[dict[str, Any]], int]:
+    """One confirmation try on every rank: each round again, its pairs under test at their
+    deciding sizes; the rounds where a direction under test passed below the first size once
+    more at the first size (confirm.cleared_below_full_size), whose tries then replace those
+    passes. The tries and the number of rounds run."""
+    size_bytes = rounds.config.size_bytes
+    again = rounds.run([(by_scope[scope], index) for scope, index in retry.rounds], attempt,
+                       retry)
+    small = _agreed(rounds.session, "full-size confirmation plan",
+                    confirm.cleared_below_full_size(again, retry.limits, size_bytes)
+                    if rounds.session.rank == 0 else None) \
+        if min(retry.sizes.values()) < size_bytes else set()
+    full = sorted({(m["scope"], m["round"]) for m in again if _key(m) in small})
+    if full:
+        again = [m for m in again if _key(m) not in small] + [
+            m for m in rounds.run([(by_scope[scope], index) for scope, index in full], attempt,
+                                  confirm.Retry(full, retry.limits, {})) if _key(m) in small]
+    return again, len(retry.rounds) + len(full)
+
+
+def _key(m: dict[str, Any]) -> tuple[str, int, int]:
+    return m["scope"], m["src"], m["dst"]
+
+
+def _agreed(session: Session, what: str, value: Any) -> Any:
+    """Rank 0's ``value`` on every rank (rank 0 judges; the others run what it names)."""
+    box = [value]
+    with session.watchdog.step(f"links {what} broadcast"):
+        dist.broadcast_object_list(box, src=0)
+    return box[0]
 
 
 def resolve_nics(info: list[dict[str, Any]], devices: list[dict[str, Any]]) -> None:
@@ -214,8 +293,9 @@ def resolve_nics(info: list[dict[str, Any]], devices: list[dict[str, Any]]) -> N
 
 
 def link_records(measured: list[dict[str, Any]], devices: list[dict[str, Any]],
-                 info: list[dict[str, Any]], config: LinksConfig) -> list[LinkRecord]:
-    """Measurements -> link records (unjudged), with host, device, NIC and link type."""
+                 info: list[dict[str, Any]]) -> list[LinkRecord]:
+    """Measurements -> link records (unjudged), with host, device, NIC and link type; each
+    link's size, time and GB/s are its best try's."""
     matrices = {devices[r]["node"]: info[r]["matrix"] for r in range(len(devices))
                 if info[r]["matrix"] is not None}
     records = []
@@ -225,13 +305,13 @@ def link_records(measured: list[dict[str, Any]], devices: list[dict[str, Any]],
         if m["scope"] == "intra":
             link_type, nominal = expected.pair_link(matrices.get(src["node"]), src["device"],
                                                     dst["device"])
-        time_us, gbs = median_gbs(config.size_bytes, m["times"])
-        tries = [median_gbs(config.size_bytes, t)[1] for t in m.get("tries", [m["times"]])]
+        time_us, gbs = median_gbs(m["size"], m["times"])
+        tries = [median_gbs(t["size"], t["times"])[1] for t in m.get("tries", [m])]
         records.append(LinkRecord(
             src_host=src["host"], dst_host=dst["host"], src_rank=m["src"], dst_rank=m["dst"],
             src_device=_device(src), dst_device=_device(dst), src_nic=info[m["src"]]["nic"],
             dst_nic=info[m["dst"]]["nic"], scope=m["scope"], link_type=link_type,
-            size_bytes=config.size_bytes, iters=len(m["times"]), time_us=time_us, gbs=gbs,
+            size_bytes=m["size"], iters=len(m["times"]), time_us=time_us, gbs=gbs,
             expected_gbs=nominal, round=m["round"], src_node=src["node"],
             dst_node=dst["node"], tries_gbs=tries))
     return records
@@ -250,7 +330,4 @@ def _device(entry: dict[str, Any]) -> str:
 
 def agree_exit(session: Session, code: int) -> int:
     """Rank 0's exit code on every rank, so every launcher agent reports the same gate."""
-    box = [code]
-    with session.watchdog.step("links verdict broadcast"):
-        dist.broadcast_object_list(box, src=0)
-    return int(box[0])
+    return int(_agreed(session, "verdict", code))

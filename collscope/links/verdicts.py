@@ -141,6 +141,22 @@ def _explained(links: Sequence[LinkRecord], slow: set[int],
             link.verdict = verdict
 
 
+def scope_name(link: LinkRecord) -> str:
+    """The threshold scope a link is judged in: across nodes, or inside nodes per link type."""
+    return "across nodes" if link.scope == "inter" else \
+        f"inside nodes ({link.link_type or 'unknown'})"
+
+
+def link_limit(link: LinkRecord, thresholds: Sequence[Threshold],
+               expected_fraction: float = 0.5) -> float:
+    """The GB/s below which ``judge`` fails this link: its scope's threshold, or the share of
+    its link type's nominal bandwidth where that is higher."""
+    limit = next(t.limit_gbs for t in thresholds if t.scope == scope_name(link))
+    if link.expected_gbs:
+        limit = max(limit, expected_fraction * link.expected_gbs)
+    return limit
+
+
 def judge(links: list[LinkRecord], nodes: Sequence[NodeInfo], fraction: float = 0.7,
           expected_fraction: float = 0.5, fixed: Sequence[Threshold] = (),
           ) -> tuple[list[NodeRecord], list[Threshold]]:
@@ -153,7 +169,7 @@ def judge(links: list[LinkRecord], nodes: Sequence[NodeInfo], fraction: float = 
     best = _best_by_end(inter, _node_ends)
     slow_nodes: set[int] = set()
     if inter:
-        scope = "across nodes"
+        scope = scope_name(inter[0])
         limit = given.get(scope) or _healthy_threshold(inter, _node_ends, fraction, scope)
         thresholds.append(limit)
         for link in inter:
@@ -161,9 +177,8 @@ def judge(links: list[LinkRecord], nodes: Sequence[NodeInfo], fraction: float = 
         slow_nodes = slow_ends(inter, _node_ends)
         _explained(inter, slow_nodes, _node_ends, "node")
     intra = [link for link in links if link.scope == "intra"]
-    for link_type in sorted({link.link_type or "unknown" for link in intra}):
-        group = [link for link in intra if (link.link_type or "unknown") == link_type]
-        scope = f"inside nodes ({link_type})"
+    for scope in sorted({scope_name(link) for link in intra}):
+        group = [link for link in intra if scope_name(link) == scope]
         limit = given.get(scope) or _healthy_threshold(group, _rank_ends, fraction, scope)
         thresholds.append(limit)
         for link in group:

@@ -57,6 +57,8 @@ class LinkTryRecord:
     times_us: list[float]         # each timed iteration's receive completion time
     time_us: float                # their median
     gbs: float                    # size_bytes / time_us (1e9 B/s)
+    stop: str = "all"             # all (-n iterations) | decided (early) | budget (--pair-budget)
+    latency_us: float = 0.0       # the pair's small control exchange, least of this try's
     kind: str = "link_try"
 
     def to_dict(self) -> dict[str, Any]:
@@ -73,6 +75,7 @@ class LinksSummaryRecord:
     confirmations: list[dict[str, Any]]
     rounds: dict[str, int]        # rounds per scope, confirmations included
     seconds: float
+    round_seconds: list[float] = field(default_factory=list)   # each round run, in order
     kind: str = "links_summary"
 
     def to_dict(self) -> dict[str, Any]:

@@ -16,18 +16,18 @@ DEVICES = [{"rank": r, "node": r, "host": f"n{r}", "device": None, "device_type"
 INFO = [{"nic": None, "matrix": None}] * 4
 NODES = [NodeInfo(node=r, host=f"n{r}", ranks=[r], nics=[]) for r in range(4)]
 MIB = 1 << 20
-CONFIG = LinksConfig(size_bytes=MIB, iters=3)
 ROUND = {(0, 3): 0, (1, 2): 0, (0, 2): 1, (1, 3): 1, (0, 1): 2, (2, 3): 2}   # a tournament
 
 
 def _measured(seconds) -> list[dict]:
     """Every direction of 4 nodes; ``seconds(src, dst)`` is each iteration's time."""
     return [{"scope": "inter", "round": ROUND[tuple(sorted((a, b)))], "src": a, "dst": b,
-             "times": [seconds(a, b)] * 3} for a, b in itertools.permutations(range(4), 2)]
+             "size": MIB, "times": [seconds(a, b)] * 3, "latency": 1e-5, "stop": "all"}
+            for a, b in itertools.permutations(range(4), 2)]
 
 
 def _judged(measured, fixed=()):
-    links = link_records(measured, DEVICES, INFO, CONFIG)
+    links = link_records(measured, DEVICES, INFO)
     nodes, thresholds = judge(links, NODES, fixed=fixed)
     return links, nodes, thresholds
 

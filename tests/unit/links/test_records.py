@@ -33,10 +33,12 @@ def test_nics_come_from_the_pinning_variable_else_the_nearest_nic():
 def test_records_carry_both_ends_and_the_intra_node_link_type():
     info = _info()
     resolve_nics(info, DEVICES)
-    config = LinksConfig(size_bytes=1 << 20, iters=3)
-    measured = [{"scope": "inter", "round": 0, "src": 0, "dst": 2, "times": [1e-3, 2e-3, 3e-3]},
-                {"scope": "intra", "round": 0, "src": 1, "dst": 0, "times": [1e-4] * 3}]
-    inter, intra = link_records(measured, DEVICES, info, config)
+    common = {"size": 1 << 20, "latency": 1e-5, "stop": "all"}
+    measured = [{"scope": "inter", "round": 0, "src": 0, "dst": 2, "times": [1e-3, 2e-3, 3e-3],
+                 **common},
+                {"scope": "intra", "round": 0, "src": 1, "dst": 0, "times": [1e-4] * 3,
+                 **common}]
+    inter, intra = link_records(measured, DEVICES, info)
     assert (inter.src_host, inter.dst_host, inter.src_device, inter.dst_device) == \
         ("node0", "node1", "cuda:0", "cuda:0")
     assert inter.time_us == pytest.approx(2000) and inter.gbs == pytest.approx(

@@ -73,3 +73,15 @@ def test_a_slow_gpu_and_a_confirmation_are_named(capsys):
            "is below the threshold (best 5 GB/s)" in out
     assert "confirmation 1: 6 failing direction(s) re-measured in 3 round(s)" in out
     assert "verdict: FAIL (0 slow node(s), 1 slow GPU(s), 0 failing link(s) beyond them)" in out
+
+
+def test_links_cut_short_and_the_confirmation_sizes_are_said(capsys):
+    from collscope.links.confirm import Confirmation
+
+    outcome = _outcome()
+    outcome.links[2].iters = 1                            # its pair spent its budget
+    outcome.confirmations = [Confirmation(1, 1, 1, 1, [1 << 19, 1 << 20])]
+    render(outcome, LinksConfig(pair_budget_s=2.5))
+    out = capsys.readouterr().out
+    assert "1 direction(s) judged on fewer than 5 timed iterations (--pair-budget 2.5 s" in out
+    assert "re-measured in 1 round(s) run again at 512 KiB, 1 MiB; 0 cleared" in out
