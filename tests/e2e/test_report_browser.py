@@ -159,11 +159,19 @@ def links_inputs(tmp_path: Path) -> list[Path]:
     return [fixture_path("own", "links", own.name), _jsonl(tmp_path / "cluster.jsonl", records)]
 
 
-# report name -> (its inputs, the id of the section it must show); `collscope hang` records
-# join here with their section once hang's report chart lands.
+def hang_inputs(tmp_path: Path) -> list[Path]:
+    """`collscope hang --json` of the real 16-rank NCCL Megatron dumps (ranks 9 and 14)."""
+    out = tmp_path / "hang.jsonl"
+    proc = run_cli("hang", str(fixture_path("flight-recorder", "nvrx_gpu_error_2nd")),
+                   "--json", str(out), timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    return [out]
+
+
+# report name -> (its inputs, the id of the section it must show)
 REPORTS: dict[str, tuple[Callable[[Path], list[Path]], str]] = {
     "bench": (bench_inputs, "collectives"), "trace": (trace_inputs, "trace"),
-    "links": (links_inputs, "links")}
+    "links": (links_inputs, "links"), "hang": (hang_inputs, "hang")}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -120,4 +120,8 @@ def test_commands_that_read_files_work(python: Path, tmp_path: Path) -> None:
         assert proc.returncode == 0 and "Traceback" not in proc.stderr, (args, proc.stderr)
     assert records.stat().st_size and model.stat().st_size
     assert "<svg" in (tmp_path / "r.html").read_text()
+    # hang reads dumps that torch wrote, with no torch of its own: exit 1, the culprit named
+    hang = _run(python, "hang", str(fixture_path("flight-recorder", "gloo_skip_4ranks")),
+                cwd=tmp_path)
+    assert hang.returncode == 1 and hang.stdout.startswith("HANG: rank 2 "), hang.stderr
     assert json.loads((tmp_path / "trace.jsonl").read_text().splitlines()[0])["kind"] == "run"
