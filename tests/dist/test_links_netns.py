@@ -46,7 +46,12 @@ def _links(tmp_path, slow_node: int | None, capped: bool = True,
 
 
 def test_a_node_at_a_quarter_rate_is_the_one_slow_node(tmp_path):
-    agents, records, seconds = _links(tmp_path, slow_node=2)
+    # Two confirmation tries, as in the uncapped test below: under CI load the healthy
+    # 400 Mbit links are bimodal too (one run: 0.053 and 0.027 GB/s, the slow mode just under
+    # 70% of their median), so a healthy direction failed its first try and its one
+    # confirmation; the capped node (0.007-0.017 GB/s) fails every try.
+    agents, records, seconds = _links(tmp_path, slow_node=2,
+                                      args=("-b", "2M", "-n", "3", "-w", "1", "--confirm", "2"))
     assert seconds < 60
     assert [a.returncode for a in agents] == [1, 1, 1, 1], agents[0].stderr[-2000:]
     nodes = [r for r in records if r["kind"] == "node"]
@@ -61,7 +66,8 @@ def test_a_node_at_a_quarter_rate_is_the_one_slow_node(tmp_path):
     # Confirmed: node 2's rounds (all 3) ran again and its links failed again.
     (summary,) = [r for r in records if r["kind"] == "links_summary"]
     assert summary["verdict"] == "fail" and summary["slow_nodes"] == ["cs13-node2"]
-    (confirmation,) = summary["confirmations"]
+    confirmation, *later = summary["confirmations"]
+    assert [c["failing_after"] for c in [confirmation, *later]][-1] == 6
     # Node 2's pairs re-measured at their deciding size (at most the first, 2 MiB); a round
     # where one passed below 2 MiB (tbf's 256 kB burst can carry a small message at line
     # rate) ran once more at 2 MiB, whose try counts instead.
@@ -69,11 +75,10 @@ def test_a_node_at_a_quarter_rate_is_the_one_slow_node(tmp_path):
                and "cs13-node2" in (r["src_host"], r["dst_host"])]
     per_direction = Counter((r["src_rank"], r["dst_rank"]) for r in retries)
     again_full = {r["round"] for r in retries if per_direction[r["src_rank"], r["dst_rank"]] > 1}
-    assert confirmation == {"attempt": 1, "rounds": 3 + len(again_full), "failing_before": 6,
-                            "failing_after": 6, "sizes": confirmation["sizes"]}
+    assert confirmation["attempt"] == 1 and confirmation["rounds"] == 3 + len(again_full)
+    assert confirmation["failing_before"] >= 6 and confirmation["failing_after"] >= 6
     assert confirmation["sizes"] and max(confirmation["sizes"]) <= 2 << 20
-    assert all(len(link["tries_gbs"]) == (2 if link["verdict"] == "node" else 1)
-               for link in links)
+    assert all(len(link["tries_gbs"]) == 3 for link in links if link["verdict"] == "node")
     # Decided early: against the fixed threshold, once 2 of a direction's 3 timed exchanges
     # lie on one side of it, the third cannot change the median's verdict, and node 2's
     # pairs stop there (a burst-carried small try may need all 3).
