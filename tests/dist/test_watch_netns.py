@@ -52,7 +52,10 @@ def test_a_slow_rank_on_node_1_is_named_with_its_host_name(tmp_path):
     assert job["hosts"] == ["wa-node0", "wa-node1"]
     assert [r["host"] for r in job["ranks"]] == ["wa-node0"] * 2 + ["wa-node1"] * 2
     assert job["clock"]["applied"] and set(job["clock"]["offsets_us"]) == {"wa-node1"}
-    assert abs(job["clock"]["offsets_us"]["wa-node1"]) < 5000     # one kernel clock
+    # One kernel clock: the true offset is 0, so the estimate must lie within its own
+    # uncertainty (the median half-gap of the store round trips; 8.8 ms once under CI load).
+    offset, spread = job["clock"]["offsets_us"]["wa-node1"], job["clock"]["spread_us"]["wa-node1"]
+    assert abs(offset) <= max(5000, 2 * spread), job["clock"]
     started = [r for r in records if r["kind"] == "finding" and r["state"] == "started"]
     assert [(f["rank"], f["host"]) for f in started] == [(3, "wa-node1")], stderr[-3000:]
     assert 25 < started[0]["lateness_ms"] < 60
