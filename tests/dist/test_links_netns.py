@@ -93,12 +93,14 @@ def test_a_node_at_a_quarter_rate_is_the_one_slow_node(tmp_path):
 
 
 def test_with_no_cap_every_node_passes(tmp_path):
-    # Defaults, but two confirmation tries: on 2 shared cores the four directions of a round
-    # are bimodal (one runs ~1.8x the others), so the median can sit between the modes with
-    # the slow mode at ~0.72 of it; 14 of 14 runs with the default (1) passed, 2 of them on
-    # their confirmation. Two tries keep CI's margin without hiding a real cap (test above).
+    # Defaults, but two confirmation tries and a 60% line: on 2 shared cores the uncapped
+    # veth "links" are memory copies whose directions are bimodal (one mode ~2x the other:
+    # 1.0 and 1.9 GB/s in one CI run), so the median sits between the modes and the slow mode
+    # at 0.67-0.72 of it, on the default 70% line; one CI run had a healthy direction there in
+    # its try and both confirmations (1.017, 1.028, 1.008 against 1.036 GB/s). A real cap (the
+    # test above: a quarter of the rate) stays far below either line.
     agents, records, seconds = _links(tmp_path, slow_node=None, capped=False,
-                                      args=("--confirm", "2"))
+                                      args=("--confirm", "2", "--fraction", "0.6"))
     assert seconds < 60
     assert [a.returncode for a in agents] == [0, 0, 0, 0], agents[0].stderr[-2000:]
     assert all(r["verdict"] == "ok" for r in records if r["kind"] in ("link", "node"))
