@@ -3,8 +3,10 @@
 A `--json FILE` holds, in order: one ``run`` record (collscope.records.run.RunRecord, command
 "watch"), then as the job runs ``watch_window`` records (one per rank per aggregation round),
 ``finding`` records with id ``watch.straggler`` (one when a straggler starts, one when it
-ends), and on a stall ``watch_stall`` followed by `collscope hang`'s own records (its
-``hang_group`` records and exactly one ``hang_verdict``). Units are in the field names:
+ends), on a stall ``watch_stall`` followed by `collscope hang`'s own records (its
+``hang_group`` records and exactly one ``hang_verdict``), and as each rank ends one
+``watch_agent`` record: what its agent cost; ``watch_notice`` records (once per rank and
+cause) say what limits the watching. Units are in the field names:
 ``_ms`` milliseconds, ``_s`` seconds; times are seconds since the epoch on the aggregating
 rank's clock.
 """
@@ -108,6 +110,48 @@ class StallRecord:
     answered: list[int]
     no_answer: list[int] = field(default_factory=list)
     kind: str = "watch_stall"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class AgentCostRecord:
+    """What one rank's agent cost, measured by the agent on its own thread as it ended
+    (time.thread_time: CPU time of that thread alone). ``setup_cpu_s``: once, at the start
+    (joining the others, the clock exchange; on rank 0 also the aggregator's imports).
+    ``cpu_s`` over ``wall_s`` seconds after it: every interval's FR read, decode, store calls
+    and, on rank 0, the aggregation. ``cpu_share`` = cpu_s / wall_s, the share of one core the
+    agent takes while the job runs; the training thread can lose at most that much to it
+    (the GIL included), whatever else the host runs."""
+
+    time: float
+    rank: int
+    host: str
+    setup_cpu_s: float
+    cpu_s: float
+    wall_s: float
+    cpu_share: float
+    ticks: int                        # intervals the agent ran
+    read_cpu_s: float                 # of cpu_s: the Flight Recorder reads (dump + decode)
+    interval_s: float                 # the interval at the end (stretched by READ_BUDGET)
+    lost_entries: int                 # FR entries the ring overwrote before a read saw them
+    kind: str = "watch_agent"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class NoticeRecord:
+    """Something about the watching itself a user should act on, sent once by a rank's
+    agent (``about``: ``fr_overflow``, the ring overwrote entries between two reads)."""
+
+    time: float
+    rank: int
+    about: str
+    title: str
+    kind: str = "watch_notice"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

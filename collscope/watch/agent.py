@@ -20,6 +20,7 @@ import time
 from collections import deque
 from typing import Any
 
+from collscope.records.watch import AgentCostRecord, NoticeRecord
 from collscope.watch import dumps, exchange
 from collscope.watch.config import CHANNEL_ENV, AgentSettings
 from collscope.watch.flight import FlightReader
@@ -72,6 +73,8 @@ class Agent:
         self.round = 0
         self.interval_s = settings.interval_s
         self._read_cpu: deque[float] = deque(maxlen=READS_JUDGED)
+        self.read_cpu_s = 0.0
+        self.overflow_said = False
         self.dumped = False
         self._previous: Summary | None = None
         self.aggregator: Any = None
@@ -87,8 +90,11 @@ class Agent:
 
     # -- the thread ------------------------------------------------------------------------
     def _run(self) -> None:
+        cpu0 = time.thread_time()
+        setup = (0.0, time.monotonic())
         try:
             self._setup()
+            setup = (time.thread_time() - cpu0, time.monotonic())
             while not self._stop.wait(self.interval_s) and self._group_alive():
                 self._tick()
         except Exception as error:  # noqa: BLE001 (the agent must never take the job down)
@@ -98,6 +104,17 @@ class Agent:
                                  "unwatched\n")
         finally:
             self._cleanup()
+            self._send_cost(setup[0], time.thread_time() - cpu0 - setup[0],
+                            time.monotonic() - setup[1])
+
+    def _send_cost(self, setup_cpu_s: float, cpu_s: float, wall_s: float) -> None:
+        try:
+            self.channel.send(AgentCostRecord(
+                time.time(), self.rank, self.hello.host, setup_cpu_s, cpu_s, wall_s,
+                cpu_s / wall_s if wall_s > 0 else 0.0, self.round, self.read_cpu_s,
+                self.interval_s, self.reader.lost).to_dict())
+        except Exception:  # noqa: BLE001 (the job is ending; the cost is not worth an error)
+            pass
 
     @staticmethod
     def _group_alive() -> bool:
@@ -130,6 +147,14 @@ class Agent:
         read = self.reader.read()
         self.counter.update(read.new, read.pending_ids)
         self._read_cpu.append(read.cpu_s)
+        self.read_cpu_s += read.cpu_s
+        if read.lost and not self.overflow_said:
+            self.overflow_said = True
+            self.channel.send(NoticeRecord(time.time(), self.rank, "fr_overflow", (
+                f"rank {self.rank}: the Flight Recorder's ring overwrote {read.lost} entries "
+                f"between two reads ({read.size} entries kept, read every "
+                f"{self.interval_s:.2g} s): collectives are missed; set a larger "
+                "TORCH_FR_BUFFER_SIZE or a shorter --interval")).to_dict())
         self.interval_s = max(self.settings.interval_s,
                               statistics.median(self._read_cpu) / READ_BUDGET)
         now = time.time()

@@ -39,10 +39,6 @@ class Aggregator:
         self.collected = False
 
     def begin(self, hellos: list[exchange.Hello]) -> None:
-        # The tests' scipy.stats takes seconds to import on a loaded host: done here, once,
-        # before the first round, so no round is held up by it while a straggler starts.
-        import scipy.stats  # type: ignore[import-untyped]  # noqa: F401
-
         self.hellos = {h.rank: h for h in hellos}
         self.matcher = detect.Matcher(sorted(self.hellos))
         lead = exchange.leaders(hellos)

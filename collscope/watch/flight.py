@@ -19,11 +19,13 @@ from dataclasses import dataclass
 import msgspec
 
 BUFFER_ENV = ("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE")
-# Entries kept when watch switches FR on: a few seconds to minutes of collectives, enough for
-# the post-mortem (only the last few matter) while a full read stays a few milliseconds.
-# Measured here (torch 2.13, gloo, 500 entries): 235 kB of JSON, made in ~4 ms of CPU with the
-# GIL held (a thread dumping in a loop halves a Python main thread's speed), decoded in 0.5 ms.
-DEFAULT_BUFFER_ENTRIES = 500
+# Entries kept when watch switches FR on. Each read dumps the whole ring, so its cost grows
+# with the ring, not with what is new: measured here (torch 2.13, gloo, 4 ranks on 2 cores),
+# about 2.4 ms of CPU per read at 256 entries against 5-6 ms at 500 (the agent then took 0.29 %
+# against 0.62 % of a core per rank). 256 entries still hold a few seconds of a busy job's
+# collectives (the post-mortem needs only the last few of each group); a ring that
+# overflows between two reads is said (watch_notice fr_overflow).
+DEFAULT_BUFFER_ENTRIES = 256
 
 
 class Entry(msgspec.Struct):
@@ -78,7 +80,8 @@ class Read:
     new: list[Entry]                 # entries not handed over before, oldest first
     oldest_pending: Entry | None     # the oldest entry not yet completed (any age)
     pending_ids: set[int]            # record ids of every entry not yet completed
-    lost: int                        # entries overwritten before they could be read
+    lost: int                        # entries overwritten before they could be read, so far
+    size: int                        # entries the ring held at this read
     cpu_s: float                     # this thread's CPU time for the read (dump + decode)
 
 
@@ -101,5 +104,5 @@ class FlightReader:
             self._last_id = new[-1].record_id
         pending = [e for e in entries if e.pending]
         oldest = min(pending, key=lambda e: e.time_created_ns) if pending else None
-        return Read(new, oldest, {e.record_id for e in pending}, self.lost,
+        return Read(new, oldest, {e.record_id for e in pending}, self.lost, len(entries),
                     time.thread_time() - started)

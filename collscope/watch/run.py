@@ -89,6 +89,7 @@ class Watch:
         self._console = _console()
         self._rate: tuple[float, int] | None = None
         self.rate_per_s: float | None = None
+        self.costs: list[dict[str, Any]] = []
 
     def say(self, text: str) -> None:
         if self._console is not None:
@@ -130,6 +131,10 @@ class Watch:
             self.say(record["title"])
         elif kind == "watch_stall":
             self._stall(record)
+        elif kind == "watch_agent":
+            self.costs.append(record)
+        elif kind == "watch_notice":
+            self.say(record["title"])
 
     def _count(self, window: dict[str, Any]) -> None:
         total = sum(w_count for w in self.windows.values() if w["rank"] == 0
@@ -200,6 +205,8 @@ class Watch:
             self.record(ended)
             self.say(ended["title"])
         self.active.clear()
+        if self.costs:
+            self.say(sinks.cost_line(self.costs))
 
 
 def _console() -> Any:

@@ -12,6 +12,7 @@ Series (labels rank, host, group; collective on the counter):
 
 from __future__ import annotations
 
+import statistics
 import threading
 from typing import Any
 
@@ -92,3 +93,15 @@ def live_line(windows: list[dict[str, Any]], rate_per_s: float | None,
         text += (f", latest rank {worst['rank']} ({worst['host']}) "
                  f"+{worst['lateness_ms']:.1f} ms median in group {worst['group']}")
     return text + f", stragglers: {', '.join(stragglers) if stragglers else 'none'}"
+
+
+def cost_line(costs: list[dict[str, Any]]) -> str:
+    """e.g. 'agent cost: median 0.05 % of a core per rank (0.5 ms CPU per s, 4 ranks,
+    time.thread_time on the agent's thread); most: rank 0 (node0) 0.21 % (the aggregator)'."""
+    shares = sorted(c["cpu_share"] for c in costs)
+    median = statistics.median(shares)
+    most = max(costs, key=lambda c: c["cpu_share"])
+    return (f"agent cost: median {median * 100:.2f} % of a core per rank ({median * 1e3:.1f} ms "
+            f"CPU per s, {len(costs)} rank(s), time.thread_time on the agent's thread); most: "
+            f"rank {most['rank']} ({most['host']}) {most['cpu_share'] * 100:.2f} %" +
+            (" (the aggregator)" if most["rank"] == 0 else ""))

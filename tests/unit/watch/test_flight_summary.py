@@ -65,6 +65,6 @@ def test_a_busy_interval_keeps_the_newest_entries_per_group():
 
 
 def test_flight_recorder_is_switched_on_only_when_the_user_did_not():
-    assert fr_env({}) == {"TORCH_FR_BUFFER_SIZE": "500"}
+    assert fr_env({}) == {"TORCH_FR_BUFFER_SIZE": "256"}
     assert fr_env({"TORCH_NCCL_TRACE_BUFFER_SIZE": "2000"}) == {}
     assert fr_env({"TORCH_FR_BUFFER_SIZE": "20000"}) == {}

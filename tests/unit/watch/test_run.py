@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from collscope.records.watch import StragglerFinding, WatchWindowRecord
+from collscope.records.watch import AgentCostRecord, StragglerFinding, WatchWindowRecord
 from collscope.watch.config import WatchConfig
 from collscope.watch.run import Tail, Watch
 
@@ -46,3 +46,17 @@ def test_records_are_kept_counted_and_open_stragglers_closed(capsys):
     assert [(r["kind"], r.get("state")) for r in kept.records] == [
         ("watch_window", None), ("finding", "started"), ("finding", "ended")]
     assert "straggler ended with the job: rank 2 (node-1)" in capsys.readouterr().err
+
+
+def test_each_ranks_agent_cost_is_kept_and_summed_up_at_the_end(capsys):
+    kept = Kept()
+    watch = Watch(WatchConfig(command=["true"]), kept)
+    for rank, cpu_s in ((0, 0.06), (1, 0.01), (2, 0.02), (3, 0.03)):
+        watch.handle(AgentCostRecord(9.0, rank, "node-0", 0.5, cpu_s, 20.0, cpu_s / 20.0, 20,
+                                     cpu_s / 2, 1.0, 0).to_dict())
+    watch.finish()
+    assert [r["kind"] for r in kept.records] == ["watch_agent"] * 4
+    err = capsys.readouterr().err
+    # median of 0.05 %, 0.10 %, 0.15 %, 0.30 % of a core; the most is rank 0's aggregator
+    assert "agent cost: median 0.12 % of a core per rank (1.2 ms CPU per s, 4 rank(s)" in err
+    assert "most: rank 0 (node-0) 0.30 % (the aggregator)" in err

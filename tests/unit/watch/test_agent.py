@@ -1,0 +1,46 @@
+"""One rank's agent driven round by round on a real in-process store (torch's HashStore) and
+real gloo FR dumps (tests/fixtures/own/watch): what it tells the wrapper when the ring
+overflowed between reads, and the cost it reports as it ends."""
+
+from __future__ import annotations
+
+import json
+
+from collscope.watch.agent import Agent, Channel
+from collscope.watch.config import AgentSettings
+from collscope.watch.flight import FlightReader
+from tests.conftest import fixture_path
+
+
+def _agent(tmp_path, feed) -> Agent:
+    import torch.distributed as dist
+
+    agent = Agent(1, 2, "gloo", dist.HashStore(), AgentSettings(interval_s=1.0),
+                  Channel(str(tmp_path), 1))
+    agent.store = agent._default_store
+    agent.reader = FlightReader(lambda: next(feed))
+    return agent
+
+
+def _sent(tmp_path) -> list[dict]:
+    return [json.loads(line) for line in (tmp_path / "rank1.jsonl").read_text().splitlines()]
+
+
+def test_an_overflowing_ring_is_said_once_with_what_to_change(tmp_path):
+    done, pending = (json.loads(fixture_path("own", "watch", name).read_bytes())
+                     for name in ("fr_gloo_done.json", "fr_gloo_pending.json"))
+    later = {"entries": pending["entries"][-1:]}        # the ring kept only the newest
+    feed = iter([json.dumps({"entries": done["entries"][:2]}).encode(),
+                 json.dumps(later).encode(), json.dumps(later).encode()])
+    agent = _agent(tmp_path, feed)
+    for _ in range(3):
+        agent._tick()
+    (notice,) = [r for r in _sent(tmp_path) if r["kind"] == "watch_notice"]
+    assert notice["about"] == "fr_overflow" and notice["rank"] == 1
+    assert "overwrote 5 entries between two reads (1 entries kept" in notice["title"]
+    assert "TORCH_FR_BUFFER_SIZE" in notice["title"]
+    agent._send_cost(0.01, 0.02, 4.0)
+    cost = _sent(tmp_path)[-1]
+    assert cost["kind"] == "watch_agent" and cost["lost_entries"] == 5
+    assert cost["cpu_share"] == 0.005 and cost["ticks"] == 3
+    assert 0 < cost["read_cpu_s"] < 1
