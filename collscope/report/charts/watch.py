@@ -102,13 +102,15 @@ def _rank_name(rank: int, host: str) -> str:
     return f"rank {rank} ({host})"
 
 
-def _series(points_by_rank: dict[int, list[_Point]], picked: set[int], unit: str,
+def _series(points_by_rank: dict[int, list[_Point]], picked: list[int], unit: str,
             key: str) -> tuple[list[Series], str]:
-    """A line per rank (all of them when few, else the ``picked`` ones), the median and
-    highest of the rest per round, and a red overlay per stretch of windows watch flagged.
-    Returns the series and a sentence on how the ranks were drawn."""
+    """A line per rank (all of them when few, else the first MAX_RANK_SERIES of ``picked``,
+    most important first), the median and highest of the rest per round, and a red overlay
+    per stretch of windows watch flagged on a rank with its own line. Returns the series and
+    a sentence on how the ranks were drawn ("" when every rank has its line)."""
     ranks = sorted(points_by_rank)
-    alone = ranks if len(ranks) <= MAX_RANK_SERIES else sorted(picked)[:MAX_RANK_SERIES]
+    alone = ranks if len(ranks) <= MAX_RANK_SERIES else sorted(
+        [r for r in dict.fromkeys(picked) if r in points_by_rank][:MAX_RANK_SERIES])
     series: list[Series] = []
     for index, rank in enumerate(alone):
         points = sorted(points_by_rank[rank], key=lambda p: p.t)
@@ -131,12 +133,14 @@ def _series(points_by_rank: dict[int, list[_Point]], picked: set[int], unit: str
                             f"{key}median", dashed=True))
         series.append(_line(f"highest of the other {len(rest)} ranks", highest,
                             HIGHEST_COLOR, f"{key}highest", dashed=True))
-        skipped = len(picked) - len(alone)
-        how = (f"{len(ranks)} ranks: {len(alone)} drawn one by one (flagged or blamed"
-               + (f"; {skipped} more flagged not drawn alone" if skipped > 0 else "")
-               + f"), the other {len(rest)} as their median and highest per round (over "
-               f"{MAX_RANK_SERIES} ranks, a line each would hide the one that matters).")
-    for rank in ranks:
+        skipped = len(set(picked) & set(rest))
+        how = (f"{len(ranks)} ranks: " + (
+            f"{len(alone)} drawn one by one (flagged or blamed"
+            + (f"; {skipped} more not drawn alone, nor their flagged windows" if skipped else "")
+            + f"), the other {len(rest)}" if alone else "none flagged or blamed, all")
+            + " as their median and highest per round (over "
+            f"{MAX_RANK_SERIES} ranks, a line each would hide the one that matters).")
+    for rank in alone:
         stretch: list[_Point] = []
         for p in [*sorted(points_by_rank[rank], key=lambda p: p.t), None]:
             if p is not None and p.flagged:
@@ -203,14 +207,18 @@ def lateness_charts(run: Run) -> list[LineChart]:
     stalled = any(r.get("kind") == "watch_stall" for r in run.watch)
     charts = []
     for group, points_by_rank in sorted(by_group.items()):
-        picked = {r for r, ps in points_by_rank.items() if any(p.flagged for p in ps)}
-        picked |= {e.rank for e in found if e.group == group}
+        # Most flagged windows first, then the ranks of episodes without a flagged window drawn
+        flags = {r: sum(p.flagged for p in ps) for r, ps in points_by_rank.items()}
+        picked = sorted((r for r in flags if flags[r]), key=lambda r: (-flags[r], r))
+        picked += [e.rank for e in found if e.group == group]
         series, how = _series(points_by_rank, picked, "ms", f"g{group}")
         ours = [e for e in found if e.group == group]
         left_out = [w for w in partial if str(w.get("group")) == group]
         said = [how, "Each point: one aggregation round, the rank's median over the window's "
                 "matched collectives of its enqueue time minus the first rank's (clocks: "
-                f"{clocks}). Red squares: windows in which watch flagged the rank a straggler."]
+                f"{clocks})."]
+        if any(flags.values()):
+            said.append("Red: the windows in which watch flagged the rank a straggler.")
         if left_out:
             said.append(
                 f"Not drawn: the first {len({w['time'] for w in left_out})} round(s), whose "
@@ -221,8 +229,8 @@ def lateness_charts(run: Run) -> list[LineChart]:
                     else "No straggler named in this group.")
         if stalled:
             said.append("On a stall the rank that never entered the collective is late in no "
-                        "matched one: the next chart shows the others' waits climbing while "
-                        "it has nothing pending.")
+                        "matched one: the run's pending chart shows the others' waits climbing "
+                        "while it has nothing pending.")
         charts.append(LineChart(
             f"watch_lateness_{slug(run.label)}_{slug(group)}",
             f"{run.label}: lateness per rank, group {group}",
@@ -261,9 +269,8 @@ def pending_chart(run: Run) -> LineChart | None:
             t, age, rank, host, False,
             f"{_rank_name(rank, host)}\n{t:.1f} s: oldest pending collective {age:.1f} s"))
     culprits = _culprits(run)
-    picked = set(culprits)
-    if isinstance(stall.get("detected_by"), int):
-        picked.add(stall["detected_by"])
+    picked = culprits + ([stall["detected_by"]] if isinstance(stall.get("detected_by"), int)
+                         else [])
     series, how = _series(points_by_rank, picked, "s", "pending")
     blamed = (f" collscope hang blames rank(s) {', '.join(map(str, culprits))}." if culprits
               else "")

@@ -71,6 +71,7 @@ def test_the_straggler_is_rank_2_rising_to_30_ms_with_its_flagged_stretch_in_red
             f"+{started['time'] - start:.1f} s, ended +{ended['time'] - start:.1f} s.") \
         in chart.note
     assert "Episodes: rank 2 (vm) late since +2.2 s, named +3.0 s, ended +7.6 s." in chart.note
+    assert "Red: the windows in which watch flagged the rank a straggler." in chart.note
     assert chart.x_log is False and chart.y_log is False
     assert run.watch and not run.trace
 
@@ -134,7 +135,8 @@ def test_a_stall_is_the_headline_with_hangs_blame_and_the_waits_climbing() -> No
     assert [age for t, age in series["rank 2 (vm)"].points if t > 2] == \
         [0.0] * sum(t > 2 for t, _ in series["rank 2 (vm)"].points)
     assert "collscope hang blames rank(s) 2." in pending.note
-    assert "the next chart shows the others' waits climbing" in lateness.note
+    assert "the run's pending chart shows the others' waits climbing" in lateness.note
+    assert "Red:" not in lateness.note
     page = render_report([source], generated_at=0)
     assert page.index('<section id="hang">') < page.index('<section id="watch">')
 
@@ -180,6 +182,34 @@ def test_many_ranks_keep_the_flagged_one_and_draw_the_rest_as_median_and_highest
     assert headline.details[0] == ("job: 16 ranks on 2 host(s) (a, b), backend nccl; clocks: "
                                    "2 hosts")
     assert "test: method" in headline.details
+
+
+def _flagged_ranks(ranks: int, flagged_rounds: dict[int, int]) -> str:
+    """``ranks`` ranks over 20 rounds; rank r flagged (and 30 ms late) in its last
+    ``flagged_rounds[r]`` rounds."""
+    records: list[dict] = [{"kind": "run", "command": "watch"}]
+    for i in range(20):
+        for r in range(ranks):
+            flagged = i >= 20 - flagged_rounds.get(r, 0)
+            records.append(WatchWindowRecord(
+                float(i), r, "h", r, "0", 12, 30.0 if flagged else 0.5, 0, 0.0, {}, None,
+                flagged).to_dict())
+    return "".join(json.dumps(r) + "\n" for r in records)
+
+
+def test_over_8_flagged_ranks_the_most_flagged_keep_their_lines() -> None:
+    counts = {r: r for r in range(1, 11)}          # rank 10 flagged longest, rank 1 shortest
+    (chart,) = ch.watch_charts([parse_input(_flagged_ranks(32, counts), "x.jsonl")])
+    alone = [s.label for s in chart.series if s.color not in (FLAGGED_COLOR,)
+             and not s.label.startswith(("median", "highest"))]
+    assert alone == [f"rank {r} (h)" for r in range(3, 11)]
+    assert len([s for s in chart.series if s.color == FLAGGED_COLOR]) == 8
+    assert chart.note.startswith("32 ranks: 8 drawn one by one (flagged or blamed; 2 more not "
+                                 "drawn alone, nor their flagged windows), the other 24 as")
+    (healthy,) = ch.watch_charts([parse_input(_flagged_ranks(32, {}), "y.jsonl")])
+    assert [s.label for s in healthy.series] == ["median of the other 32 ranks",
+                                                 "highest of the other 32 ranks"]
+    assert healthy.note.startswith("32 ranks: none flagged or blamed, all as their median")
 
 
 def test_the_report_page_and_pngs_hold_the_watch_charts() -> None:
