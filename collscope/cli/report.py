@@ -59,10 +59,10 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
         raise UsageError(f"INPUT: {error}") from None
     if not any(source.results or any(run.train or run.samples or run.predictions or run.tune
                                      or run.trace or run.links or run.overlap or run.hang
-                                     for run in source.runs)
+                                     or run.watch for run in source.runs)
                for source in inputs):
         raise UsageError("INPUT: no result, train, sample, trace, prediction, tune, link, "
-                         "overlap or hang records in any input; nothing to plot")
+                         "overlap, hang or watch records in any input; nothing to plot")
     page = render_report(inputs, title=args.title)
     try:
         with open(args.output, "w", encoding="utf-8") as out:

@@ -57,23 +57,31 @@ class Run:
     links: list[dict[str, Any]] = field(default_factory=list)     # `links` link/node records
     overlap: list[dict[str, Any]] = field(default_factory=list)   # `overlap` records
     hang: list[dict[str, Any]] = field(default_factory=list)      # `hang` group/verdict records
+    watch: list[dict[str, Any]] = field(default_factory=list)     # `watch` job/window/stall/finding
 
 
 # Record kinds `collscope trace` writes (collscope.records.trace); report draws them as they are.
 TRACE_KINDS = ("trace_collective", "trace_step", "trace_rank", "finding")
+# Record kinds `collscope watch --json` writes (collscope.records.watch). Its straggler is a
+# `finding` too, told from trace's by its id (watch.straggler): those join `watch`, the rest
+# of the findings stay with `trace`. A watch file on a stall also holds hang's records.
+WATCH_KINDS = ("watch_job", "watch_window", "watch_stall")
+WATCH_FINDING_PREFIX = "watch."
 # The Run field each record kind other than run and result joins (a new kind: a line here, a
 # Run field above and a line in OTHER_KINDS).
 RUN_FIELD = {"train": "train", **dict.fromkeys(TRACE_KINDS, "trace"),
              **dict.fromkeys(("link", "node", "links_summary"), "links"),
              "sample": "samples", "prediction": "predictions", "tune": "tune",
-             "overlap": "overlap", **dict.fromkeys(("hang_group", "hang_verdict"), "hang")}
+             "overlap": "overlap", **dict.fromkeys(("hang_group", "hang_verdict"), "hang"),
+             **dict.fromkeys(WATCH_KINDS, "watch")}
 # Raw trials / tries: the tune and link records sum them up, so report reads them not.
 SUMMED_KINDS = ("tune_trial", "link_try")
 # Run fields holding the other record kinds, and how `Input.holdings` names them.
 OTHER_KINDS = {"train": "train record(s)", "samples": "sample(s)",
                "predictions": "prediction(s)", "tune": "tune record(s)",
                "trace": "trace record(s)", "links": "links record(s)",
-               "overlap": "overlap record(s)", "hang": "hang record(s)"}
+               "overlap": "overlap record(s)", "hang": "hang record(s)",
+               "watch": "watch record(s)"}
 
 
 @dataclass
@@ -238,17 +246,26 @@ def group_records(records: list[tuple[int, dict[str, Any]]], name: str,
                 warnings.append(f"{name}: line {number}: {kind} record without {check[1]}; "
                                 "skipped")
             else:
-                getattr(current(), RUN_FIELD[kind]).append(record)
+                getattr(current(), run_field(record)).append(record)
         elif kind not in SUMMED_KINDS:
             warnings.append(f"{name}: line {number}: record kind {kind!r} is not one report "
                             "reads (run, result, train, sample, trace_*, finding, prediction, "
                             "tune, link, node, links_summary, overlap, hang_group, "
-                            "hang_verdict); skipped")
+                            "hang_verdict, watch_job, watch_window, watch_stall); skipped")
     for index, run in enumerate(runs):
         extra = run.context.get("extra")
         run.label = _run_label(name, index, len(runs),
                                extra.get("label") if isinstance(extra, dict) else None)
     return runs
+
+
+def run_field(record: dict[str, Any]) -> str:
+    """The Run field a record of a kind in RUN_FIELD joins: by its kind, except that a finding
+    whose id is watch's (``watch.straggler``) joins ``watch`` rather than ``trace``."""
+    kind = record["kind"]
+    if kind == "finding" and str(record.get("id", "")).startswith(WATCH_FINDING_PREFIX):
+        return "watch"
+    return RUN_FIELD[kind]
 
 
 def tune_results(run: Run) -> list[BenchResult]:
@@ -316,9 +333,16 @@ def _is_sample(record: dict[str, Any]) -> bool:
     return isinstance(record.get("metrics"), dict) and _is_finite(record.get("ts"))
 
 
+def _is_watch_window(record: dict[str, Any]) -> bool:
+    return (_is_finite(record.get("time")) and _is_int(record.get("rank"))
+            and _is_finite(record.get("lateness_ms")))
+
+
 # Kinds read only when a check passes: (the check, what a record failing it is without).
 _CHECKS = {"sample": (_is_sample, "a numeric ts and a metrics object"),
-           "prediction": (_is_prediction, "a collective, a size, nodes and busbw")}
+           "prediction": (_is_prediction, "a collective, a size, nodes and busbw"),
+           "watch_window": (_is_watch_window, "a numeric time, an integer rank and a "
+                                              "numeric lateness_ms")}
 
 
 def _is_int(value: Any) -> bool:

@@ -148,6 +148,8 @@ def report_sections(inputs: list[Input]) -> list[Section | None]:
     return [
         _charts_section("hang", "Hangs", ch.hang_heat_maps(inputs),
                         [h for run in runs if (h := ch.hang_headline(run))], legend=False),
+        _charts_section("watch", "Watched jobs", ch.watch_charts(inputs),
+                        [h for run in runs if (h := ch.watch_headline(run))]),
         _charts_section("links", "Links", ch.link_heat_maps(inputs),
                         [h for run in runs if (h := ch.links_headline(run))], legend=False),
         _charts_section("trace", "Profiler traces", trace_charts(inputs),
@@ -209,6 +211,7 @@ def all_charts(inputs: list[Input]) -> list[ch.Chart]:
     charts += ch.monitor_charts(inputs)
     charts += ch.link_heat_maps(inputs)
     charts += ch.hang_heat_maps(inputs)
+    charts += ch.watch_charts(inputs)
     return charts
 
 

@@ -1,5 +1,5 @@
-"""The reports of bench, trace and links as a person sees them: laid out by headless Chromium at
-1400 px wide, then measured.
+"""The reports of bench, trace, links, hang and watch as a person sees them: laid out by
+headless Chromium at 1400 px wide, then measured.
 
 Chromium runs a copy of each page with one more script, a probe, that reads what the browser
 laid out (element order, every chart text's bounding box, each heat-map cell's fill and the
@@ -10,9 +10,9 @@ alone does it (no DevTools client, no node/playwright): the probe is a few lines
 and everything is judged here in Python, contrast by WCAG 2's own formula.
 
 Each report is built by a function in REPORTS from real data where the repository has it
-(nccl-tests logs, a real `collscope links` run) and from records of the real schema classes
-where the case needs a shape we have no capture of (530 matched calls, a 4-node cluster with
-one slow node); a new report kind is one more entry.
+(nccl-tests logs, a real `collscope links` run, real `collscope watch` runs) and from records
+of the real schema classes where the case needs a shape we have no capture of (530 matched
+calls, a 4-node cluster with one slow node); a new report kind is one more entry.
 """
 
 from __future__ import annotations
@@ -168,10 +168,18 @@ def hang_inputs(tmp_path: Path) -> list[Path]:
     return [out]
 
 
+def watch_inputs(tmp_path: Path) -> list[Path]:
+    """Real `collscope watch --json` runs: a straggler episode, a healthy job and a stall
+    (with hang's records), drawn side by side."""
+    return [fixture_path("own", "watch", f"watch_4ranks_gloo_{case}.jsonl")
+            for case in ("straggler_rank2", "healthy", "stall_rank2")]
+
+
 # report name -> (its inputs, the id of the section it must show)
 REPORTS: dict[str, tuple[Callable[[Path], list[Path]], str]] = {
     "bench": (bench_inputs, "collectives"), "trace": (trace_inputs, "trace"),
-    "links": (links_inputs, "links"), "hang": (hang_inputs, "hang")}
+    "links": (links_inputs, "links"), "hang": (hang_inputs, "hang"),
+    "watch": (watch_inputs, "watch")}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -254,6 +262,19 @@ def test_no_two_texts_of_a_chart_overlap(laid_out) -> None:
         (late,) = [c for c in page["charts"] if "lateness" in c["id"]]
         numbers = [t for t, _ in late["texts"] if t.isdigit()]
         assert numbers == [str(i) for i in range(0, 120, 10)]
+    if name == "watch":
+        ids = [c["id"] for c in page["charts"] if c["id"].startswith("svg-watch_")]
+        assert len(ids) == 4, ids             # 3 lateness charts and the stall's pending ages
+        def y_ticks(case: str) -> list[float]:
+            (chart,) = [c for c in page["charts"] if "lateness" in c["id"] and case in c["id"]]
+            # y ticks: right-aligned left of the frame, where the title starts
+            return [float(t) for t, box in chart["texts"]
+                    if t.replace(".", "").isdigit() and box[2] < chart["texts"][0][1][0]]
+
+        # The straggler's 30 ms on its scale; the healthy job's ~1 ms on its own, not squashed
+        # under its 320 ms start-up window (left out of the chart, said in its note).
+        assert 30 in y_ticks("straggler") and max(y_ticks("straggler")) <= 40
+        assert max(y_ticks("healthy")) <= 2.5
 
 
 def test_no_field_the_command_does_not_know_is_printed_as_0(laid_out) -> None:

@@ -359,6 +359,20 @@ def test_report_says_what_an_input_holds_and_tabulates_overlap_records(tmp_path:
     assert run_cli("report", str(ov), "-o", str(html), timeout=60).returncode == 0
 
 
+def test_report_of_a_watch_file_alone_draws_it_with_its_pngs(tmp_path: Path) -> None:
+    # A watch file holds no result: its windows are something to report, not "nothing to plot".
+    watch = fixture_path("own", "watch", "watch_4ranks_gloo_straggler_rank2.jsonl")
+    html = tmp_path / "watch.html"
+    proc = run_cli("report", str(watch), "-o", str(html), "--png", str(tmp_path / "png"),
+                   timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert ("collscope report: watch_4ranks_gloo_straggler_rank2.jsonl: jsonl, 1 run(s), "
+            "0 results, 75 watch record(s), 0 warning(s)") in proc.stderr
+    assert '<section id="watch"><h2>Watched jobs</h2>' in html.read_text()
+    assert [p.name for p in (tmp_path / "png").iterdir()] == [
+        "watch_lateness_watch_4ranks_gloo_straggler_rank2.jsonl_0.png"]
+
+
 def test_report_bad_input_exits_2_with_one_line(tmp_path: Path) -> None:
     usage_error(run_cli("report", str(tmp_path / "missing.jsonl"), "-o", "r.html"),
                    "INPUT", "cannot read")

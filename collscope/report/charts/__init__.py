@@ -3,7 +3,7 @@
 The HTML report renders these specs as inline SVG (``svg.py``) and ``--png`` renders the very
 same specs with matplotlib (``plots.py``), so both always show the same data. Everything here is
 pure: inputs in, specs out. One module per record kind (collectives and predictions, train and
-tune, monitor, links, hang), the spec types and names in ``spec``, the axis math in ``axes``.
+tune, monitor, links, hang, watch), the spec types and names in ``spec``, the axis math in ``axes``.
 """
 
 from collscope.report.charts.axes import (
@@ -62,6 +62,7 @@ from collscope.report.charts.train import (
     tune_charts,
     tune_headline,
 )
+from collscope.report.charts.watch import watch_charts, watch_headline
 
 __all__ = ["HEAT_BAD", "HEAT_BEST", "HEAT_GOOD", "HEAT_PAST", "PALETTE", "TRAIN_COLUMNS",
            "BarChart", "Chart", "CollectiveView", "ColorBook", "Headline", "HeatMap",
@@ -72,4 +73,4 @@ __all__ = ["HEAT_BAD", "HEAT_BEST", "HEAT_GOOD", "HEAT_PAST", "PALETTE", "TRAIN_
            "link_heat_maps", "links_headline", "log_ticks", "metric_family", "monitor_charts",
            "monitor_headline", "past_limit", "placement_name", "prediction_charts",
            "prediction_headline", "slug", "text_color_on", "tick_label", "train_views",
-           "tune_charts", "tune_headline", "unit_label"]
+           "tune_charts", "tune_headline", "unit_label", "watch_charts", "watch_headline"]

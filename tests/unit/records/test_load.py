@@ -35,7 +35,7 @@ def test_jsonl_runs_group_the_records_that_follow_them(tmp_path: Path) -> None:
     assert len(second.samples) == 3 and not second.results
     assert source.counts() == {"runs": 2, "results": len(sweep()), "train": 3, "samples": 3,
                                "predictions": 0, "tune": 0, "trace": 0, "links": 0,
-                               "overlap": 0, "hang": 0}
+                               "overlap": 0, "hang": 0, "watch": 0}
     assert source.holdings() == "2 run(s), 16 results, 3 train record(s), 3 sample(s)"
     assert source.warnings == []
 
@@ -144,3 +144,36 @@ def test_an_input_is_named_by_the_path_as_given(tmp_path: Path) -> None:
     given = f"{tmp_path}/./absent.jsonl"
     with pytest.raises(InputError, match=f"^{re.escape(given)}: cannot read it"):
         load_input(given)
+
+
+def test_watch_records_join_the_watch_field_and_other_findings_stay_with_trace() -> None:
+    text = "\n".join(json.dumps(r) for r in [
+        run_record(command="watch"),
+        {"kind": "watch_job", "world_size": 2},
+        {"kind": "watch_window", "time": 1.0, "rank": 0, "lateness_ms": 0.5},
+        {"kind": "watch_window", "time": 1.0, "rank": 1},                 # no lateness
+        {"kind": "finding", "id": "watch.straggler", "state": "started", "rank": 1},
+        {"kind": "finding", "id": "straggler", "title": "trace's"},
+        {"kind": "watch_stall", "detected_by": 0},
+        {"kind": "hang_verdict", "headline": "HANG"},
+        {"kind": "watch_weather"},
+    ])
+    source = parse_input(text, "w.jsonl")
+    (run,) = source.runs
+    assert [r["kind"] for r in run.watch] == ["watch_job", "watch_window", "finding",
+                                              "watch_stall"]
+    assert run.trace == [{"kind": "finding", "id": "straggler", "title": "trace's"}]
+    assert [r["kind"] for r in run.hang] == ["hang_verdict"]
+    assert source.holdings() == ("1 run(s), 0 results, 1 trace record(s), 1 hang record(s), "
+                                 "4 watch record(s)")
+    skipped, unknown = source.warnings
+    assert skipped == ("w.jsonl: line 4: watch_window record without a numeric time, an "
+                       "integer rank and a numeric lateness_ms; skipped")
+    assert unknown.startswith("w.jsonl: line 9: record kind 'watch_weather' is not one")
+    assert "watch_job, watch_window, watch_stall" in unknown
+
+
+def test_a_real_watch_file_is_read_whole() -> None:
+    source = load_input(fixture_path("own", "watch", "watch_4ranks_gloo_stall_rank2.jsonl"))
+    assert source.warnings == [] and source.runs[0].context["command"] == "watch"
+    assert source.holdings() == "1 run(s), 0 results, 2 hang record(s), 102 watch record(s)"
