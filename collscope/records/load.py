@@ -65,7 +65,7 @@ TRACE_KINDS = ("trace_collective", "trace_step", "trace_rank", "finding")
 # Record kinds `collscope watch --json` writes (collscope.records.watch). Its straggler is a
 # `finding` too, told from trace's by its id (watch.straggler): those join `watch`, the rest
 # of the findings stay with `trace`. A watch file on a stall also holds hang's records.
-WATCH_KINDS = ("watch_job", "watch_window", "watch_stall")
+WATCH_KINDS = ("watch_job", "watch_window", "watch_stall", "watch_agent", "watch_notice")
 WATCH_FINDING_PREFIX = "watch."
 # The Run field each record kind other than run and result joins (a new kind: a line here, a
 # Run field above and a line in OTHER_KINDS).
@@ -251,7 +251,7 @@ def group_records(records: list[tuple[int, dict[str, Any]]], name: str,
             warnings.append(f"{name}: line {number}: record kind {kind!r} is not one report "
                             "reads (run, result, train, sample, trace_*, finding, prediction, "
                             "tune, link, node, links_summary, overlap, hang_group, "
-                            "hang_verdict, watch_job, watch_window, watch_stall); skipped")
+                            "hang_verdict, watch_*); skipped")
     for index, run in enumerate(runs):
         extra = run.context.get("extra")
         run.label = _run_label(name, index, len(runs),

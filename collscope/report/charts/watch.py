@@ -388,6 +388,14 @@ def watch_headline(run: Run) -> Headline | None:
         details.append(f"{len(rounds)} rounds of windows from {ranks} ranks over "
                        f"{rounds[-1] - rounds[0]:.1f} s (first at {_clock(rounds[0])}); "
                        + _highest(kept, start))
+    details += [str(r["title"]) for r in run.watch
+                if r.get("kind") == "watch_notice" and isinstance(r.get("title"), str)]
+    costs = [r for r in run.watch if r.get("kind") == "watch_agent"
+             and as_number(r.get("cpu_share")) is not None]
+    if costs:
+        from collscope.watch.sinks import cost_line
+
+        details.append(cost_line(costs))
     stall = _stall(run)
     if stall is not None:
         verdict = next((r for r in run.hang if r.get("kind") == "hang_verdict"), {})

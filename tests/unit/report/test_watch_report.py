@@ -259,3 +259,20 @@ def test_odd_watch_records_never_break_the_charts_or_the_page(records: list) -> 
     ch.watch_charts([source])
     ch.watch_headline(source.runs[0])
     render_report([source], 0.0)
+
+
+def test_the_agents_cost_and_notices_are_in_the_headlines_details() -> None:
+    from collscope.records.watch import AgentCostRecord, NoticeRecord
+
+    extra = [AgentCostRecord(1.0, r, "vm", 0.01, 0.06 + 0.02 * r, 20.0, (0.06 + 0.02 * r) / 20,
+                             20, 0.05, 1.0, 5 * (r == 3)).to_dict() for r in range(4)]
+    extra.append(NoticeRecord(1.0, 3, "fr_overflow", "rank 3: the Flight Recorder's ring "
+                              "overwrote 5 entries between two reads").to_dict())
+    text = _path(HEALTHY).read_text() + "".join(json.dumps(r) + "\n" for r in extra)
+    source = parse_input(text, HEALTHY)
+    assert not source.warnings
+    details = ch.watch_headline(source.runs[0]).details
+    assert "rank 3: the Flight Recorder's ring overwrote 5 entries between two reads" in details
+    # shares 0.30, 0.40, 0.50, 0.60 % of a core: median 0.45 %, most rank 3
+    assert any(d.startswith("agent cost: median 0.45 % of a core per rank") and
+               "most: rank 3 (vm) 0.60 %" in d for d in details)
