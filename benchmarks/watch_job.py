@@ -2,7 +2,7 @@
 (no sleeps, so the agent's GIL time would show). Rank 0 writes to the file in STEP_TIMES, as
 JSON: each step's wall time (after WARMUP steps) and every rank's process CPU time per step
 over those steps (time.process_time: all the process's threads, the agent's included).
-STEPS steps (default 150)."""
+STEPS steps (default 150); PIN_CPUS=1 pins each local rank to one CPU."""
 
 import json
 import os
@@ -13,6 +13,12 @@ import torch.distributed as dist
 
 WARMUP = 20
 
+if os.environ.get("PIN_CPUS"):
+    # each local rank on one CPU, round robin: the same placement in every job, so that
+    # separate jobs' step times differ by what runs in them, not by where the scheduler put
+    # the ranks (unpinned, 4 ranks on 2 cores scatter by 10-15 % from job to job)
+    cpus = sorted(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, {cpus[int(os.environ.get("LOCAL_RANK", "0")) % len(cpus)]})
 dist.init_process_group("gloo")
 torch.manual_seed(0)
 model = torch.nn.parallel.DistributedDataParallel(torch.nn.Sequential(
