@@ -30,3 +30,15 @@ def fixture_path(*parts: str) -> Path:
     if not path.exists():
         pytest.fail(f"fixture {path} is missing from the repository")
     return path
+
+
+# Tests that run ranks or judge wall time: `make test` runs them one at a time, after the
+# rest has run on every core (pytest -m "not serial" -n auto, then -m serial). Every test
+# under tests/dist is one; an e2e module says so with pytestmark = pytest.mark.serial.
+DIST = Path(__file__).parent / "dist"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if DIST in item.path.parents:
+            item.add_marker(pytest.mark.serial)

@@ -59,5 +59,9 @@ def test_a_slow_rank_on_node_1_is_named_with_its_host_name(tmp_path):
     started = [r for r in records if r["kind"] == "finding" and r["state"] == "started"]
     assert [(f["rank"], f["host"]) for f in started] == [(3, "wa-node1")], stderr[-3000:]
     assert 25 < started[0]["lateness_ms"] < 60
-    # The other node's wrapper passes its job through and names nothing itself.
-    assert [r["kind"] for r in read_records(tmp_path / "node1.jsonl")] == ["run"]
+    # The other node's wrapper passes its job through and names nothing itself; it keeps only
+    # what its own ranks' agents cost.
+    other = read_records(tmp_path / "node1.jsonl")
+    assert [r["kind"] for r in other] == ["run", "watch_agent", "watch_agent"]
+    assert sorted((r["rank"], r["host"]) for r in other[1:]) == [(2, "wa-node1"),
+                                                                  (3, "wa-node1")]

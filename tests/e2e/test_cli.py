@@ -11,6 +11,8 @@ import pytest
 from collscope import __version__
 from tests.helpers import REPO, cli_env, run_cli, usage_error, usage_error_in_process
 
+pytestmark = pytest.mark.serial   # runs ranks or judges wall time
+
 
 def test_help_does_not_import_torch_and_is_fast():
     code = ("import sys, time; t = time.perf_counter(); from collscope.cli import build_parser; "

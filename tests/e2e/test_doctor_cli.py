@@ -15,6 +15,8 @@ import pytest
 from tests.conftest import fixture_path
 from tests.helpers import REPO, cli_env, run_cli, usage_error
 
+pytestmark = pytest.mark.serial   # runs ranks or judges wall time
+
 
 def _no_gpu_here() -> bool:
     return not any(shutil.which(t) for t in ("rocm-smi", "amd-smi", "nvidia-smi")) and \

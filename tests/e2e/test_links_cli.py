@@ -8,6 +8,8 @@ import pytest
 
 from tests.helpers import run_cli, usage_error_in_process
 
+pytestmark = pytest.mark.serial   # runs ranks or judges wall time
+
 
 @pytest.mark.parametrize("args,needle", [
     (["--pairs", "some"], "--pairs"),

@@ -15,7 +15,8 @@ from tests.conftest import fixture_path
 def _agent(tmp_path, feed) -> Agent:
     import torch.distributed as dist
 
-    agent = Agent(1, 2, "gloo", dist.HashStore(), AgentSettings(interval_s=1.0),
+    agent = Agent(1, 2, "gloo", dist.HashStore(),
+                  AgentSettings(interval_s=1.0, dump_dir=str(tmp_path / "dumps")),
                   Channel(str(tmp_path), 1))
     agent.store = agent._default_store
     agent.reader = FlightReader(lambda: next(feed))
@@ -39,6 +40,11 @@ def test_an_overflowing_ring_is_said_once_with_what_to_change(tmp_path):
     assert notice["about"] == "fr_overflow" and notice["rank"] == 1
     assert "overwrote 5 entries between two reads (1 entries kept" in notice["title"]
     assert "TORCH_FR_BUFFER_SIZE" in notice["title"]
+    # The recorded pending all_reduce is years older than --hang-after: the agent flagged the
+    # stall in the store and wrote its dump where the settings say, once.
+    assert [r["kind"] for r in _sent(tmp_path)].count("watch_dumped") == 1
+    assert sorted(p.name for p in (tmp_path / "dumps").iterdir()) == ["fr_trace_rank_1",
+                                                                      "stack_rank_1.json"]
     agent._send_cost(0.01, 0.02, 4.0)
     cost = _sent(tmp_path)[-1]
     assert cost["kind"] == "watch_agent" and cost["lost_entries"] == 5
