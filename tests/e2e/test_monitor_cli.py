@@ -18,6 +18,8 @@ import pytest
 
 from tests.helpers import REPO, cli_env, read_records, run_cli, usage_error
 
+pytestmark = pytest.mark.serial   # runs ranks or judges wall time
+
 LOOPBACK_BYTES = 200 * 1000 * 1000
 
 # Runs the monitor and a loopback TCP transfer of a known size side by side. In a private
@@ -25,8 +27,6 @@ LOOPBACK_BYTES = 200 * 1000 * 1000
 # recorded bytes can be compared exactly; otherwise it uses the host's loopback.
 LOOPBACK_DRIVER = r"""
 import json, socket, subprocess, sys, threading, time
-
-pytestmark = pytest.mark.serial   # runs ranks or judges wall time
 jsonl, report, total, netns = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1"
 if netns:
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True, timeout=10)
