@@ -45,15 +45,13 @@ def add_parser(commands: Any) -> None:
               "[--prometheus [HOST:]PORT] [--summary-json FILE] [--gpu-backend NAME] "
               "[-- CMD ARGS...]")
     add_flags(p, MonitorConfig)
-    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ARGS",
-                   help="run this command (no shell), sample while it runs, exit with its code")
     p.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from collscope.runtime.launchers import detect_launcher
 
-    config = config_from(MonitorConfig, args, command=list(args.cmd or []))
+    config = config_from(MonitorConfig, args)
     launch = detect_launcher(os.environ)
     _check_outputs(config, launch)
     if launch is not None and launch.local_rank != 0:

@@ -38,8 +38,6 @@ def add_parser(commands: Any) -> None:
         usage="collscope watch [--json FILE] [--prometheus [HOST:]PORT] [--interval S] "
               "[--hang-after S] [--on-hang report|kill] [--dump-dir DIR] -- COMMAND [ARGS...]")
     add_flags(p, WatchConfig)
-    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND ARGS",
-                   help="the launch command (no shell), e.g. torchrun ... train.py")
     p.set_defaults(handler=handle)
 
 
@@ -48,7 +46,7 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from collscope.monitor.wrap import check_command
     from collscope.watch.run import check_dump_dir, run_watch
 
-    config = config_from(WatchConfig, args, command=list(args.cmd or []))
+    config = config_from(WatchConfig, args)
     check_writable("--json", config.json)
     check_dump_dir(config.dump_dir)
     check_command(config.command)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from collscope.config_flags import flag, invalid
+from collscope.config_flags import command_flag, flag, invalid, without_separator
 from collscope.errors import UsageError
 from collscope.hw import BACKEND_NAMES
 
@@ -31,8 +31,8 @@ class MonitorConfig:
                                          "bytes moved) as JSON; - for stdout")
     gpu_backend: str = flag("auto", "--gpu-backend", metavar="NAME", show_default=False,
                             help="auto (amd, then nvidia, else none), amd, nvidia or none")
-    command: list[str] = field(default_factory=list)
-    """Command to run and sample while it runs (an argument list, no shell)."""
+    command: list[str] = command_flag(
+        "-- CMD ARGS", "run this command (no shell), sample while it runs, exit with its code")
     listen: tuple[str, int] | None = field(default=None, init=False)
     """(host, port) parsed from ``prometheus``."""
 
@@ -51,10 +51,9 @@ class MonitorConfig:
             from collscope.monitor.prometheus import parse_listen
 
             self.listen = parse_listen(self.prometheus)
-        if self.command and self.command[0] == "--":
-            self.command = self.command[1:]
-            if not self.command:
-                raise UsageError("COMMAND: nothing to run after '--'")
+        if self.command == ["--"]:
+            raise UsageError("COMMAND: nothing to run after '--'")
+        self.command = without_separator(self.command)
         self._check_stdout()
 
     def _check_stdout(self) -> None:

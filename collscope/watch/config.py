@@ -12,7 +12,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
-from collscope.config_flags import flag, invalid
+from collscope.config_flags import command_flag, flag, invalid, without_separator
 from collscope.errors import UsageError
 
 OnHang = Literal["report", "kill"]
@@ -44,8 +44,8 @@ class WatchConfig:
     dump_dir: str = flag("collscope-watch-dumps", "--dump-dir", metavar="DIR",
                          help="where each rank writes fr_trace_rank_<R> and stack_rank_<R>.json "
                               "on a stall")
-    command: list[str] = field(default_factory=list)
-    """The user's launch command (an argument list, no shell)."""
+    command: list[str] = command_flag("-- COMMAND ARGS",
+                                      "the launch command (no shell), e.g. torchrun ... train.py")
     listen: tuple[str, int] | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
@@ -65,8 +65,7 @@ class WatchConfig:
             from collscope.monitor.prometheus import parse_listen
 
             self.listen = parse_listen(self.prometheus)
-        if self.command and self.command[0] == "--":
-            self.command = self.command[1:]
+        self.command = without_separator(self.command)
         if not self.command:
             raise UsageError("COMMAND: nothing to run; give the launch command after '--', "
                              "e.g. collscope watch -- torchrun --nproc-per-node 8 train.py")
