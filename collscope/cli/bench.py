@@ -10,7 +10,12 @@ from contextlib import ExitStack
 from typing import Any
 
 from collscope.bench.config import BenchConfig
-from collscope.cli._common import add_collectives_argument, add_nproc_argument, outputs_check
+from collscope.cli._common import (
+    add_collectives_argument,
+    add_nproc_argument,
+    command_parser,
+    outputs_check,
+)
 from collscope.config_flags import add_flags, config_from
 
 EXAMPLES = """\
@@ -39,11 +44,10 @@ exit codes: 0 ok, 1 a rank failed or timed out or an output file failed while me
 
 
 def add_parser(commands: Any) -> None:
-    p = commands.add_parser(
-        "bench", help="collective benchmarks with nccl-tests' numbers",
+    p = command_parser(
+        commands, "bench", help="collective benchmarks with nccl-tests' numbers",
         description="Benchmark collectives on torch.distributed; the table reads like "
-                    "nccl-tests'.", epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+                    "nccl-tests'.", epilog=EXAMPLES)
     add_collectives_argument(p)
     add_flags(p, BenchConfig, ["min_bytes", "max_bytes", "step_factor", "step_bytes", "iters",
                                "warmup_iters", "dtypes", "ops", "root", "check", "blocking",

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from itertools import groupby
 from typing import Any
 
+from collscope.cli._common import command_parser
 from collscope.config_flags import add_flags, config_from
 from collscope.console import table_console
 from collscope.errors import UsageError
@@ -43,11 +44,10 @@ matched or bad input.
 
 
 def add_parser(commands: Any) -> None:
-    p = commands.add_parser(
-        "compare", help="per-size deltas between two result sets; exit 1 on a regression",
+    p = command_parser(
+        commands, "compare", help="per-size deltas between two result sets; exit 1 on a regression",
         description="Compare two sets of collective results size by size (a CI regression "
-                    "gate).", epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+                    "gate).", epilog=EXAMPLES)
     p.add_argument("base", metavar="BASE", help="baseline: collscope JSON Lines or a log")
     p.add_argument("new", metavar="NEW", help="candidate: collscope JSON Lines or a log")
     add_flags(p, CompareConfig)

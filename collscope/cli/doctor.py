@@ -10,6 +10,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from collscope.cli._common import command_parser
 from collscope.config_flags import add_flags, config_from
 from collscope.doctor.config import DoctorConfig
 
@@ -36,12 +37,12 @@ exit codes: 0 nothing failed (warnings allowed), 1 a check failed, 2 bad input.
 
 
 def add_parser(commands: Any) -> None:
-    p = commands.add_parser(
-        "doctor", help="check GPUs, topology, RCCL/NCCL, UCX, RDMA, env and kernel settings",
+    p = command_parser(
+        commands, "doctor",
+        help="check GPUs, topology, RCCL/NCCL, UCX, RDMA, env and kernel settings",
         description="Check this node's communication stack (or a captured bundle, or every "
                     "node of a job): each finding says what was found, why it matters and how "
-                    "to fix it.", epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+                    "to fix it.", epilog=EXAMPLES)
     add_flags(p, DoctorConfig, ["json", "collect", "source"])
     p.add_argument("--explain", metavar="ID", help="print what check ID looks at and why")
     add_flags(p, DoctorConfig, ["selftest", "all_ranks", "nproc", "backend", "timeout_s",

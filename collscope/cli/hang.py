@@ -7,7 +7,7 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from collscope.cli._common import check_writable
+from collscope.cli._common import check_writable, command_parser
 from collscope.config_flags import add_flags, config_from
 from collscope.hang.config import HangConfig
 
@@ -34,13 +34,12 @@ exit codes: 0 no hang or desync found, 1 one found, 2 bad input.
 
 
 def add_parser(commands: Any) -> None:
-    p = commands.add_parser(
-        "hang", help="my job hung: which rank, host and collective (Flight Recorder dumps, "
-                     "ncclras)",
+    p = command_parser(
+        commands, "hang",
+        help="my job hung: which rank, host and collective (Flight Recorder dumps, ncclras)",
         description="Name the rank, host and collective that a hung or timed-out job waits "
                     "on, from PyTorch Flight Recorder dumps and ncclras output: one verdict "
-                    "first, then the evidence.", epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+                    "first, then the evidence.", epilog=EXAMPLES)
     p.add_argument("paths", nargs="+", metavar="PATH", help="dump files or folders")
     add_flags(p, HangConfig)
     p.add_argument("--json", metavar="FILE",

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from collscope.cli._common import command_parser
 from collscope.errors import UsageError
 
 if TYPE_CHECKING:      # the library is imported when the command runs (a fast --help)
@@ -36,13 +37,12 @@ exit codes: 0 ok, 2 bad input (a log with no result table, an unreadable file).
 
 
 def add_parser(commands: Any) -> None:
-    p = commands.add_parser(
-        "import", help="nccl-tests / rccl-tests logs -> collscope JSON Lines",
+    p = command_parser(
+        commands, "import", help="nccl-tests / rccl-tests logs -> collscope JSON Lines",
         description="Import nccl-tests / rccl-tests output as collscope run + result records: "
                     "text logs of any version (launcher/collector line prefixes stripped), "
                     "nccl-tests -J JSON, rccl-tests -Z csv|json; recognised by content.",
-        epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=EXAMPLES)
     p.add_argument("logs", nargs="+", metavar="LOG", help="nccl-tests / rccl-tests output files")
     p.add_argument("-o", "--output", required=True, metavar="OUT.jsonl",
                    help="JSON Lines file to write ('-' for stdout)")

@@ -8,7 +8,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from collscope.cli._common import add_nproc_argument, outputs_check
+from collscope.cli._common import add_nproc_argument, command_parser, outputs_check
 from collscope.config_flags import add_flags, config_from
 from collscope.links.config import LinksConfig
 
@@ -38,11 +38,11 @@ exit codes: 0 every link and node ok, 1 a link or node failed (or a rank failed 
 
 
 def add_parser(commands: Any) -> None:
-    p = commands.add_parser(
-        "links", help="pairwise link matrix: which node, NIC or GPU pair is slow (exit 1)",
+    p = command_parser(
+        commands, "links",
+        help="pairwise link matrix: which node, NIC or GPU pair is slow (exit 1)",
         description="Measure every node pair and GPU pair of the job; name slow links and "
-                    "nodes. A cluster acceptance gate.", epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+                    "nodes. A cluster acceptance gate.", epilog=EXAMPLES)
     add_flags(p, LinksConfig, ["size_bytes", "iters", "warmup_iters", "pairs", "per_gpu",
                                "fraction", "expected_fraction", "confirm", "pair_budget_s",
                                "seed"])

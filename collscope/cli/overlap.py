@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from collscope.cli._common import add_nproc_argument, outputs_check
+from collscope.cli._common import add_nproc_argument, command_parser, outputs_check
 from collscope.config_flags import add_flags, config_from
 from collscope.errors import OutputError
 from collscope.overlap import OverlapConfig
@@ -29,11 +29,10 @@ exit codes: 0 ok, 1 a rank failed or timed out or --json could not be written, 2
 
 
 def add_parser(commands: Any) -> None:
-    p = commands.add_parser(
-        "overlap", help="does communication hide under compute? (matmul + all_reduce)",
+    p = command_parser(
+        commands, "overlap", help="does communication hide under compute? (matmul + all_reduce)",
         description="Run a matmul and an all_reduce alone and together and report how much of "
-                    "the shorter one hides under the longer.", epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+                    "the shorter one hides under the longer.", epilog=EXAMPLES)
     add_flags(p.add_mutually_exclusive_group(), OverlapConfig, ["matmul_dim", "flops"])
     add_flags(p, OverlapConfig, ["size_bytes", "iters", "warmup", "dtype"])
     add_nproc_argument(p)

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from collscope.cli._common import command_parser
 from collscope.errors import UsageError
 
 EXAMPLES = """\
@@ -27,10 +28,11 @@ exit codes: 0 ok, 2 bad input (unreadable file, a log with no result table, noth
 
 
 def add_parser(commands: Any) -> None:
-    p = commands.add_parser(
-        "report", help="self-contained HTML report (plots, run contexts) of results and logs",
+    p = command_parser(
+        commands, "report",
+        help="self-contained HTML report (plots, run contexts) of results and logs",
         description="Plot and tabulate collscope results and nccl-tests logs in one HTML file.",
-        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=EXAMPLES)
     p.add_argument("inputs", nargs="+", metavar="INPUT",
                    help="collscope JSON Lines files or nccl-tests / rccl-tests logs")
     p.add_argument("-o", "--output", required=True, metavar="report.html",

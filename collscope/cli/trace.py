@@ -7,7 +7,7 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from collscope.cli._common import check_writable
+from collscope.cli._common import check_writable, command_parser
 from collscope.config_flags import add_flags, config_from
 from collscope.trace.config import TraceConfig
 
@@ -43,14 +43,13 @@ exit codes: 0 ok (also when there is no communication), 2 bad input.
 
 
 def add_parser(commands: Any) -> None:
-    p = commands.add_parser(
-        "trace", help="your job's profiler traces: collectives, exposed comm, late rank, "
+    p = command_parser(
+        commands, "trace", help="your job's profiler traces: collectives, exposed comm, late rank, "
                       "efficiency vs bench",
         description="Analyse torch.profiler traces of a training job: which collectives it "
                     "issues, how much of each step is exposed communication, which rank is "
                     "late, and how far each collective falls short of the cluster's measured "
-                    "bandwidth.", epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+                    "bandwidth.", epilog=EXAMPLES)
     # nargs="*": --baseline takes files up to the next flag and may take TRACE with them
     # (`--baseline bl.jsonl traces/`); handle() gives those back, then requires one.
     p.add_argument("traces", nargs="*", metavar="TRACE",

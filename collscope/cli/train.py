@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from collscope.cli._common import add_nproc_argument, outputs_check
+from collscope.cli._common import add_nproc_argument, command_parser, outputs_check
 from collscope.config_flags import add_flags, config_from
 from collscope.train.config import SWEEPABLE, DDPKnobs, TrainConfig
 
@@ -36,11 +36,11 @@ or a model that does not fit. --json - : stdout carries the records only.
 
 
 def add_parser(commands: Any) -> None:
-    p = commands.add_parser(
-        "train", help="Llama DDP/FSDP training: exposed comm, overlap, DDP knob sweeps",
+    p = command_parser(
+        commands, "train", help="Llama DDP/FSDP training: exposed comm, overlap, DDP knob sweeps",
         description="Train a randomly initialised Llama on synthetic tokens and measure how "
                     "much of each step is communication that compute does not hide.",
-        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=EXAMPLES)
     model = p.add_argument_group("model")
     add_flags(model, TrainConfig, ["preset", "hidden", "layers", "heads", "seq_len",
                                    "batch_size", "dtype"])
