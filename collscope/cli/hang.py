@@ -40,11 +40,7 @@ def add_parser(commands: Any) -> None:
         description="Name the rank, host and collective that a hung or timed-out job waits "
                     "on, from PyTorch Flight Recorder dumps and ncclras output: one verdict "
                     "first, then the evidence.", epilog=EXAMPLES)
-    p.add_argument("paths", nargs="+", metavar="PATH", help="dump files or folders")
     add_flags(p, HangConfig)
-    p.add_argument("--json", metavar="FILE",
-                   help="write JSON Lines: a run record, one hang_group per process group, "
-                        "one hang_verdict ('-': to stdout instead of the text)")
     p.set_defaults(handler=handle)
 
 
@@ -52,12 +48,12 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from collscope.hang import analyse_paths, render_text
     from collscope.hang.report import write_json_records
 
-    config = config_from(HangConfig, args, paths=args.paths)
-    check_writable("--json", args.json)
+    config = config_from(HangConfig, args)
+    check_writable("--json", config.json)
     analysis = analyse_paths(config.paths, hosts=read_hosts(config.hosts))
-    if args.json:
-        write_json_records(args.json, analysis, argv)
-    if args.json != "-":
+    if config.json:
+        write_json_records(config.json, analysis, argv)
+    if config.json != "-":
         import sys
 
         sys.stdout.write(render_text(analysis))
