@@ -114,6 +114,16 @@ def invalid(config: Any, field: str, detail: str) -> ConfigError:
     return ConfigError(field, detail, spec.label if spec else None)
 
 
+def stdout_once(config: Any, first: str, second: str) -> None:
+    """'-' (stdout) can be one output only: ConfigError on field ``second`` when field
+    ``first`` already writes to stdout (e.g. "--json: '-' (stdout) is taken by -o -")."""
+    if getattr(config, first) == "-" and getattr(config, second) == "-":
+        taken, spec = flag_of(config, first), flag_of(config, second)
+        raise invalid(config, second, f"'-' (stdout) is taken by "
+                                      f"{taken.names[0] if taken else first} -; give "
+                                      f"{spec.label if spec else second} a file name")
+
+
 def _default(item: dataclasses.Field[Any]) -> Any:
     if item.default is not dataclasses.MISSING:
         return item.default
