@@ -10,7 +10,7 @@ from typing import Any
 
 from collscope.cli._common import add_nproc_argument, command_parser, outputs_check
 from collscope.config_flags import add_flags, config_from
-from collscope.links.config import LinksConfig
+from collscope.links.config import LinksConfig, LinksOutputs
 
 EXAMPLES = """\
 examples:
@@ -48,9 +48,7 @@ def add_parser(commands: Any) -> None:
                                "seed"])
     add_nproc_argument(p)
     add_flags(p, LinksConfig, ["backend", "timeout_s"])
-    p.add_argument("--json", metavar="FILE",
-                   help="write JSON Lines (run, link and node records); '-' for stdout "
-                        "(then nothing else goes there)")
+    add_flags(p, LinksOutputs)
     p.set_defaults(handler=handle, needs_torch=True)
 
 
@@ -62,15 +60,16 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from collscope.runtime.entry import Job, launch_or_spawn
 
     config = config_from_args(args)
+    outputs = config_from(LinksOutputs, args)
 
     def body(session: Any, launcher_name: str) -> int:
         from collscope.links import run as links_run
         from collscope.links.report import LinksWriter, render
         from collscope.links.verdicts import failed
 
-        to_stdout = args.json == "-"
-        writer = LinksWriter(args.json, session, launcher_name, config, time.time()) \
-            if args.json and session.rank == 0 else None
+        to_stdout = outputs.json == "-"
+        writer = LinksWriter(outputs.json, session, launcher_name, config, time.time()) \
+            if outputs.json and session.rank == 0 else None
 
         def progress(where: str, attempt: int, done: list[dict[str, Any]]) -> None:
             sys.stderr.write(f"collscope links: {where}: {len(done)} directions measured\n")
@@ -92,5 +91,5 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
     return launch_or_spawn(Job("links", config.backend, config.timeout_s, args.nproc,
                                config.validate_for_job, body,
-                               output_check=outputs_check(("--json", args.json))),  # rank 0's
+                               output_check=outputs_check(("--json", outputs.json))),  # rank 0's
                            argv)

@@ -10,7 +10,7 @@ from typing import Any
 from collscope.cli._common import add_nproc_argument, command_parser, outputs_check
 from collscope.config_flags import add_flags, config_from
 from collscope.errors import OutputError
-from collscope.overlap import OverlapConfig
+from collscope.overlap import OverlapConfig, OverlapOutputs
 
 EXAMPLES = """\
 examples:
@@ -37,8 +37,7 @@ def add_parser(commands: Any) -> None:
     add_flags(p, OverlapConfig, ["size_bytes", "iters", "warmup", "dtype"])
     add_nproc_argument(p)
     add_flags(p, OverlapConfig, ["backend", "timeout_s"])
-    p.add_argument("--json", metavar="FILE",
-                   help="write JSON Lines: a run record, then the overlap record")
+    add_flags(p, OverlapOutputs)
     p.set_defaults(handler=handle, needs_torch=True)
 
 
@@ -50,6 +49,7 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from collscope.runtime.entry import Job, launch_or_spawn
 
     config = config_from_args(args)
+    outputs = config_from(OverlapOutputs, args)
 
     def body(session: Any, launcher_name: str) -> int:
         from collscope.overlap import measure, render
@@ -59,12 +59,12 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
             set_cpu_threads(session.launch.local_world_size)
         result = measure(config, session)
         if session.rank == 0:
-            if args.json != "-":         # `--json -`: stdout carries the records only
+            if outputs.json != "-":         # `--json -`: stdout carries the records only
                 for line in render(result, session.label):
                     print(line, flush=True)
-            if args.json:
+            if outputs.json:
                 try:
-                    _write_json(args.json, config, result, session, launcher_name)
+                    _write_json(outputs.json, config, result, session, launcher_name)
                 except OutputError as error:   # measured: the table above has the result
                     sys.stderr.write(f"collscope overlap: {error}\n")
                     return 1
@@ -72,7 +72,7 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
     return launch_or_spawn(Job("overlap", config.backend, config.timeout_s, args.nproc,
                                config.validate_for_job, body,
-                               output_check=outputs_check(("--json", args.json))),  # rank 0's
+                               output_check=outputs_check(("--json", outputs.json))),  # rank 0's
                            argv)
 
 
