@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from collscope.collectives.table import COLLECTIVES
-from collscope.config_flags import NPROC_HELP
+from collscope.config_flags import NPROC_HELP, add_flags
 
 
 def command_parser(commands: Any, name: str, help: str, description: str, epilog: str,
@@ -26,8 +26,12 @@ def command_parser(commands: Any, name: str, help: str, description: str, epilog
     return parser
 
 
-def add_nproc_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+def add_job_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+                      config: type) -> None:
+    """How a command that runs ranks is launched: --nproc (no config holds it: the launcher
+    decides the ranks), then its config's --backend and --timeout."""
     parser.add_argument("--nproc", type=int, default=None, help=NPROC_HELP)
+    add_flags(parser, config, ["backend", "timeout_s"])
 
 
 def add_collectives_argument(parser: argparse.ArgumentParser) -> None:

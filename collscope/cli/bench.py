@@ -12,7 +12,7 @@ from typing import Any
 from collscope.bench.config import BenchConfig, BenchOutputs
 from collscope.cli._common import (
     add_collectives_argument,
-    add_nproc_argument,
+    add_job_arguments,
     command_parser,
     outputs_check,
 )
@@ -55,8 +55,7 @@ def add_parser(commands: Any) -> None:
     add_flags(p.add_mutually_exclusive_group(), BenchConfig, ["out_of_place", "in_place"])
     add_flags(p, BenchConfig, ["target_precision", "time_budget_s", "algo", "ranks_per_node",
                                "hier_chunk_bytes"])
-    add_nproc_argument(p)
-    add_flags(p, BenchConfig, ["backend", "timeout_s"])
+    add_job_arguments(p, BenchConfig)
     add_flags(p, BenchOutputs)
     p.set_defaults(handler=handle, needs_torch=True)
 

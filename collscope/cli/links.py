@@ -8,7 +8,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from collscope.cli._common import add_nproc_argument, command_parser, outputs_check
+from collscope.cli._common import add_job_arguments, command_parser, outputs_check
 from collscope.config_flags import add_flags, config_from
 from collscope.links.config import LinksConfig, LinksOutputs
 
@@ -46,20 +46,15 @@ def add_parser(commands: Any) -> None:
     add_flags(p, LinksConfig, ["size_bytes", "iters", "warmup_iters", "pairs", "per_gpu",
                                "fraction", "expected_fraction", "confirm", "pair_budget_s",
                                "seed"])
-    add_nproc_argument(p)
-    add_flags(p, LinksConfig, ["backend", "timeout_s"])
+    add_job_arguments(p, LinksConfig)
     add_flags(p, LinksOutputs)
     p.set_defaults(handler=handle, needs_torch=True)
-
-
-def config_from_args(args: argparse.Namespace) -> LinksConfig:
-    return config_from(LinksConfig, args)
 
 
 def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from collscope.runtime.entry import Job, launch_or_spawn
 
-    config = config_from_args(args)
+    config = config_from(LinksConfig, args)
     outputs = config_from(LinksOutputs, args)
 
     def body(session: Any, launcher_name: str) -> int:

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from collscope.cli._common import add_nproc_argument, command_parser, outputs_check
+from collscope.cli._common import add_job_arguments, command_parser, outputs_check
 from collscope.config_flags import add_flags, config_from
 from collscope.errors import OutputError
 from collscope.overlap import OverlapConfig, OverlapOutputs
@@ -35,20 +35,15 @@ def add_parser(commands: Any) -> None:
                     "the shorter one hides under the longer.", epilog=EXAMPLES)
     add_flags(p.add_mutually_exclusive_group(), OverlapConfig, ["matmul_dim", "flops"])
     add_flags(p, OverlapConfig, ["size_bytes", "iters", "warmup", "dtype"])
-    add_nproc_argument(p)
-    add_flags(p, OverlapConfig, ["backend", "timeout_s"])
+    add_job_arguments(p, OverlapConfig)
     add_flags(p, OverlapOutputs)
     p.set_defaults(handler=handle, needs_torch=True)
-
-
-def config_from_args(args: argparse.Namespace) -> OverlapConfig:
-    return config_from(OverlapConfig, args)
 
 
 def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from collscope.runtime.entry import Job, launch_or_spawn
 
-    config = config_from_args(args)
+    config = config_from(OverlapConfig, args)
     outputs = config_from(OverlapOutputs, args)
 
     def body(session: Any, launcher_name: str) -> int:

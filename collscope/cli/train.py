@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from collscope.cli._common import add_nproc_argument, command_parser, outputs_check
+from collscope.cli._common import add_job_arguments, command_parser, outputs_check
 from collscope.config_flags import add_flags, config_from
 from collscope.train.config import DDPKnobs, TrainConfig, TrainOutputs
 
@@ -51,8 +51,8 @@ def add_parser(commands: Any) -> None:
     add_flags(par, TrainConfig, ["ranks_per_node", "hier_chunk_bytes", "sweep"])
     run = p.add_argument_group("measurement")
     add_flags(run, TrainConfig, ["steps", "warmup", "lr", "seed", "trace_dir", "trace_steps"])
-    add_nproc_argument(run)
-    add_flags(run, TrainConfig, ["backend", "timeout_s", "force"])
+    add_job_arguments(run, TrainConfig)
+    add_flags(run, TrainConfig, ["force"])
     add_flags(run, TrainOutputs)
     p.set_defaults(handler=handle, needs_torch=True)
 
