@@ -73,6 +73,13 @@ def json_flag(help: str) -> Any:
     return flag(None, "--json", metavar="FILE", help=help)
 
 
+def prometheus_flag(what: str) -> Any:
+    """The --prometheus [HOST:]PORT field of a command that serves ``what`` to Prometheus
+    (collscope.monitor.prometheus.parse_listen reads it)."""
+    return flag(None, "--prometheus", metavar="[HOST:]PORT",
+                help=f"serve {what} on http://HOST:PORT/metrics (host 127.0.0.1 unless given)")
+
+
 def command_flag(metavar: str, help: str) -> Any:
     """The field of a wrapped command: every argument after the flags (``-- CMD ARGS``), as
     a list; ``without_separator`` drops the "--" argparse keeps in front of it."""

@@ -5,7 +5,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from collscope.config_flags import command_flag, flag, invalid, without_separator
+from collscope.config_flags import (
+    command_flag,
+    flag,
+    invalid,
+    prometheus_flag,
+    without_separator,
+)
 from collscope.errors import UsageError
 from collscope.hw import BACKEND_NAMES
 
@@ -23,9 +29,7 @@ class MonitorConfig:
     jsonl: str | None = flag(None, "--jsonl", metavar="FILE",
                              help="write JSON Lines: a run record, then a sample record per "
                                   "interval (each flushed as written); - for stdout")
-    prometheus: str | None = flag(None, "--prometheus", metavar="[HOST:]PORT",
-                                  help="serve the latest sample on http://HOST:PORT/metrics "
-                                       "(host 127.0.0.1 unless given)")
+    prometheus: str | None = prometheus_flag("the latest sample")
     summary_json: str | None = flag(None, "--summary-json", metavar="FILE",
                                     help="write the summary (mean, peak, min, last per metric, "
                                          "bytes moved) as JSON; - for stdout")

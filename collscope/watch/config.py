@@ -12,7 +12,14 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
-from collscope.config_flags import command_flag, flag, invalid, without_separator
+from collscope.config_flags import (
+    command_flag,
+    flag,
+    invalid,
+    json_flag,
+    prometheus_flag,
+    without_separator,
+)
 from collscope.errors import UsageError
 
 OnHang = Literal["report", "kill"]
@@ -27,12 +34,9 @@ CHANNEL_ENV = "COLLSCOPE_WATCH_CHANNEL"
 
 @dataclass
 class WatchConfig:
-    json: str | None = flag(None, "--json", metavar="FILE",
-                            help="write JSON Lines: a run record, per-rank window records, "
+    json: str | None = json_flag("write JSON Lines: a run record, per-rank window records, "
                                  "findings, a hang_verdict on a stall (flushed as written)")
-    prometheus: str | None = flag(None, "--prometheus", metavar="[HOST:]PORT",
-                                  help="serve per-rank collscope_watch_* series on "
-                                       "http://HOST:PORT/metrics (host 127.0.0.1 unless given)")
+    prometheus: str | None = prometheus_flag("per-rank collscope_watch_* series")
     interval_s: float = flag(1.0, "--interval", type=float, metavar="S",
                              help="seconds between Flight Recorder reads and store exchanges")
     hang_after_s: float = flag(DEFAULT_HANG_AFTER_S, "--hang-after", type=float, metavar="S",
