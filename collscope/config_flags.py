@@ -73,6 +73,11 @@ def json_flag(help: str) -> Any:
     return flag(None, "--json", metavar="FILE", help=help)
 
 
+def output_flag(metavar: str, help: str) -> Any:
+    """The required -o/--output field: the file a command writes its result to."""
+    return flag(REQUIRED, "-o", "--output", metavar=metavar, help=help)
+
+
 def prometheus_flag(what: str) -> Any:
     """The --prometheus [HOST:]PORT field of a command that serves ``what`` to Prometheus
     (collscope.monitor.prometheus.parse_listen reads it)."""

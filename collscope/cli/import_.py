@@ -15,7 +15,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from collscope.cli._common import command_parser
-from collscope.config_flags import REQUIRED, add_flags, config_from, flag, json_flag, stdout_once
+from collscope.config_flags import (
+    REQUIRED,
+    add_flags,
+    config_from,
+    flag,
+    json_flag,
+    output_flag,
+    stdout_once,
+)
 from collscope.errors import UsageError
 
 if TYPE_CHECKING:      # the library is imported when the command runs (a fast --help)
@@ -44,8 +52,7 @@ class ImportConfig:
 
     logs: list[str] = flag(REQUIRED, "logs", nargs="+", metavar="LOG",
                            help="nccl-tests / rccl-tests output files")
-    output: str = flag(REQUIRED, "-o", "--output", metavar="OUT.jsonl",
-                       help="JSON Lines file to write ('-' for stdout)")
+    output: str = output_flag("OUT.jsonl", "JSON Lines file to write ('-' for stdout)")
     skip_failed: bool = flag(False, "--skip-failed",
                              help="import the other logs when one has no result table (it is "
                                   "reported)")

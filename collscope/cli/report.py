@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from collscope.cli._common import command_parser
-from collscope.config_flags import REQUIRED, add_flags, config_from, flag
+from collscope.config_flags import REQUIRED, add_flags, config_from, flag, output_flag
 from collscope.errors import UsageError
 
 EXAMPLES = """\
@@ -35,8 +35,7 @@ class ReportConfig:
 
     inputs: list[str] = flag(REQUIRED, "inputs", nargs="+", metavar="INPUT",
                              help="collscope JSON Lines files or nccl-tests / rccl-tests logs")
-    output: str = flag(REQUIRED, "-o", "--output", metavar="report.html",
-                       help="HTML file to write")
+    output: str = output_flag("report.html", "HTML file to write")
     png: str | None = flag(None, "--png", metavar="DIR",
                            help="also write every chart as a PNG into DIR (needs matplotlib: "
                                 "pip install 'collscope[report]')")

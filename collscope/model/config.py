@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from collscope.config_flags import REQUIRED, flag, invalid, json_flag, stdout_once
+from collscope.config_flags import REQUIRED, flag, invalid, json_flag, output_flag, stdout_once
 from collscope.errors import UsageError
 from collscope.model.formulas import ALGOS
 from collscope.train.config import PRESETS
@@ -45,8 +45,7 @@ def records_flag(what: str) -> str | None:
 @dataclass(kw_only=True)
 class FitRequest:
     inputs: list[str] = inputs_flag()
-    output: str = flag(REQUIRED, "-o", "--output", metavar="MODEL.json",
-                       help="model file to write ('-' for stdout)")
+    output: str = output_flag("MODEL.json", "model file to write ('-' for stdout)")
     holdout_nodes: list[int] = flag([], "--holdout-nodes", metavar="N[,N...]",
                                     parse=parse_counts,
                                     help="leave these node counts out of the fit (validate "
