@@ -43,6 +43,7 @@ class Flag:
     choices: tuple[Any, ...] | None = None
     nargs: str | None = None                      # "+" for a list field
     action: str | None = None                     # e.g. "extend" (repeatable list flag)
+    hidden: bool = False                          # internal: parsed, never shown in --help
 
     @property
     def label(self) -> str:
@@ -52,11 +53,12 @@ class Flag:
 def flag(default: Any, *names: str, help: str = "", **options: Any) -> Any:
     """A dataclass field whose flag is ``names`` (options: the other ``Flag`` attributes);
     ``default`` dataclasses.MISSING (``REQUIRED``) makes the flag required; a list default
-    is copied for each instance. A name without a leading "-" is a positional argument,
-    named as the field."""
+    or dict default is copied for each instance. A name without a leading "-" is a positional
+    argument, named as the field."""
     metadata = {_KEY: Flag(names=names, help=help, **options)}
-    if isinstance(default, list):
-        return dataclasses.field(default_factory=lambda: list(default), metadata=metadata)
+    if isinstance(default, (list, dict)):
+        return dataclasses.field(default_factory=lambda: type(default)(default),
+                                 metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
 
 
@@ -64,6 +66,34 @@ def list_flag(*names: str, help: str, **options: Any) -> Any:
     """A list field (default empty) whose flag is ``names``, e.g. nargs="+", action="extend"."""
     return dataclasses.field(default_factory=list,
                              metadata={_KEY: Flag(names=names, help=help, **options)})
+
+
+def json_flag(help: str) -> Any:
+    """The --json FILE field of a command that writes JSON Lines records (``help``: which)."""
+    return flag(None, "--json", metavar="FILE", help=help)
+
+
+def output_flag(metavar: str, help: str) -> Any:
+    """The required -o/--output field: the file a command writes its result to."""
+    return flag(REQUIRED, "-o", "--output", metavar=metavar, help=help)
+
+
+def prometheus_flag(what: str) -> Any:
+    """The --prometheus [HOST:]PORT field of a command that serves ``what`` to Prometheus
+    (collscope.monitor.prometheus.parse_listen reads it)."""
+    return flag(None, "--prometheus", metavar="[HOST:]PORT",
+                help=f"serve {what} on http://HOST:PORT/metrics (host 127.0.0.1 unless given)")
+
+
+def command_flag(metavar: str, help: str) -> Any:
+    """The field of a wrapped command: every argument after the flags (``-- CMD ARGS``), as
+    a list; ``without_separator`` drops the "--" argparse keeps in front of it."""
+    return flag([], "command", nargs=argparse.REMAINDER, metavar=metavar, help=help)
+
+
+def without_separator(command: list[str]) -> list[str]:
+    """A command_flag's arguments without their leading "--" (when given)."""
+    return command[1:] if command[:1] == ["--"] else command
 
 
 def hier_chunk_flag() -> Any:
@@ -96,6 +126,16 @@ def invalid(config: Any, field: str, detail: str) -> ConfigError:
     return ConfigError(field, detail, spec.label if spec else None)
 
 
+def stdout_once(config: Any, first: str, second: str) -> None:
+    """'-' (stdout) can be one output only: ConfigError on field ``second`` when field
+    ``first`` already writes to stdout (e.g. "--json: '-' (stdout) is taken by -o -")."""
+    if getattr(config, first) == "-" and getattr(config, second) == "-":
+        taken, spec = flag_of(config, first), flag_of(config, second)
+        raise invalid(config, second, f"'-' (stdout) is taken by "
+                                      f"{taken.names[0] if taken else first} -; give "
+                                      f"{spec.label if spec else second} a file name")
+
+
 def _default(item: dataclasses.Field[Any]) -> Any:
     if item.default is not dataclasses.MISSING:
         return item.default
@@ -119,7 +159,8 @@ def _metavar(names: tuple[str, ...]) -> str:
 def add_flags(parser: argparse.ArgumentParser | argparse._ArgumentGroup, config: type,
               names: Iterable[str] | None = None) -> None:
     """One argument per flagged field of ``config`` (all, or ``names`` in that order); help
-    ends with "(default X)" from the field's default unless ``show_default`` is off."""
+    ends with "(default X)" from the field's default unless ``show_default`` is off; a
+    ``hidden`` flag has no help at all."""
     fields = {item.name: item for item in dataclasses.fields(config) if _KEY in item.metadata}
     for name in fields if names is None else names:
         item = fields[name]
@@ -127,9 +168,11 @@ def add_flags(parser: argparse.ArgumentParser | argparse._ArgumentGroup, config:
         default = _default(item)
         help_text = spec.help
         if spec.show_default and default is not None and not isinstance(default, bool) \
-                and (spec.shown is not None or not isinstance(default, list)):
+                and (spec.shown is not None or not isinstance(default, (list, dict))):
             help_text += f" (default {_shown(spec, default)})"
-        kwargs: dict[str, Any] = {"dest": name, "help": help_text.replace("%", "%%") or None}
+        kwargs: dict[str, Any] = {
+            "dest": name,
+            "help": argparse.SUPPRESS if spec.hidden else help_text.replace("%", "%%") or None}
         if item.default is dataclasses.MISSING and item.default_factory is dataclasses.MISSING:
             kwargs["required"] = True
         if isinstance(default, bool) and spec.type is None:

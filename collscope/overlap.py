@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from collscope.config_flags import BACKEND_HELP, flag, invalid
+from collscope.config_flags import BACKEND_HELP, flag, invalid, json_flag
 from collscope.errors import UsageError
 from collscope.records.train import OverlapResult
 from collscope.stats.summary import iqr
@@ -107,6 +107,13 @@ class OverlapConfig:
         if world_size < 2:
             raise UsageError(f"--nproc: overlap needs at least 2 ranks (a {world_size}-rank "
                              "all_reduce communicates nothing)")
+
+
+@dataclass(frozen=True)
+class OverlapOutputs:
+    """What rank 0 writes besides stdout; not part of the recorded configuration."""
+
+    json: str | None = json_flag("write JSON Lines: a run record, then the overlap record")
 
 
 def timing_method(on_gpu: bool) -> str:

@@ -18,8 +18,9 @@ from collscope.model.data import GroupKey, Measurements
 from collscope.model.fit import Sample
 from collscope.monitor.sources import Reading
 from collscope.parsers.common import GpuInfo, Topology
+from collscope.records.trace import TraceStepRecord
 from collscope.trace.calls import CommCall
-from collscope.trace.rank import RankTrace, StepBreakdown
+from collscope.trace.rank import RankTrace
 from collscope.tune.analysis import Measurement, Trial
 from collscope.tune.space import Config
 
@@ -288,7 +289,7 @@ def identical_ranks(late_by_us: float, count: int = 8, steps: int = 12) -> list[
                          100.0 - late, step=i) for i in range(steps)]
     return [RankTrace(host="h", path=f"r{r}", rank=r, world_size=count, backend="nccl",
                       job=(count,), timing="gpu kernels", calls=calls(r),
-                      steps=[StepBreakdown(s, 10.0, 5.0, 1.0, 0.5, 50.0, 0.0)
+                      steps=[TraceStepRecord(r, s, 10.0, 5.0, 1.0, 0.5, 50.0, 0.0)
                              for s in range(steps)],
                       window="w", comm_ms=1, compute_ms=1, exposed_comm_ms=0.5,
                       overlap_percent=50, shared_stream_comm_ms=0, first_ts=0, last_ts=1e6)

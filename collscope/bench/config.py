@@ -15,6 +15,7 @@ from collscope.config_flags import (
     flag,
     hier_chunk_flag,
     invalid,
+    json_flag,
 )
 from collscope.errors import UsageError
 from collscope.units import parse_size
@@ -61,8 +62,10 @@ class BenchConfig:
     average: int = flag(1, "-a", "--average", type=int,
                         help="combine rank times: " +
                              ", ".join(f"{k} {v}" for k, v in AVERAGE_MODES.items()))
-    in_place: bool = True            # --in-place / --out-of-place (one placement only)
-    out_of_place: bool = True
+    # One placement only (a mutually exclusive pair): --out-of-place turns in-place off,
+    # --in-place turns out-of-place off.
+    in_place: bool = flag(True, "--out-of-place", negate=True, help="only out-of-place")
+    out_of_place: bool = flag(True, "--in-place", negate=True, help="only in-place")
     target_precision: float | None = flag(
         None, "--target-precision", type=float, metavar="P",
         help="adaptive iterations: stop a size when the 95% CI of its median is within +-P "
@@ -153,6 +156,23 @@ class BenchConfig:
                 raise invalid(self, "ops", f"avg on gloo needs a floating dtype and "
                                            f"{', '.join(integer)} is not one; use -o {others} "
                                            f"with it, or avg with -d {floating} only")
+
+
+@dataclass(frozen=True)
+class BenchOutputs:
+    """Where rank 0 writes besides stdout (None: not asked for); not part of the recorded
+    configuration."""
+
+    json: str | None = json_flag("write JSON Lines records (flushed per size)")
+    csv: str | None = flag(None, "--csv", metavar="FILE", help="write one CSV row per result")
+    per_rank: bool = flag(False, "--per-rank",
+                          help="print per size the late rank (shortest own op time; binomial "
+                               "and Wilcoxon tests) and the wait it causes, and name a rank "
+                               "late in most sizes")
+    nccl_json: str | None = flag(None, "--nccl-json", metavar="FILE",
+                                 help="also write nccl-tests' -J JSON (file version 3, "
+                                      "per-iteration blocks as with -I 1); never overwrites: "
+                                      "FILE.0, FILE.1, ... as nccl-tests")
 
 
 def sweep_sizes(min_bytes: int, max_bytes: int, factor: int,

@@ -1,35 +1,24 @@
 """Rank 0's output of `collscope bench`: the nccl-tests table on stdout as each size is
 measured, the JSON Lines / CSV files, the progress bar, the --per-rank block and the
-nccl-tests JSON writer. The CLI only parses flags and hands their targets over (Outputs)."""
+nccl-tests JSON writer. The CLI only parses flags and hands their targets over (BenchOutputs)."""
 
 from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from collscope import __version__
-from collscope.bench.config import BenchConfig
+from collscope.bench.config import BenchConfig, BenchOutputs
 from collscope.bench.output import DeviceLine, column_header, device_block, footer, row
 from collscope.collectives.table import COLLECTIVES
 from collscope.versions import library_versions
 
 
-@dataclass(frozen=True)
-class Outputs:
-    """Where rank 0 writes besides stdout (None: not asked for)."""
-
-    json: str | None = None          # JSON Lines records, flushed per size
-    csv: str | None = None           # one CSV row per result
-    per_rank: bool = False           # the late-rank block per collective and the finding
-    nccl_json: str | None = None     # nccl-tests' -J JSON document per collective
-
-
 class Reporter:
     """Rank 0's output: the nccl-tests table on stdout, JSON Lines / CSV files, a progress bar."""
 
-    def __init__(self, config: BenchConfig, session: Any, outputs: Outputs,
+    def __init__(self, config: BenchConfig, session: Any, outputs: BenchOutputs,
                  launcher_name: str):
         from collscope.bench import runner
 

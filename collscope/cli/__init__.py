@@ -56,7 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineErrorParser(prog="collscope", description=DESCRIPTION, epilog=EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"collscope {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND",
+    # dest "subcommand": a command's own fields may be named "command" (monitor's, watch's)
+    commands = parser.add_subparsers(dest="subcommand", metavar="COMMAND",
                                      parser_class=OneLineErrorParser)
     for name in command_modules():
         module = importlib.import_module(f"collscope.cli.{name}")
@@ -77,20 +78,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args = parser.parse_args(argv)
-    if not getattr(args, "command", None):
+    if not getattr(args, "subcommand", None):
         parser.print_help()
         return 0
     try:
         if getattr(args, "needs_torch", False):   # set by the commands that run collectives
             from collscope.runtime.torch_required import require_torch
 
-            require_torch(args.command)
+            require_torch(args.subcommand)
         return int(args.handler(args, argv))
     except UsageError as error:
-        sys.stderr.write(f"collscope {args.command}: {error}\n")
+        sys.stderr.write(f"collscope {args.subcommand}: {error}\n")
         return 2
     except (RankFailure, OutputError) as error:
-        sys.stderr.write(f"collscope {args.command}: {error}\n")
+        sys.stderr.write(f"collscope {args.subcommand}: {error}\n")
         return 1
     except BrokenPipeError:
         # The reader of stdout went away (`collscope ... | head`): end quietly, as cat does.
@@ -99,5 +100,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         quiet_closed_stdout()
         return PIPE_CLOSED_EXIT_CODE
     except KeyboardInterrupt:
-        sys.stderr.write(f"collscope {args.command}: interrupted\n")
+        sys.stderr.write(f"collscope {args.subcommand}: interrupted\n")
         return 130

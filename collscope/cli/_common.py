@@ -1,21 +1,37 @@
-"""What the CLI modules share: the arguments no config field holds (--nproc for bench, train,
-overlap, links; the COLLECTIVE list for bench, tune; the check that output files can be
-written, for the commands that launch ranks (made where they will be written: see
-collscope.runtime.entry.Job.output_check); every other flag comes from its command's config
-dataclass through collscope.config_flags). Output helpers live in collscope.console.
-No torch at import."""
+"""What the CLI modules share: how a subcommand's parser is made (command_parser), the
+arguments no config field holds (--nproc for bench, train, overlap, links; the COLLECTIVE list
+for bench, tune), the check that output files can be written, for the commands that launch
+ranks (made where they will be written: see collscope.runtime.entry.Job.output_check); every
+other flag comes from its command's config dataclass through collscope.config_flags. Output
+helpers live in collscope.console. No torch at import."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from collscope.collectives.table import COLLECTIVES
-from collscope.config_flags import NPROC_HELP
+from collscope.config_flags import NPROC_HELP, add_flags
 
 
-def add_nproc_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+def command_parser(commands: Any, name: str, help: str, description: str, epilog: str,
+                   usage: str | None = None) -> argparse.ArgumentParser:
+    """Subcommand ``name``'s parser: its one-line help, its description, and ``epilog``
+    (examples, method, exit codes) after the flags, printed as written."""
+    options = {"usage": usage} if usage else {}
+    parser: argparse.ArgumentParser = commands.add_parser(
+        name, help=help, description=description, epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter, **options)
+    return parser
+
+
+def add_job_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+                      config: type) -> None:
+    """How a command that runs ranks is launched: --nproc (no config holds it: the launcher
+    decides the ranks), then its config's --backend and --timeout."""
     parser.add_argument("--nproc", type=int, default=None, help=NPROC_HELP)
+    add_flags(parser, config, ["backend", "timeout_s"])
 
 
 def add_collectives_argument(parser: argparse.ArgumentParser) -> None:

@@ -9,8 +9,13 @@ from collections.abc import Sequence
 from contextlib import ExitStack
 from typing import Any
 
-from collscope.bench.config import BenchConfig
-from collscope.cli._common import add_collectives_argument, add_nproc_argument, outputs_check
+from collscope.bench.config import BenchConfig, BenchOutputs
+from collscope.cli._common import (
+    add_collectives_argument,
+    add_job_arguments,
+    command_parser,
+    outputs_check,
+)
 from collscope.config_flags import add_flags, config_from
 
 EXAMPLES = """\
@@ -39,60 +44,46 @@ exit codes: 0 ok, 1 a rank failed or timed out or an output file failed while me
 
 
 def add_parser(commands: Any) -> None:
-    p = commands.add_parser(
-        "bench", help="collective benchmarks with nccl-tests' numbers",
+    p = command_parser(
+        commands, "bench", help="collective benchmarks with nccl-tests' numbers",
         description="Benchmark collectives on torch.distributed; the table reads like "
-                    "nccl-tests'.", epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+                    "nccl-tests'.", epilog=EXAMPLES)
     add_collectives_argument(p)
     add_flags(p, BenchConfig, ["min_bytes", "max_bytes", "step_factor", "step_bytes", "iters",
                                "warmup_iters", "dtypes", "ops", "root", "check", "blocking",
                                "average"])
-    placement = p.add_mutually_exclusive_group()
-    placement.add_argument("--in-place", action="store_true", help="only in-place")
-    placement.add_argument("--out-of-place", action="store_true", help="only out-of-place")
+    add_flags(p.add_mutually_exclusive_group(), BenchConfig, ["out_of_place", "in_place"])
     add_flags(p, BenchConfig, ["target_precision", "time_budget_s", "algo", "ranks_per_node",
                                "hier_chunk_bytes"])
-    add_nproc_argument(p)
-    add_flags(p, BenchConfig, ["backend", "timeout_s"])
-    p.add_argument("--json", metavar="FILE", help="write JSON Lines records (flushed per size)")
-    p.add_argument("--csv", metavar="FILE", help="write one CSV row per result")
-    p.add_argument("--per-rank", action="store_true",
-                   help="print per size the late rank (shortest own op time; binomial and "
-                        "Wilcoxon tests) and the wait it causes, and name a rank late in "
-                        "most sizes")
-    p.add_argument("--nccl-json", metavar="FILE",
-                   help="also write nccl-tests' -J JSON (file version 3, per-iteration blocks "
-                        "as with -I 1); never overwrites: FILE.0, FILE.1, ... as nccl-tests")
+    add_job_arguments(p, BenchConfig)
+    add_flags(p, BenchOutputs)
     p.set_defaults(handler=handle, needs_torch=True)
 
 
 def config_from_args(args: argparse.Namespace) -> BenchConfig:
-    return config_from(BenchConfig, args, collectives=args.collectives or ["all_reduce"],
-                       in_place=not args.out_of_place, out_of_place=not args.in_place)
+    return config_from(BenchConfig, args, collectives=args.collectives or ["all_reduce"])
 
 
 def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from collscope.runtime.entry import Job, launch_or_spawn
 
     config = config_from_args(args)
+    outputs = config_from(BenchOutputs, args)
     # rank 0 writes them (bench.report.Reporter)
-    outputs = outputs_check(("--json", args.json), ("--csv", args.csv),
-                            ("--nccl-json", args.nccl_json))
+    check = outputs_check(("--json", outputs.json), ("--csv", outputs.csv),
+                          ("--nccl-json", outputs.nccl_json))
 
     def body(session: Any, launcher_name: str) -> int:
         from collscope.bench import runner
-        from collscope.bench.report import Outputs, Reporter
+        from collscope.bench.report import Reporter
 
-        outputs = Outputs(json=args.json, csv=args.csv, per_rank=args.per_rank,
-                          nccl_json=args.nccl_json)
         with ExitStack() as stack:
             reporter = stack.enter_context(Reporter(config, session, outputs, launcher_name)) \
                 if session.rank == 0 else None
             results = runner.run(config, session,
                                  on_row=reporter.row if reporter else None,
                                  on_collective=reporter.collective if reporter else None,
-                                 own_op_times=args.per_rank)
+                                 own_op_times=outputs.per_rank)
         for failure in reporter.failures if reporter else []:
             sys.stderr.write(f"collscope bench: {failure}\n")
         if runner.any_wrong(results):
@@ -100,4 +91,4 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
         return 1 if reporter and reporter.failures else 0
 
     return launch_or_spawn(Job("bench", config.backend, config.timeout_s, args.nproc,
-                               config.validate_for_job, body, output_check=outputs), argv)
+                               config.validate_for_job, body, output_check=check), argv)

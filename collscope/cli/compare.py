@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from itertools import groupby
 from typing import Any
 
+from collscope.cli._common import command_parser
 from collscope.config_flags import add_flags, config_from
 from collscope.console import table_console
 from collscope.errors import UsageError
@@ -43,13 +44,10 @@ matched or bad input.
 
 
 def add_parser(commands: Any) -> None:
-    p = commands.add_parser(
-        "compare", help="per-size deltas between two result sets; exit 1 on a regression",
+    p = command_parser(
+        commands, "compare", help="per-size deltas between two result sets; exit 1 on a regression",
         description="Compare two sets of collective results size by size (a CI regression "
-                    "gate).", epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("base", metavar="BASE", help="baseline: collscope JSON Lines or a log")
-    p.add_argument("new", metavar="NEW", help="candidate: collscope JSON Lines or a log")
+                    "gate).", epilog=EXAMPLES)
     add_flags(p, CompareConfig)
     p.set_defaults(handler=handle)
 
@@ -63,7 +61,7 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     config = config_from(CompareConfig, args)
     min_bytes = config.min_bytes
     try:
-        base, new = load_inputs([args.base, args.new])
+        base, new = load_inputs([config.base, config.new])
     except InputError as error:
         raise UsageError(f"BASE/NEW: {error}") from None
     for source in (base, new):       # malformed lines are said, never dropped silently
@@ -87,7 +85,7 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
                          f"of {new.name} not judged: BASE has no result of their collective, "
                          "dtype, op, placement, size, algo and world size\n")
     if config.json:
-        write_records(config.json, result.records(args.base, args.new,
+        write_records(config.json, result.records(config.base, config.new,
                                                 redact_argv(["collscope", *argv])))
     if config.json != "-":
         render(result, base.name, new.name)

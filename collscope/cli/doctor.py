@@ -10,8 +10,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from collscope.cli._common import command_parser
 from collscope.config_flags import add_flags, config_from
-from collscope.doctor.config import DoctorConfig
+from collscope.doctor.config import DoctorConfig, DoctorModes
 
 EXAMPLES = """\
 examples:
@@ -36,38 +37,37 @@ exit codes: 0 nothing failed (warnings allowed), 1 a check failed, 2 bad input.
 
 
 def add_parser(commands: Any) -> None:
-    p = commands.add_parser(
-        "doctor", help="check GPUs, topology, RCCL/NCCL, UCX, RDMA, env and kernel settings",
+    p = command_parser(
+        commands, "doctor",
+        help="check GPUs, topology, RCCL/NCCL, UCX, RDMA, env and kernel settings",
         description="Check this node's communication stack (or a captured bundle, or every "
                     "node of a job): each finding says what was found, why it matters and how "
-                    "to fix it.", epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+                    "to fix it.", epilog=EXAMPLES)
     add_flags(p, DoctorConfig, ["json", "collect", "source"])
-    p.add_argument("--explain", metavar="ID", help="print what check ID looks at and why")
+    add_flags(p, DoctorModes, ["explain"])
     add_flags(p, DoctorConfig, ["selftest", "all_ranks", "nproc", "backend", "timeout_s",
                                 "tool_timeout_s"])
-    # Internal: one rank of the GPU self-test (spawned by doctor itself).
-    p.add_argument("--selftest-rank", metavar="FILE", help=argparse.SUPPRESS)
-    p.add_argument("--selftest-timeout", type=float, default=60.0, help=argparse.SUPPRESS)
+    add_flags(p, DoctorModes, ["selftest_rank", "selftest_timeout"])   # internal
     p.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from collscope.errors import UsageError
 
-    if args.selftest_rank:
+    modes = config_from(DoctorModes, args)
+    if modes.selftest_rank:
         from collscope.doctor.selftest import rank_main
 
-        return rank_main(args.selftest_rank, args.selftest_timeout)
-    if args.explain is not None:
+        return rank_main(modes.selftest_rank, modes.selftest_timeout)
+    if modes.explain is not None:
         from collscope.doctor.checks import RULES, explain
 
-        text = explain(args.explain)
+        text = explain(modes.explain)
         if text is None:
-            raise UsageError(f"--explain: unknown check {args.explain!r}; known: "
+            raise UsageError(f"--explain: unknown check {modes.explain!r}; known: "
                              f"{', '.join(sorted(RULES))}")
-        if args.json:  # --json: stdout carries JSON only
-            entry = RULES[args.explain]
+        if args.json:  # --json: stdout carries JSON only (read before the config is checked)
+            entry = RULES[modes.explain]
             text = json.dumps({"id": entry.id, "area": entry.area,
                                "explanation": entry.explanation}) + "\n"
         sys.stdout.write(text)

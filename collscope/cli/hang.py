@@ -7,7 +7,7 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from collscope.cli._common import check_writable
+from collscope.cli._common import check_writable, command_parser
 from collscope.config_flags import add_flags, config_from
 from collscope.hang.config import HangConfig
 
@@ -34,18 +34,13 @@ exit codes: 0 no hang or desync found, 1 one found, 2 bad input.
 
 
 def add_parser(commands: Any) -> None:
-    p = commands.add_parser(
-        "hang", help="my job hung: which rank, host and collective (Flight Recorder dumps, "
-                     "ncclras)",
+    p = command_parser(
+        commands, "hang",
+        help="my job hung: which rank, host and collective (Flight Recorder dumps, ncclras)",
         description="Name the rank, host and collective that a hung or timed-out job waits "
                     "on, from PyTorch Flight Recorder dumps and ncclras output: one verdict "
-                    "first, then the evidence.", epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("paths", nargs="+", metavar="PATH", help="dump files or folders")
+                    "first, then the evidence.", epilog=EXAMPLES)
     add_flags(p, HangConfig)
-    p.add_argument("--json", metavar="FILE",
-                   help="write JSON Lines: a run record, one hang_group per process group, "
-                        "one hang_verdict ('-': to stdout instead of the text)")
     p.set_defaults(handler=handle)
 
 
@@ -53,12 +48,12 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from collscope.hang import analyse_paths, render_text
     from collscope.hang.report import write_json_records
 
-    config = config_from(HangConfig, args, paths=args.paths)
-    check_writable("--json", args.json)
+    config = config_from(HangConfig, args)
+    check_writable("--json", config.json)
     analysis = analyse_paths(config.paths, hosts=read_hosts(config.hosts))
-    if args.json:
-        write_json_records(args.json, analysis, argv)
-    if args.json != "-":
+    if config.json:
+        write_json_records(config.json, analysis, argv)
+    if config.json != "-":
         import sys
 
         sys.stdout.write(render_text(analysis))

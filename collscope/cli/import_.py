@@ -11,8 +11,19 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from collscope.cli._common import command_parser
+from collscope.config_flags import (
+    REQUIRED,
+    add_flags,
+    config_from,
+    flag,
+    json_flag,
+    output_flag,
+    stdout_once,
+)
 from collscope.errors import UsageError
 
 if TYPE_CHECKING:      # the library is imported when the command runs (a fast --help)
@@ -35,23 +46,32 @@ exit codes: 0 ok, 2 bad input (a log with no result table, an unreadable file).
 """
 
 
+@dataclass
+class ImportConfig:
+    """What `collscope import` reads and writes (each field is also its flag)."""
+
+    logs: list[str] = flag(REQUIRED, "logs", nargs="+", metavar="LOG",
+                           help="nccl-tests / rccl-tests output files")
+    output: str = output_flag("OUT.jsonl", "JSON Lines file to write ('-' for stdout)")
+    skip_failed: bool = flag(False, "--skip-failed",
+                             help="import the other logs when one has no result table (it is "
+                                  "reported)")
+    json: str | None = json_flag("write one import_log record per log (runs, results, "
+                                 "warnings) as JSON Lines; '-' for stdout")
+    quiet: bool = flag(False, "-q", "--quiet", help="print no warnings")
+
+    def __post_init__(self) -> None:
+        stdout_once(self, "output", "json")
+
+
 def add_parser(commands: Any) -> None:
-    p = commands.add_parser(
-        "import", help="nccl-tests / rccl-tests logs -> collscope JSON Lines",
+    p = command_parser(
+        commands, "import", help="nccl-tests / rccl-tests logs -> collscope JSON Lines",
         description="Import nccl-tests / rccl-tests output as collscope run + result records: "
                     "text logs of any version (launcher/collector line prefixes stripped), "
                     "nccl-tests -J JSON, rccl-tests -Z csv|json; recognised by content.",
-        epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("logs", nargs="+", metavar="LOG", help="nccl-tests / rccl-tests output files")
-    p.add_argument("-o", "--output", required=True, metavar="OUT.jsonl",
-                   help="JSON Lines file to write ('-' for stdout)")
-    p.add_argument("--skip-failed", action="store_true",
-                   help="import the other logs when one has no result table (it is reported)")
-    p.add_argument("--json", metavar="FILE",
-                   help="write one import_log record per log (runs, results, warnings) as "
-                        "JSON Lines; '-' for stdout")
-    p.add_argument("-q", "--quiet", action="store_true", help="print no warnings")
+        epilog=EXAMPLES)
+    add_flags(p, ImportConfig)
     p.set_defaults(handler=handle)
 
 
@@ -60,10 +80,9 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from collscope.records.load import distinct_inputs
     from collscope.records.logs import ImportLogRecord, LogImportError, import_file, to_records
 
-    if args.output == "-" and args.json == "-":
-        raise UsageError("--json: '-' (stdout) is taken by -o -; give --json a file name")
+    config = config_from(ImportConfig, args)
     # The same log twice (or two copies of it) would write every run twice: read it once.
-    logs, repeats = distinct_inputs(args.logs)
+    logs, repeats = distinct_inputs(config.logs)
     for repeat in repeats:
         _say(f"warning: {repeat}")
     # Read every log first: a failure exits with its one line and nothing written or printed.
@@ -74,7 +93,7 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
         except OSError as error:
             raise UsageError(f"LOG: cannot read {log} ({error.strerror or error})") from None
         except LogImportError as error:
-            if not args.skip_failed:
+            if not config.skip_failed:
                 raise UsageError(str(error)) from None
             outcomes.append((log, None, str(error)))
     imported = []
@@ -88,17 +107,17 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
         warnings = [w for run in runs for w in run.warnings]
         summary.append(_log_summary(log, runs, warnings))
         _say(_summary_line(summary[-1]))
-        if not args.quiet:
+        if not config.quiet:
             for warning in warnings:
                 _say(f"  {log}: {warning}")
     if not imported:
         raise UsageError("LOG: no log had a result table; nothing to write")
     records = to_records(imported)
-    write_records(args.output, records, "-o/--output")
-    if args.output != "-":
-        _say(f"wrote {len(records)} records ({len(imported)} run(s)) to {args.output}")
-    if args.json:
-        write_records(args.json, [entry.to_dict() for entry in summary])
+    write_records(config.output, records, "-o/--output")
+    if config.output != "-":
+        _say(f"wrote {len(records)} records ({len(imported)} run(s)) to {config.output}")
+    if config.json:
+        write_records(config.json, [entry.to_dict() for entry in summary])
     return 0
 
 

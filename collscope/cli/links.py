@@ -8,9 +8,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from collscope.cli._common import add_nproc_argument, outputs_check
+from collscope.cli._common import add_job_arguments, command_parser, outputs_check
 from collscope.config_flags import add_flags, config_from
-from collscope.links.config import LinksConfig
+from collscope.links.config import LinksConfig, LinksOutputs
 
 EXAMPLES = """\
 examples:
@@ -38,39 +38,33 @@ exit codes: 0 every link and node ok, 1 a link or node failed (or a rank failed 
 
 
 def add_parser(commands: Any) -> None:
-    p = commands.add_parser(
-        "links", help="pairwise link matrix: which node, NIC or GPU pair is slow (exit 1)",
+    p = command_parser(
+        commands, "links",
+        help="pairwise link matrix: which node, NIC or GPU pair is slow (exit 1)",
         description="Measure every node pair and GPU pair of the job; name slow links and "
-                    "nodes. A cluster acceptance gate.", epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+                    "nodes. A cluster acceptance gate.", epilog=EXAMPLES)
     add_flags(p, LinksConfig, ["size_bytes", "iters", "warmup_iters", "pairs", "per_gpu",
                                "fraction", "expected_fraction", "confirm", "pair_budget_s",
                                "seed"])
-    add_nproc_argument(p)
-    add_flags(p, LinksConfig, ["backend", "timeout_s"])
-    p.add_argument("--json", metavar="FILE",
-                   help="write JSON Lines (run, link and node records); '-' for stdout "
-                        "(then nothing else goes there)")
+    add_job_arguments(p, LinksConfig)
+    add_flags(p, LinksOutputs)
     p.set_defaults(handler=handle, needs_torch=True)
-
-
-def config_from_args(args: argparse.Namespace) -> LinksConfig:
-    return config_from(LinksConfig, args)
 
 
 def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from collscope.runtime.entry import Job, launch_or_spawn
 
-    config = config_from_args(args)
+    config = config_from(LinksConfig, args)
+    outputs = config_from(LinksOutputs, args)
 
     def body(session: Any, launcher_name: str) -> int:
         from collscope.links import run as links_run
         from collscope.links.report import LinksWriter, render
         from collscope.links.verdicts import failed
 
-        to_stdout = args.json == "-"
-        writer = LinksWriter(args.json, session, launcher_name, config, time.time()) \
-            if args.json and session.rank == 0 else None
+        to_stdout = outputs.json == "-"
+        writer = LinksWriter(outputs.json, session, launcher_name, config, time.time()) \
+            if outputs.json and session.rank == 0 else None
 
         def progress(where: str, attempt: int, done: list[dict[str, Any]]) -> None:
             sys.stderr.write(f"collscope links: {where}: {len(done)} directions measured\n")
@@ -92,5 +86,5 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
     return launch_or_spawn(Job("links", config.backend, config.timeout_s, args.nproc,
                                config.validate_for_job, body,
-                               output_check=outputs_check(("--json", args.json))),  # rank 0's
+                               output_check=outputs_check(("--json", outputs.json))),  # rank 0's
                            argv)

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from collscope.cli._common import command_parser
 from collscope.config_flags import add_flags, config_from
 from collscope.errors import UsageError
 from collscope.model.config import CheckRequest, FitRequest, PlanRequest, PredictRequest
@@ -42,11 +43,11 @@ the model, node counts < 1, inputs without result rows).
 
 
 def add_parser(commands: Any) -> None:
-    p = commands.add_parser(
-        "model", help="fit a cost model from measurements; predict collectives and steps",
+    p = command_parser(
+        commands, "model", help="fit a cost model from measurements; predict collectives and steps",
         description="Fit a communication cost model from bench records and nccl-tests / "
                     "rccl-tests logs; predict collectives and training steps at scale.",
-        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=EXAMPLES)
     sub = p.add_subparsers(dest="model_command", metavar="SUBCOMMAND")
     add_flags(sub.add_parser(
         "fit", help="measurements -> model file",

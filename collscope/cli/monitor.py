@@ -8,6 +8,7 @@ import socket
 from collections.abc import Sequence
 from typing import Any
 
+from collscope.cli._common import command_parser
 from collscope.config_flags import add_flags, config_from
 from collscope.monitor.config import MonitorConfig
 
@@ -35,25 +36,23 @@ interrupted; 1 instead of 0 when --jsonl / --summary-json could not be written d
 
 
 def add_parser(commands: Any) -> None:
-    p = commands.add_parser(
-        "monitor", help="live and recorded GPU, memory and network-bandwidth monitoring",
+    p = command_parser(
+        commands, "monitor", help="live and recorded GPU, memory and network-bandwidth monitoring",
         description="Sample GPU utilization/memory/power, host CPU and memory, per-NIC and "
                     "per-RDMA-port bandwidth; show it live, record it as JSON Lines, serve it "
                     "to Prometheus, or wrap a command and summarise its run.",
-        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=EXAMPLES,
         usage="collscope monitor [--interval S] [--duration S] [--jsonl FILE] "
               "[--prometheus [HOST:]PORT] [--summary-json FILE] [--gpu-backend NAME] "
               "[-- CMD ARGS...]")
     add_flags(p, MonitorConfig)
-    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ARGS",
-                   help="run this command (no shell), sample while it runs, exit with its code")
     p.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from collscope.runtime.launchers import detect_launcher
 
-    config = config_from(MonitorConfig, args, command=list(args.cmd or []))
+    config = config_from(MonitorConfig, args)
     launch = detect_launcher(os.environ)
     _check_outputs(config, launch)
     if launch is not None and launch.local_rank != 0:

@@ -7,10 +7,10 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from collscope.cli._common import add_nproc_argument, outputs_check
+from collscope.cli._common import add_job_arguments, command_parser, outputs_check
 from collscope.config_flags import add_flags, config_from
 from collscope.errors import OutputError
-from collscope.overlap import OverlapConfig
+from collscope.overlap import OverlapConfig, OverlapOutputs
 
 EXAMPLES = """\
 examples:
@@ -29,28 +29,22 @@ exit codes: 0 ok, 1 a rank failed or timed out or --json could not be written, 2
 
 
 def add_parser(commands: Any) -> None:
-    p = commands.add_parser(
-        "overlap", help="does communication hide under compute? (matmul + all_reduce)",
+    p = command_parser(
+        commands, "overlap", help="does communication hide under compute? (matmul + all_reduce)",
         description="Run a matmul and an all_reduce alone and together and report how much of "
-                    "the shorter one hides under the longer.", epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+                    "the shorter one hides under the longer.", epilog=EXAMPLES)
     add_flags(p.add_mutually_exclusive_group(), OverlapConfig, ["matmul_dim", "flops"])
     add_flags(p, OverlapConfig, ["size_bytes", "iters", "warmup", "dtype"])
-    add_nproc_argument(p)
-    add_flags(p, OverlapConfig, ["backend", "timeout_s"])
-    p.add_argument("--json", metavar="FILE",
-                   help="write JSON Lines: a run record, then the overlap record")
+    add_job_arguments(p, OverlapConfig)
+    add_flags(p, OverlapOutputs)
     p.set_defaults(handler=handle, needs_torch=True)
-
-
-def config_from_args(args: argparse.Namespace) -> OverlapConfig:
-    return config_from(OverlapConfig, args)
 
 
 def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from collscope.runtime.entry import Job, launch_or_spawn
 
-    config = config_from_args(args)
+    config = config_from(OverlapConfig, args)
+    outputs = config_from(OverlapOutputs, args)
 
     def body(session: Any, launcher_name: str) -> int:
         from collscope.overlap import measure, render
@@ -60,12 +54,12 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
             set_cpu_threads(session.launch.local_world_size)
         result = measure(config, session)
         if session.rank == 0:
-            if args.json != "-":         # `--json -`: stdout carries the records only
+            if outputs.json != "-":         # `--json -`: stdout carries the records only
                 for line in render(result, session.label):
                     print(line, flush=True)
-            if args.json:
+            if outputs.json:
                 try:
-                    _write_json(args.json, config, result, session, launcher_name)
+                    _write_json(outputs.json, config, result, session, launcher_name)
                 except OutputError as error:   # measured: the table above has the result
                     sys.stderr.write(f"collscope overlap: {error}\n")
                     return 1
@@ -73,7 +67,7 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
     return launch_or_spawn(Job("overlap", config.backend, config.timeout_s, args.nproc,
                                config.validate_for_job, body,
-                               output_check=outputs_check(("--json", args.json))),  # rank 0's
+                               output_check=outputs_check(("--json", outputs.json))),  # rank 0's
                            argv)
 
 

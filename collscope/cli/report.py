@@ -5,8 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from collscope.cli._common import command_parser
+from collscope.config_flags import REQUIRED, add_flags, config_from, flag, output_flag
 from collscope.errors import UsageError
 
 EXAMPLES = """\
@@ -26,19 +29,26 @@ exit codes: 0 ok, 2 bad input (unreadable file, a log with no result table, noth
 """
 
 
+@dataclass
+class ReportConfig:
+    """What `collscope report` reads and writes (each field is also its flag)."""
+
+    inputs: list[str] = flag(REQUIRED, "inputs", nargs="+", metavar="INPUT",
+                             help="collscope JSON Lines files or nccl-tests / rccl-tests logs")
+    output: str = output_flag("report.html", "HTML file to write")
+    png: str | None = flag(None, "--png", metavar="DIR",
+                           help="also write every chart as a PNG into DIR (needs matplotlib: "
+                                "pip install 'collscope[report]')")
+    title: str = flag("collscope report", "--title", show_default=False, help="page title")
+
+
 def add_parser(commands: Any) -> None:
-    p = commands.add_parser(
-        "report", help="self-contained HTML report (plots, run contexts) of results and logs",
+    p = command_parser(
+        commands, "report",
+        help="self-contained HTML report (plots, run contexts) of results and logs",
         description="Plot and tabulate collscope results and nccl-tests logs in one HTML file.",
-        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("inputs", nargs="+", metavar="INPUT",
-                   help="collscope JSON Lines files or nccl-tests / rccl-tests logs")
-    p.add_argument("-o", "--output", required=True, metavar="report.html",
-                   help="HTML file to write")
-    p.add_argument("--png", metavar="DIR",
-                   help="also write every chart as a PNG into DIR (needs matplotlib: "
-                        "pip install 'collscope[report]')")
-    p.add_argument("--title", default="collscope report", help="page title")
+        epilog=EXAMPLES)
+    add_flags(p, ReportConfig)
     p.set_defaults(handler=handle)
 
 
@@ -46,7 +56,8 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from collscope.records.load import InputError, load_inputs
     from collscope.report.html import all_charts, render_report
 
-    if args.png:
+    config = config_from(ReportConfig, args)
+    if config.png:
         from collscope.report.plots import require_matplotlib
 
         try:
@@ -54,7 +65,7 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
         except ImportError as error:
             raise UsageError(f"--png: {error}") from None
     try:
-        inputs = load_inputs(args.inputs)
+        inputs = load_inputs(config.inputs)
     except InputError as error:
         raise UsageError(f"INPUT: {error}") from None
     if not any(source.results or any(run.train or run.samples or run.predictions or run.tune
@@ -63,24 +74,24 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
                for source in inputs):
         raise UsageError("INPUT: no result, train, sample, trace, prediction, tune, link, "
                          "overlap, hang or watch records in any input; nothing to plot")
-    page = render_report(inputs, title=args.title)
+    page = render_report(inputs, title=config.title)
     try:
-        with open(args.output, "w", encoding="utf-8") as out:
+        with open(config.output, "w", encoding="utf-8") as out:
             out.write(page)
     except OSError as error:
-        raise UsageError(f"-o/--output: cannot write {args.output} "
+        raise UsageError(f"-o/--output: cannot write {config.output} "
                          f"({error.strerror or error})") from None
     for source in inputs:
         sys.stderr.write(f"collscope report: {source.name}: {source.kind}, {source.holdings()}, "
                          f"{len(source.warnings)} warning(s)\n")
-    print(f"wrote {args.output}")
-    if args.png:
+    print(f"wrote {config.output}")
+    if config.png:
         from collscope.report.plots import write_pngs
 
         try:
-            written = write_pngs(all_charts(inputs), args.png)
+            written = write_pngs(all_charts(inputs), config.png)
         except OSError as error:
-            raise UsageError(f"--png: cannot write into {args.png} "
+            raise UsageError(f"--png: cannot write into {config.png} "
                              f"({error.strerror or error})") from None
-        print(f"wrote {len(written)} PNG chart(s) to {args.png}")
+        print(f"wrote {len(written)} PNG chart(s) to {config.png}")
     return 0

@@ -7,7 +7,7 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from collscope.cli._common import check_writable
+from collscope.cli._common import check_writable, command_parser
 from collscope.config_flags import add_flags, config_from
 from collscope.trace.config import TraceConfig
 
@@ -43,22 +43,14 @@ exit codes: 0 ok (also when there is no communication), 2 bad input.
 
 
 def add_parser(commands: Any) -> None:
-    p = commands.add_parser(
-        "trace", help="your job's profiler traces: collectives, exposed comm, late rank, "
+    p = command_parser(
+        commands, "trace", help="your job's profiler traces: collectives, exposed comm, late rank, "
                       "efficiency vs bench",
         description="Analyse torch.profiler traces of a training job: which collectives it "
                     "issues, how much of each step is exposed communication, which rank is "
                     "late, and how far each collective falls short of the cluster's measured "
-                    "bandwidth.", epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    # nargs="*": --baseline takes files up to the next flag and may take TRACE with them
-    # (`--baseline bl.jsonl traces/`); handle() gives those back, then requires one.
-    p.add_argument("traces", nargs="*", metavar="TRACE",
-                   help="trace files or folders (at least one)")
+                    "bandwidth.", epilog=EXAMPLES)
     add_flags(p, TraceConfig)
-    p.add_argument("--json", metavar="FILE",
-                   help="write JSON Lines: a run record, then trace_collective, trace_step, "
-                        "trace_rank and finding records ('-': to stdout instead of tables)")
     p.set_defaults(handler=handle)
 
 
@@ -86,12 +78,12 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from collscope.trace.analyze import analyse
     from collscope.trace.report import render, write_json_records
 
-    traces, baseline = traces_after_baseline(args.traces, args.baseline)
+    traces, baseline = traces_after_baseline(args.paths, args.baseline)
     config = config_from(TraceConfig, args, paths=traces, baseline=baseline)
-    check_writable("--json", args.json)      # before the analysis, not a traceback after it
+    check_writable("--json", config.json)      # before the analysis, not a traceback after it
     result = analyse(config)
-    if args.json:
-        write_json_records(args.json, result, argv)
-    if args.json != "-":
+    if config.json:
+        write_json_records(config.json, result, argv)
+    if config.json != "-":
         render(result)
     return 0

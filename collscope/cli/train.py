@@ -7,9 +7,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from collscope.cli._common import add_nproc_argument, outputs_check
+from collscope.cli._common import add_job_arguments, command_parser, outputs_check
 from collscope.config_flags import add_flags, config_from
-from collscope.train.config import SWEEPABLE, DDPKnobs, TrainConfig
+from collscope.train.config import DDPKnobs, TrainConfig, TrainOutputs
 
 EXAMPLES = """\
 examples:
@@ -36,11 +36,11 @@ or a model that does not fit. --json - : stdout carries the records only.
 
 
 def add_parser(commands: Any) -> None:
-    p = commands.add_parser(
-        "train", help="Llama DDP/FSDP training: exposed comm, overlap, DDP knob sweeps",
+    p = command_parser(
+        commands, "train", help="Llama DDP/FSDP training: exposed comm, overlap, DDP knob sweeps",
         description="Train a randomly initialised Llama on synthetic tokens and measure how "
                     "much of each step is communication that compute does not hide.",
-        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=EXAMPLES)
     model = p.add_argument_group("model")
     add_flags(model, TrainConfig, ["preset", "hidden", "layers", "heads", "seq_len",
                                    "batch_size", "dtype"])
@@ -48,34 +48,24 @@ def add_parser(commands: Any) -> None:
     add_flags(par, TrainConfig, ["parallel"])
     add_flags(par, DDPKnobs, ["bucket_cap_mb", "gradient_as_bucket_view", "static_graph",
                               "comm_hook"])
-    add_flags(par, TrainConfig, ["ranks_per_node", "hier_chunk_bytes"])
-    par.add_argument("--sweep", action="append", default=[], metavar="NAME=V1,V2,...",
-                     help=f"vary a DDP setting (repeatable; the grid is the product): "
-                          f"{', '.join(SWEEPABLE)}; booleans take 0,1")
+    add_flags(par, TrainConfig, ["ranks_per_node", "hier_chunk_bytes", "sweep"])
     run = p.add_argument_group("measurement")
     add_flags(run, TrainConfig, ["steps", "warmup", "lr", "seed", "trace_dir", "trace_steps"])
-    add_nproc_argument(run)
-    add_flags(run, TrainConfig, ["backend", "timeout_s", "force"])
-    run.add_argument("--json", metavar="FILE",
-                     help="write JSON Lines: a run record, then one train record per "
-                          "configuration (flushed as measured)")
+    add_job_arguments(run, TrainConfig)
+    add_flags(run, TrainConfig, ["force"])
+    add_flags(run, TrainOutputs)
     p.set_defaults(handler=handle, needs_torch=True)
 
 
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
-    from collscope.train.config import parse_sweep
-
-    sweep: dict[str, list[Any]] = {}
-    for text in args.sweep:
-        name, values = parse_sweep(text)
-        sweep[name] = values
-    return config_from(TrainConfig, args, knobs=config_from(DDPKnobs, args), sweep=sweep)
+    return config_from(TrainConfig, args, knobs=config_from(DDPKnobs, args))
 
 
 def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from collscope.runtime.entry import Job, launch_or_spawn
 
     config = config_from_args(args)
+    outputs = config_from(TrainOutputs, args)
 
     def body(session: Any, launcher_name: str) -> int:
         from collscope.train.measure import set_cpu_threads, train
@@ -84,7 +74,7 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
             set_cpu_threads(session.launch.local_world_size)
         from collscope.train.report import Reporter
 
-        reporter = Reporter(config, session, args.json, launcher_name) if session.rank == 0 \
+        reporter = Reporter(config, session, outputs.json, launcher_name) if session.rank == 0 \
             else None
         try:
             records = train(session, config, on_record=reporter.record if reporter else None)
@@ -111,7 +101,7 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     return launch_or_spawn(Job("train", config.backend, config.timeout_s, args.nproc,
                                config.validate_for_job, body, host_preflight, rank_preflight,
                                # rank 0 writes --json; every rank its trace, on its node
-                               output_check=outputs_check(("--json", args.json)),
+                               output_check=outputs_check(("--json", outputs.json)),
                                node_output_check=outputs_check(
                                    folders=[("--trace", config.trace_dir)])),
                            argv)

@@ -9,7 +9,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from collscope.cli._common import add_collectives_argument
+from collscope.cli._common import add_collectives_argument, command_parser
 from collscope.config_flags import add_flags, config_from
 from collscope.tune.config import TuneConfig
 
@@ -39,11 +39,11 @@ trial succeeded, 2 bad input.
 
 
 def add_parser(commands: Any) -> None:
-    p = commands.add_parser(
-        "tune", help="find the RCCL/NCCL settings that make collectives fastest, with proof",
+    p = command_parser(
+        commands, "tune",
+        help="find the RCCL/NCCL settings that make collectives fastest, with proof",
         description="Sweep communication settings in fresh bench jobs, in interleaved rounds, "
-                    "and keep what beats the defaults beyond noise.", epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+                    "and keep what beats the defaults beyond noise.", epilog=EXAMPLES)
     add_collectives_argument(p)
     add_flags(p, TuneConfig)
     p.set_defaults(handler=handle, needs_torch=True)

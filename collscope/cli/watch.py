@@ -6,6 +6,7 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
+from collscope.cli._common import command_parser
 from collscope.config_flags import add_flags, config_from
 from collscope.watch.config import WatchConfig
 
@@ -29,17 +30,15 @@ the job; 2 bad input (checked before the command starts).
 
 
 def add_parser(commands: Any) -> None:
-    p = commands.add_parser(
-        "watch", help="live per-rank communication telemetry inside your own job",
+    p = command_parser(
+        commands, "watch", help="live per-rank communication telemetry inside your own job",
         description="Run your launch command with collscope's agent in every rank: late "
                     "ranks named as it happens (Flight Recorder + the job's store), a stall "
                     "turned into dumps and a verdict before the watchdog fires.",
-        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=EXAMPLES,
         usage="collscope watch [--json FILE] [--prometheus [HOST:]PORT] [--interval S] "
               "[--hang-after S] [--on-hang report|kill] [--dump-dir DIR] -- COMMAND [ARGS...]")
     add_flags(p, WatchConfig)
-    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND ARGS",
-                   help="the launch command (no shell), e.g. torchrun ... train.py")
     p.set_defaults(handler=handle)
 
 
@@ -48,7 +47,7 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from collscope.monitor.wrap import check_command
     from collscope.watch.run import check_dump_dir, run_watch
 
-    config = config_from(WatchConfig, args, command=list(args.cmd or []))
+    config = config_from(WatchConfig, args)
     check_writable("--json", config.json)
     check_dump_dir(config.dump_dir)
     check_command(config.command)

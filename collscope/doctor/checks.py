@@ -7,7 +7,9 @@ it is the entry point the rest of collscope uses.
 
 from __future__ import annotations
 
-from collscope.doctor.rules import (
+import collscope.doctor.rules  # noqa: F401  (every rule module, registered in report order)
+from collscope.doctor.rules.common import VISIBLE_DEVICES, human_bytes, ranges
+from collscope.doctor.rules.registry import (
     AREAS,
     LEVELS,
     RULES,
@@ -21,7 +23,6 @@ from collscope.doctor.rules import (
     run_checks,
     sort_findings,
 )
-from collscope.doctor.rules.common import VISIBLE_DEVICES, human_bytes, ranges
 from collscope.doctor.rules.topology import expected_fabric
 
 __all__ = ["AREAS", "LEVELS", "RULES", "VISIBLE_DEVICES", "Finding", "Rule", "Verdict",

@@ -53,3 +53,14 @@ class DoctorConfig:
                                                   "positive number of seconds")
         if self.collect is not None and not self.collect.strip():
             raise invalid(self, "collect", "give a file name, e.g. --collect node.tar.gz")
+
+
+@dataclass
+class DoctorModes:
+    """What doctor does instead of checking: explain one check, or run one rank of the GPU
+    self-test (internal: doctor spawns itself with these, collscope.doctor.selftest)."""
+
+    explain: str | None = flag(None, "--explain", metavar="ID",
+                               help="print what check ID looks at and why")
+    selftest_rank: str | None = flag(None, "--selftest-rank", metavar="FILE", hidden=True)
+    selftest_timeout: float = flag(60.0, "--selftest-timeout", type=float, hidden=True)

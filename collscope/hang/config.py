@@ -5,18 +5,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from collscope.config_flags import ConfigError, flag
+from collscope.config_flags import REQUIRED, ConfigError, flag, json_flag
 
 
 @dataclass
 class HangConfig:
     """What `collscope hang` analyses."""
 
-    paths: list[str]
+    paths: list[str] = flag(REQUIRED, "paths", nargs="+", metavar="PATH",
+                            help="dump files or folders")
     hosts: str | None = flag(None, "--hosts", metavar="FILE", show_default=False,
                              help="rank -> host names: a JSON object {\"5\": \"node-02\"} or "
                                   "lines 'RANK HOST' (default: from the file names where they "
                                   "carry hosts, and collscope watch's stack files)")
+    json: str | None = json_flag("write JSON Lines: a run record, one hang_group per process "
+                                 "group, one hang_verdict ('-': to stdout instead of the text)")
 
     def __post_init__(self) -> None:
         if not self.paths:

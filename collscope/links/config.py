@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from collscope.config_flags import BACKEND_HELP, flag, invalid
+from collscope.config_flags import BACKEND_HELP, flag, invalid, json_flag
 from collscope.errors import UsageError
 from collscope.links.schedule import parse_pairs
 from collscope.units import parse_size
@@ -70,3 +70,11 @@ class LinksConfig:
     def validate_for_job(self, world_size: int, _backend: str) -> None:
         if world_size < 2:
             raise UsageError("--nproc: links needs at least 2 ranks (pairs exchange)")
+
+
+@dataclass(frozen=True)
+class LinksOutputs:
+    """What rank 0 writes besides stdout; not part of the recorded configuration."""
+
+    json: str | None = json_flag("write JSON Lines (run, link and node records); '-' for "
+                                 "stdout (then nothing else goes there)")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from collscope.config_flags import REQUIRED, flag, invalid
+from collscope.config_flags import REQUIRED, flag, invalid, json_flag, output_flag, stdout_once
 from collscope.errors import UsageError
 from collscope.model.formulas import ALGOS
 from collscope.train.config import PRESETS
@@ -37,25 +37,23 @@ def inputs_flag() -> list[str]:
                 help="collscope JSON Lines (bench, import) or nccl-tests / rccl-tests logs")
 
 
-def json_flag(what: str) -> str | None:
-    return flag(None, "--json", metavar="FILE",
-                help=f"write {what} as JSON Lines records ('-': to stdout only)")
+def records_flag(what: str) -> str | None:
+    """--json of a model subcommand, writing ``what``."""
+    return json_flag(f"write {what} as JSON Lines records ('-': to stdout only)")
 
 
 @dataclass(kw_only=True)
 class FitRequest:
     inputs: list[str] = inputs_flag()
-    output: str = flag(REQUIRED, "-o", "--output", metavar="MODEL.json",
-                       help="model file to write ('-' for stdout)")
+    output: str = output_flag("MODEL.json", "model file to write ('-' for stdout)")
     holdout_nodes: list[int] = flag([], "--holdout-nodes", metavar="N[,N...]",
                                     parse=parse_counts,
                                     help="leave these node counts out of the fit (validate "
                                          "with check)")
-    json: str | None = json_flag("a model_fit record and one model_group record per group")
+    json: str | None = records_flag("a model_fit record and one model_group record per group")
 
     def __post_init__(self) -> None:
-        if self.output == "-" and self.json == "-":
-            raise UsageError("--json: '-' (stdout) is taken by -o -; give --json a file name")
+        stdout_once(self, "output", "json")
 
 
 @dataclass(kw_only=True)
@@ -74,7 +72,7 @@ class PredictRequest:
     algo: str = flag("auto", "--algo", show_default=False,
                      help="auto (fastest the model holds), ring, tree, hierarchical")
     dtype: str = flag("float", "-d", "--dtype", help="element type for the count column")
-    json: str | None = json_flag("one prediction record per row")
+    json: str | None = records_flag("one prediction record per row")
     sizes: list[int] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -125,7 +123,7 @@ class CheckRequest:
     algo: str = flag("auto", "--algo", show_default=False,
                      help="flat rows: auto (fastest of ring and tree, as NCCL/RCCL pick), "
                           "ring (gloo's all_reduce) or tree")
-    json: str | None = json_flag("check_row, check_band and a check summary")
+    json: str | None = records_flag("check_row, check_band and a check summary")
 
     def __post_init__(self) -> None:
         if self.algo not in CHECK_ALGOS:
@@ -164,7 +162,7 @@ class PlanRequest:
     overlap: float | None = flag(None, "--overlap", type=float,
                                  help="fraction of communication hidden under compute, 0-1 "
                                       "(default: from --train, else 0: nothing hidden)")
-    json: str | None = json_flag("a plan record, then one plan_row record per node count")
+    json: str | None = records_flag("a plan record, then one plan_row record per node count")
 
     def __post_init__(self) -> None:
         if self.preset is None and self.params is None:

@@ -5,7 +5,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from collscope.config_flags import flag, invalid
+from collscope.config_flags import (
+    command_flag,
+    flag,
+    invalid,
+    prometheus_flag,
+    without_separator,
+)
 from collscope.errors import UsageError
 from collscope.hw import BACKEND_NAMES
 
@@ -23,16 +29,14 @@ class MonitorConfig:
     jsonl: str | None = flag(None, "--jsonl", metavar="FILE",
                              help="write JSON Lines: a run record, then a sample record per "
                                   "interval (each flushed as written); - for stdout")
-    prometheus: str | None = flag(None, "--prometheus", metavar="[HOST:]PORT",
-                                  help="serve the latest sample on http://HOST:PORT/metrics "
-                                       "(host 127.0.0.1 unless given)")
+    prometheus: str | None = prometheus_flag("the latest sample")
     summary_json: str | None = flag(None, "--summary-json", metavar="FILE",
                                     help="write the summary (mean, peak, min, last per metric, "
                                          "bytes moved) as JSON; - for stdout")
     gpu_backend: str = flag("auto", "--gpu-backend", metavar="NAME", show_default=False,
                             help="auto (amd, then nvidia, else none), amd, nvidia or none")
-    command: list[str] = field(default_factory=list)
-    """Command to run and sample while it runs (an argument list, no shell)."""
+    command: list[str] = command_flag(
+        "-- CMD ARGS", "run this command (no shell), sample while it runs, exit with its code")
     listen: tuple[str, int] | None = field(default=None, init=False)
     """(host, port) parsed from ``prometheus``."""
 
@@ -51,10 +55,9 @@ class MonitorConfig:
             from collscope.monitor.prometheus import parse_listen
 
             self.listen = parse_listen(self.prometheus)
-        if self.command and self.command[0] == "--":
-            self.command = self.command[1:]
-            if not self.command:
-                raise UsageError("COMMAND: nothing to run after '--'")
+        if self.command == ["--"]:
+            raise UsageError("COMMAND: nothing to run after '--'")
+        self.command = without_separator(self.command)
         self._check_stdout()
 
     def _check_stdout(self) -> None:

@@ -8,6 +8,12 @@ from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
+# Indices above this are damaged text, not hardware: the largest node today shows 64 GPUs
+# (8 MI300X in CPX mode). Matrices are n x n, so a typo such as GPU[99999999] must not size them.
+MAX_GPUS = 256
+# A matrix label of amd-smi and rocm-smi: GPU0, gpu1, ...
+GPU_LABEL = re.compile(r"^GPU(\d+)$", re.IGNORECASE)
+
 
 @dataclass
 class Parsed(Generic[T]):

@@ -45,7 +45,7 @@ from statistics import median
 from typing import Any
 
 from collscope.collectives.table import bus_factor
-from collscope.config_flags import flag, invalid
+from collscope.config_flags import REQUIRED, flag, invalid, json_flag
 from collscope.errors import UsageError
 from collscope.records.bench import BenchResult
 from collscope.records.compare import (
@@ -73,6 +73,9 @@ def parse_threshold(text: str, label: str = "--threshold") -> float:
 class CompareConfig:
     """How `collscope compare` judges NEW against BASE (each field is also its flag)."""
 
+    base: str = flag(REQUIRED, "base", metavar="BASE",
+                     help="baseline: collscope JSON Lines or a log")
+    new: str = flag(REQUIRED, "new", metavar="NEW", help="candidate: collscope JSON Lines or a log")
     threshold_pct: float = flag(5.0, "--threshold", metavar="PCT", parse=parse_threshold,
                                 shown="5", help="percent slower that counts as a regression")
     metric: str = flag("auto", "--metric", show_default=False,
@@ -80,9 +83,9 @@ class CompareConfig:
     min_bytes: int = flag(0, "--min-bytes", metavar="SIZE", parse=parse_size,
                           show_default=False, help="ignore sizes below SIZE (latency-bound "
                                                    "sizes are noisy), e.g. 64K")
-    json: str | None = flag(None, "--json", metavar="FILE",
-                            help="write the comparison as JSON Lines: a compare record, then one "
-                                 "compare_row per size ('-': to stdout instead of the table)")
+    json: str | None = json_flag("write the comparison as JSON Lines: a compare record, then "
+                                 "one compare_row per size ('-': to stdout instead of the "
+                                 "table)")
 
     def __post_init__(self) -> None:
         if self.metric not in METRICS:

@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -213,8 +213,7 @@ class TraceResult:
         return records
 
     def step_records(self) -> list[TraceStepRecord]:
-        # A step record is the rank's StepBreakdown (same fields) with the rank added.
-        return [TraceStepRecord(rank=t.rank, **asdict(s)) for t in self.traces for s in t.steps]
+        return [s for t in self.traces for s in t.steps]
 
     def records(self) -> list[dict[str, Any]]:
         """trace_collective, trace_step, trace_rank, finding records (after the run record)."""

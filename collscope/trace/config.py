@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from collscope.config_flags import ConfigError, flag, invalid, list_flag
+from collscope.config_flags import ConfigError, flag, invalid, json_flag, list_flag
 from collscope.trace.clock import MODES as CLOCK_MODES
 
 StepSelection = tuple[int | None, int | None] | None
@@ -30,7 +30,11 @@ def parse_steps(text: str, label: str = "--steps") -> StepSelection:
 class TraceConfig:
     """What `collscope trace` analyses."""
 
-    paths: list[str]
+    # nargs="*": --baseline takes files up to the next flag and may take TRACE with them
+    # (`--baseline bl.jsonl traces/`); the CLI gives those back (traces_after_baseline), then
+    # __post_init__ requires one.
+    paths: list[str] = flag([], "paths", nargs="*", metavar="TRACE",
+                            help="trace files or folders (at least one)")
     baseline: list[str] = list_flag(
         "--baseline", nargs="+", action="extend", metavar="FILE",
         show_default=False, help="collscope bench --json output and/or nccl-tests / "
@@ -52,6 +56,9 @@ class TraceConfig:
                                 "the largest trace's JSON size, streamed), at most one per "
                                 "core; below one worker's share, ranks are read one after "
                                 "another in one process")
+    json: str | None = json_flag("write JSON Lines: a run record, then trace_collective, "
+                                 "trace_step, trace_rank and finding records ('-': to stdout "
+                                 "instead of tables)")
     workers: int | None = field(default=None)   # processes reading ranks; None: from memory_mib
 
     def __post_init__(self) -> None:

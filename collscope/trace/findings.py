@@ -1,9 +1,9 @@
 """What to change (pure rules): trace facts -> findings with a fix, ranked by the step time at
 stake (milliseconds per step).
 
-Every rule is registered, as doctor's are (``collscope.doctor.rules.registry``): ``@rule(id,
-explanation)`` on a function ``TraceFacts -> Iterable[Verdict]``; ``findings`` runs them in
-the order registered and stamps each verdict with its rule's id. How to add one: write the
+Every rule is registered in the registry doctor's rules use (``collscope.rules``): ``@rule(id,
+AREA, explanation)`` on a function ``TraceFacts -> Iterable[Verdict]``; ``findings`` runs them
+in the order registered and stamps each verdict with its rule's id. How to add one: write the
 function below the others, decorate it, and list its id in docs/trace.md (a test checks).
 """
 
@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 from collscope.records.finding import FindingRecord
 from collscope.records.trace import TraceCollectiveRecord
+from collscope.rules import Registry
 from collscope.trace import intervals as iv
 from collscope.trace.across import Across
 from collscope.trace.calls import CommCall
@@ -115,25 +116,10 @@ class TraceFacts:
 
 
 Check = Callable[[TraceFacts], Iterable[Verdict]]
-
-
-@dataclass(frozen=True)
-class Rule:
-    id: str
-    explanation: str
-    check: Check
-
-
-RULES: dict[str, Rule] = {}
-
-
-def rule(rule_id: str, explanation: str) -> Callable[[Check], Check]:
-    """Register a check under ``rule_id``; ``explanation``: why the rule exists."""
-    def register(check: Check) -> Check:
-        RULES[rule_id] = Rule(rule_id, " ".join(explanation.split()), check)
-        return check
-
-    return register
+AREA = "trace"                      # every trace rule's area (doctor's rules have several)
+REGISTRY: Registry[Check] = Registry((AREA,))
+RULES = REGISTRY.rules
+rule = REGISTRY.rule                # @rule(id, AREA, explanation) on a check
 
 
 def findings(traces: list[RankTrace], rows: list[TraceCollectiveRecord],
@@ -142,12 +128,12 @@ def findings(traces: list[RankTrace], rows: list[TraceCollectiveRecord],
     facts = TraceFacts(traces, rows, across)
     found = [FindingRecord(id=entry.id, level=v.level, rank=v.rank, at_stake_ms=v.at_stake_ms,
                            title=v.title, detail=v.detail, fix=v.fix, test=v.test)
-             for entry in RULES.values() for v in entry.check(facts)]
+             for entry in RULES.values() if entry.check for v in entry.check(facts)]
     found.sort(key=lambda f: -f.at_stake_ms)
     return found
 
 
-@rule("small-all-reduces", """Many all-reduces under 1 MiB per step each pay the collective's
+@rule("small-all-reduces", AREA, """Many all-reduces under 1 MiB per step each pay the collective's
 latency; fewer, larger messages (larger DDP buckets, FSDP units) amortise it.""")
 def small_all_reduces(facts: TraceFacts) -> Iterable[Verdict]:
     # Rank-wise rules report the worst rank (a job's ranks usually share the same problem).
@@ -168,7 +154,7 @@ def small_all_reduces(facts: TraceFacts) -> Iterable[Verdict]:
              f"calls whose own kernel < {LATENCY_BOUND_US:g} us, in rows whose p50 is)")
 
 
-@rule("comm-exposed", """Communication that compute does not hide (HolisticTraceAnalysis'
+@rule("comm-exposed", AREA, """Communication that compute does not hide (HolisticTraceAnalysis'
 overlap below 50%) while at least 10% of the step waits on it: the step is as long as the
 collectives it does not overlap.""")
 def comm_exposed(facts: TraceFacts) -> Iterable[Verdict]:
@@ -198,7 +184,7 @@ def comm_exposed(facts: TraceFacts) -> Iterable[Verdict]:
              f"{EXPOSED_SHARE_PERCENT:g}% of step time (HTA's overlap definition)")
 
 
-@rule("straggler", """One rank is the late rank (ready last, by more than the lateness
+@rule("straggler", AREA, """One rank is the late rank (ready last, by more than the lateness
 margin) in more steps than its fair share 1/N: a one-sided binomial test over the steps,
 Bonferroni-corrected for the N ranks; the others wait for it in every collective.""")
 def straggler(facts: TraceFacts) -> Iterable[Verdict]:
@@ -221,7 +207,7 @@ def straggler(facts: TraceFacts) -> Iterable[Verdict]:
         test=f"{s.test}: p = {s.p_value:.2g} < 0.01")
 
 
-@rule("below-baseline", """A collective whose busbw is under half of what collscope bench (or
+@rule("below-baseline", AREA, """A collective whose busbw is under half of what collscope bench (or
 nccl-tests) measured on this cluster at the same size and rank count: the path it takes, or
 a late rank, costs the difference.""")
 def below_baseline(facts: TraceFacts) -> Iterable[Verdict]:
@@ -243,7 +229,7 @@ def below_baseline(facts: TraceFacts) -> Iterable[Verdict]:
             test=f"rule: efficiency < {FAR_BELOW_EFFICIENCY:g}")
 
 
-@rule("comm-on-compute-stream", """Communication kernels on a stream that also runs compute
+@rule("comm-on-compute-stream", AREA, """Communication kernels on a stream that also runs compute
 serialise with it and can never overlap.""")
 def comm_on_compute_stream(facts: TraceFacts) -> Iterable[Verdict]:
     serial = [t for t in facts.traces if t.shared_stream_comm_ms > 0]

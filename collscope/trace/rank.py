@@ -15,6 +15,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from collscope.records.trace import TraceStepRecord
 from collscope.trace import intervals as iv
 from collscope.trace.calls import (
     CommCall,
@@ -29,17 +30,6 @@ from collscope.trace.events import TraceDoc, TraceInputError
 
 
 @dataclass
-class StepBreakdown:
-    step: int                         # N of ProfilerStep#N; -1: the whole trace
-    step_ms: float
-    compute_ms: float
-    comm_ms: float
-    exposed_comm_ms: float
-    overlap_percent: float | None
-    idle_ms: float
-
-
-@dataclass
 class RankTrace:
     path: str
     rank: int
@@ -48,7 +38,7 @@ class RankTrace:
     job: tuple[Any, ...]              # what every rank of one job shares
     timing: str                       # "gpu kernels" or "cpu spans"
     calls: list[CommCall]
-    steps: list[StepBreakdown]
+    steps: list[TraceStepRecord]      # its own records (the --json trace_step records)
     window: str                       # which part of the trace the rank figures cover
     comm_ms: float
     compute_ms: float
@@ -110,14 +100,15 @@ def select_steps(steps: list[StepSpan], selection: tuple[int | None, int | None]
     return steps, "the whole trace (fewer than 2 ProfilerSteps)"
 
 
-def _breakdown(number: int, start: float, end: float, comm: list[iv.Interval],
-               compute: list[iv.Interval], busy: list[iv.Interval]) -> StepBreakdown:
+def _breakdown(rank: int, number: int, start: float, end: float, comm: list[iv.Interval],
+               compute: list[iv.Interval], busy: list[iv.Interval]) -> TraceStepRecord:
+    """Step ``number`` of ``rank`` (-1: the whole trace) from what ran in it."""
     comm_u, compute_u = iv.union(comm), iv.union(compute)
     overlapped = iv.total(iv.intersection(comm_u, compute_u))
     comm_total = iv.total(comm_u)
     step_ms = (end - start) / 1e3
-    return StepBreakdown(
-        step=number, step_ms=step_ms, compute_ms=iv.total(compute_u) / 1e3,
+    return TraceStepRecord(
+        rank=rank, step=number, step_ms=step_ms, compute_ms=iv.total(compute_u) / 1e3,
         comm_ms=comm_total / 1e3, exposed_comm_ms=(comm_total - overlapped) / 1e3,
         overlap_percent=100.0 * overlapped / comm_total if comm_total > 0 else None,
         idle_ms=max(0.0, step_ms - iv.total(iv.union(busy)) / 1e3))
@@ -128,7 +119,7 @@ class _Part:
     """What one kind of trace (GPU or CPU) yields for the rank figures."""
 
     calls: list[CommCall]
-    steps: list[StepBreakdown]
+    steps: list[TraceStepRecord]
     comm: list[iv.Interval]          # inside the window
     compute: list[iv.Interval]
     busy: list[iv.Interval]
@@ -137,7 +128,8 @@ class _Part:
 
 
 def _gpu_part(collected: RankEvents, all_steps: list[StepSpan], steps: list[StepSpan],
-              selected: bool, world_size: int | None, pg_sizes: dict[str, int]) -> _Part:
+              selected: bool, rank: int, world_size: int | None,
+              pg_sizes: dict[str, int]) -> _Part:
     launches = collected.launches
     spans = Spans(collected.comm_annotations)
     window_end = all_steps[-1].start if not selected and len(all_steps) >= 2 else None
@@ -179,8 +171,8 @@ def _gpu_part(collected: RankEvents, all_steps: list[StepSpan], steps: list[Step
     for step in steps:
         kinds = {kind: cut(step.start, step.end) for kind, cut in clip.items()}
         busy = [i for intervals in kinds.values() for i in intervals]
-        part.steps.append(_breakdown(step.number, step.start, step.end, kinds.get("comm", []),
-                                     kinds.get("compute", []), busy))
+        part.steps.append(_breakdown(rank, step.number, step.start, step.end,
+                                     kinds.get("comm", []), kinds.get("compute", []), busy))
     part.compute_all = iv.union(by_kind["compute"])
     shared = {s for s, kinds in collected.stream_kinds.items() if {"comm", "compute"} <= kinds}
     part.shared_stream_comm_ms = sum(c.dur_us for c in calls if c.stream in shared) / 1e3
@@ -188,7 +180,8 @@ def _gpu_part(collected: RankEvents, all_steps: list[StepSpan], steps: list[Step
 
 
 def _cpu_part(cpu: CpuEvents, all_steps: list[StepSpan], steps: list[StepSpan],
-              selected: bool, world_size: int | None, pg_sizes: dict[str, int]) -> _Part:
+              selected: bool, rank: int, world_size: int | None,
+              pg_sizes: dict[str, int]) -> _Part:
     comm_spans = sorted(cpu.comm_spans, key=lambda e: e.ts)
     comm_threads = {(e.pid, e.tid) for e in comm_spans}
     # The ops that hand work to the backend (and may block on it) are not compute.
@@ -212,7 +205,7 @@ def _cpu_part(cpu: CpuEvents, all_steps: list[StepSpan], steps: list[StepSpan],
             call.in_window = window[0] <= call.start_us < window[1]
     for s in steps:
         step_comm, step_compute = iv.clip(comm, s.start, s.end), iv.clip(compute, s.start, s.end)
-        part.steps.append(_breakdown(s.number, s.start, s.end, step_comm, step_compute,
+        part.steps.append(_breakdown(rank, s.number, s.start, s.end, step_comm, step_compute,
                                      step_comm + step_compute))
     return part
 
@@ -260,13 +253,13 @@ def analyse_events(collected: RankEvents, doc: TraceDoc, path: str, rank_hint: i
                               f"{selection[1] if selection[1] is not None else ''} selects no "
                               f"step of {path} ({have})")
     on_gpu = collected.on_gpu
-    part = (_cpu_part(collected.cpu, all_steps, steps, selection is not None, world_size,
+    part = (_cpu_part(collected.cpu, all_steps, steps, selection is not None, rank, world_size,
                       pg_sizes) if collected.cpu is not None
-            else _gpu_part(collected, all_steps, steps, selection is not None, world_size,
+            else _gpu_part(collected, all_steps, steps, selection is not None, rank, world_size,
                            pg_sizes))
     first_ts = collected.first_ts if collected.first_ts is not None else 0.0
     last_ts = collected.last_ts if collected.last_ts is not None else 0.0
-    whole = _breakdown(-1, first_ts, last_ts, part.comm, part.compute,
+    whole = _breakdown(rank, -1, first_ts, last_ts, part.comm, part.compute,
                        part.comm + part.compute + part.busy)
     return RankTrace(
         path=path, rank=rank, world_size=world_size,

@@ -11,7 +11,7 @@ import math
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
-from collscope.config_flags import BACKEND_HELP, flag, hier_chunk_flag, invalid
+from collscope.config_flags import BACKEND_HELP, flag, hier_chunk_flag, invalid, json_flag
 from collscope.errors import UsageError
 
 PARALLEL = ("ddp", "fsdp")
@@ -120,6 +120,11 @@ def parse_sweep(text: str) -> tuple[str, list[Any]]:
     return name, [_sweep_value(name, item) for item in items]
 
 
+def sweep_grid(texts: list[str]) -> dict[str, list[Any]]:
+    """The --sweep texts as name -> values (a name given twice keeps its last values)."""
+    return dict(parse_sweep(text) for text in texts)
+
+
 def _sweep_value(name: str, text: str) -> Any:
     if name == "bucket_cap_mb":
         try:
@@ -166,7 +171,11 @@ class TrainConfig:
     # DDP settings when there is no sweep (the base of the grid when there is): DDPKnobs' flags
     knobs: DDPKnobs = field(default_factory=DDPKnobs)
     # --sweep NAME=V1,V2 (parse_sweep): name -> values; the grid is their product
-    sweep: dict[str, list[Any]] = field(default_factory=dict)
+    sweep: dict[str, list[Any]] = flag(
+        {}, "--sweep", action="append", metavar="NAME=V1,V2,...", to_field=sweep_grid,
+        show_default=False,
+        help=f"vary a DDP setting (repeatable; the grid is the product): "
+             f"{', '.join(SWEEPABLE)}; booleans take 0,1")
     ranks_per_node: int | None = flag(
         None, "--ranks-per-node", type=int, metavar="R",
         help="ranks per node for --comm-hook hierarchical (default: from the launcher; set it "
@@ -281,3 +290,11 @@ class TrainConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class TrainOutputs:
+    """What rank 0 writes besides stdout; not part of the recorded configuration."""
+
+    json: str | None = json_flag("write JSON Lines: a run record, then one train record per "
+                                 "configuration (flushed as measured)")

@@ -12,7 +12,14 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
-from collscope.config_flags import flag, invalid
+from collscope.config_flags import (
+    command_flag,
+    flag,
+    invalid,
+    json_flag,
+    prometheus_flag,
+    without_separator,
+)
 from collscope.errors import UsageError
 
 OnHang = Literal["report", "kill"]
@@ -27,12 +34,9 @@ CHANNEL_ENV = "COLLSCOPE_WATCH_CHANNEL"
 
 @dataclass
 class WatchConfig:
-    json: str | None = flag(None, "--json", metavar="FILE",
-                            help="write JSON Lines: a run record, per-rank window records, "
+    json: str | None = json_flag("write JSON Lines: a run record, per-rank window records, "
                                  "findings, a hang_verdict on a stall (flushed as written)")
-    prometheus: str | None = flag(None, "--prometheus", metavar="[HOST:]PORT",
-                                  help="serve per-rank collscope_watch_* series on "
-                                       "http://HOST:PORT/metrics (host 127.0.0.1 unless given)")
+    prometheus: str | None = prometheus_flag("per-rank collscope_watch_* series")
     interval_s: float = flag(1.0, "--interval", type=float, metavar="S",
                              help="seconds between Flight Recorder reads and store exchanges")
     hang_after_s: float = flag(DEFAULT_HANG_AFTER_S, "--hang-after", type=float, metavar="S",
@@ -44,8 +48,8 @@ class WatchConfig:
     dump_dir: str = flag("collscope-watch-dumps", "--dump-dir", metavar="DIR",
                          help="where each rank writes fr_trace_rank_<R> and stack_rank_<R>.json "
                               "on a stall")
-    command: list[str] = field(default_factory=list)
-    """The user's launch command (an argument list, no shell)."""
+    command: list[str] = command_flag("-- COMMAND ARGS",
+                                      "the launch command (no shell), e.g. torchrun ... train.py")
     listen: tuple[str, int] | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
@@ -65,8 +69,7 @@ class WatchConfig:
             from collscope.monitor.prometheus import parse_listen
 
             self.listen = parse_listen(self.prometheus)
-        if self.command and self.command[0] == "--":
-            self.command = self.command[1:]
+        self.command = without_separator(self.command)
         if not self.command:
             raise UsageError("COMMAND: nothing to run; give the launch command after '--', "
                              "e.g. collscope watch -- torchrun --nproc-per-node 8 train.py")

@@ -11,10 +11,14 @@ from collscope.config_flags import (
     REQUIRED,
     ConfigError,
     add_flags,
+    command_flag,
     config_from,
     flag,
     flag_of,
     invalid,
+    json_flag,
+    stdout_once,
+    without_separator,
 )
 from collscope.errors import UsageError
 from collscope.units import parse_size
@@ -91,3 +95,61 @@ def test_a_field_without_a_dash_is_a_positional_argument(
     with pytest.raises(SystemExit):
         parser.parse_args(["m.json"])            # INPUT is required (nargs "+")
     assert "INPUT" in capsys.readouterr().err
+
+
+def _grid(texts: list[str]) -> dict[str, int]:
+    return {name: int(value) for name, _, value in (t.partition("=") for t in texts)}
+
+
+@dataclass
+class Outputs:
+    output: str = flag(REQUIRED, "-o", "--output", metavar="OUT", help="the result")
+    json: str | None = json_flag("write the records")
+    grid: dict[str, int] = flag({}, "--set", action="append", to_field=_grid,
+                                show_default=False, help="NAME=N (repeatable)")
+    rank: str | None = flag(None, "--rank-file", metavar="FILE", hidden=True)
+    command: list[str] = command_flag("-- CMD ARGS", "the command to run")
+
+    def __post_init__(self) -> None:
+        stdout_once(self, "output", "json")
+
+
+def _outputs_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="x")
+    add_flags(parser, Outputs)
+    return parser
+
+
+def test_a_dict_field_is_built_from_its_repeated_flag_and_defaults_empty_per_instance():
+    parser = _outputs_parser()
+    given = config_from(Outputs, parser.parse_args(["-o", "r", "--set", "a=1", "--set", "b=2"]))
+    assert given.grid == {"a": 1, "b": 2}
+    first, second = (config_from(Outputs, parser.parse_args(["-o", "r"])) for _ in range(2))
+    assert first.grid == {} and first.grid is not second.grid
+    assert "NAME=N (repeatable)\n" in parser.format_help() + "\n"     # no "(default {})"
+
+
+def test_a_hidden_flag_parses_but_is_not_in_help():
+    parser = _outputs_parser()
+    assert config_from(Outputs, parser.parse_args(["-o", "r", "--rank-file", "f"])).rank == "f"
+    assert "--rank-file" not in parser.format_help()
+
+
+def test_json_flag_and_one_stdout():
+    parser = _outputs_parser()
+    assert "--json FILE write the records" in " ".join(parser.format_help().split())
+    assert config_from(Outputs, parser.parse_args(["-o", "-", "--json", "j"])).json == "j"
+    with pytest.raises(ConfigError) as error:
+        config_from(Outputs, parser.parse_args(["-o", "-", "--json", "-"]))
+    assert str(error.value) == "--json: '-' (stdout) is taken by -o -; give --json a file name"
+
+
+@pytest.mark.parametrize("argv, command", [
+    (["-o", "r"], []),
+    (["-o", "r", "--", "python", "-c", "1"], ["python", "-c", "1"]),
+    (["-o", "r", "python", "--json", "x"], ["python", "--json", "x"]),   # its own flags
+])
+def test_a_command_field_takes_everything_after_the_flags(argv, command):
+    config = config_from(Outputs, _outputs_parser().parse_args(argv))
+    assert without_separator(config.command) == command
+    assert config.json is None

@@ -6,7 +6,8 @@ with ``@rule("area.name", "area", '''explanation printed by --explain''')`` (``r
 info, warn, fail), a title, the detail (what was seen, from which file or tool) and the fix (a
 command or setting). A new area needs its name in ``registry.AREAS`` and its module in the
 import list below; a finding computed outside ``run_checks`` (across nodes) is registered with
-``register_external`` so that --explain knows it.
+``register_external`` so that --explain knows it. The registry's names are imported from
+``collscope.doctor.checks``, the entry point that loads this package.
 """
 
 from __future__ import annotations
@@ -26,20 +27,3 @@ from collscope.doctor.rules import (  # noqa: F401
     cluster,
 )
 # isort: on
-from collscope.doctor.rules.registry import (
-    AREAS,
-    LEVELS,
-    RULES,
-    Finding,
-    Rule,
-    Verdict,
-    exit_code,
-    explain,
-    register_external,
-    rule,
-    run_checks,
-    sort_findings,
-)
-
-__all__ = ["AREAS", "LEVELS", "RULES", "Finding", "Rule", "Verdict", "exit_code", "explain",
-           "register_external", "rule", "run_checks", "sort_findings"]

@@ -1,9 +1,10 @@
 """Pure rules: Facts -> findings, each with what was found, why it matters, and the fix.
 
-Every rule is registered with an id, an area and a long explanation (``collscope doctor
---explain ID``). A rule returns ``Verdict``s; the registry stamps them with the rule's id and
-area. A rule that crashes on odd facts becomes one "warn" finding naming the rule rather than
-taking the whole report down (property tests make sure none does).
+Every rule is registered (collscope.rules, the registry trace's findings use too) with an id,
+an area and a long explanation (``collscope doctor --explain ID``). A rule returns
+``Verdict``s; ``run_checks`` stamps them with the rule's id and area. A rule that crashes on
+odd facts becomes one "warn" finding naming the rule rather than taking the whole report
+down (property tests make sure none does).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, NamedTuple, get_args
 
+from collscope import rules
 from collscope.doctor.facts import Facts
 from collscope.redact import redact_secrets
 
@@ -44,33 +46,12 @@ class Verdict(NamedTuple):
 
 
 Check = Callable[[Facts], Iterable[Verdict]]
-
-
-@dataclass(frozen=True)
-class Rule:
-    id: str
-    area: str
-    explanation: str
-    check: Check | None   # None: computed elsewhere (cluster differences)
-
-
-RULES: dict[str, Rule] = {}
-
-
-def rule(rule_id: str, area: str, explanation: str) -> Callable[[Check], Check]:
-    """Register a check under ``rule_id``; ``explanation`` is what --explain prints."""
-    assert area in AREAS, area
-
-    def register(check: Check) -> Check:
-        RULES[rule_id] = Rule(rule_id, area, explanation.strip(), check)
-        return check
-
-    return register
-
-
-def register_external(rule_id: str, area: str, explanation: str) -> None:
-    """A rule whose findings are produced outside run_checks (e.g. across nodes)."""
-    RULES[rule_id] = Rule(rule_id, area, explanation.strip(), None)
+Rule = rules.Rule
+REGISTRY: rules.Registry[Check] = rules.Registry(AREAS)
+RULES = REGISTRY.rules
+rule = REGISTRY.rule                        # @rule(id, area, explanation) on a check
+register_external = REGISTRY.external      # a rule whose findings come from elsewhere
+explain = REGISTRY.explain
 
 
 def run_checks(facts: Facts, only: Iterable[str] | None = None) -> list[Finding]:
@@ -116,7 +97,3 @@ def exit_code(findings: Iterable[Finding]) -> int:
     """0 when nothing fails, 1 when a check fails."""
     return 1 if any(f.level == "fail" for f in findings) else 0
 
-
-def explain(rule_id: str) -> str | None:
-    entry = RULES.get(rule_id)
-    return None if entry is None else f"{entry.id} ({entry.area})\n\n{entry.explanation}\n"

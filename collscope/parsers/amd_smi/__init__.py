@@ -16,8 +16,8 @@ from __future__ import annotations
 from collscope.parsers.amd_smi.gpus import parse_metric, parse_static
 from collscope.parsers.amd_smi.records import GpuMetrics, XgmiGpu
 from collscope.parsers.amd_smi.topology import parse_topology
-from collscope.parsers.amd_smi.values import MAX_GPUS
 from collscope.parsers.amd_smi.xgmi import parse_xgmi
+from collscope.parsers.common import MAX_GPUS
 
 __all__ = ["MAX_GPUS", "GpuMetrics", "XgmiGpu", "parse_metric", "parse_static", "parse_topology",
            "parse_xgmi"]

@@ -4,10 +4,11 @@ per GPU."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
-from collscope.parsers.amd_smi.values import KV, MAX_DEPTH, MAX_GPUS, int_of
-from collscope.parsers.common import to_int
+from collscope.parsers.amd_smi.values import KV, MAX_DEPTH, int_of
+from collscope.parsers.common import MAX_GPUS, to_int
 
 
 def looks_like_json(text: str) -> bool:
@@ -62,14 +63,17 @@ def index_of(item: dict[str, Any], warnings: list[str]) -> int | None:
     return index
 
 
-def _json_gpus(text: str, warnings: list[str]) -> dict[int, dict[str, Any]]:
-    data = lower_keys(load_json(text, warnings))
-    gpus: dict[int, dict[str, Any]] = {}
-    for item in gpu_items(data):
+def json_gpu_items(text: str, warnings: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(GPU index, its object with lower-case keys) for each GPU entry of amd-smi's --json
+    that names a usable index, in order (a bad index is warned about and skipped)."""
+    for item in gpu_items(lower_keys(load_json(text, warnings))):
         index = index_of(item, warnings)
         if index is not None:
-            gpus[index] = item
-    return gpus
+            yield index, item
+
+
+def _json_gpus(text: str, warnings: list[str]) -> dict[int, dict[str, Any]]:
+    return dict(json_gpu_items(text, warnings))
 
 
 def _text_gpus(text: str, warnings: list[str]) -> dict[int, dict[str, Any]]:

@@ -4,22 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from collscope.parsers.amd_smi.shapes import (
-    gpu_items,
-    index_of,
-    load_json,
-    looks_like_json,
-    lower_keys,
-)
+from collscope.parsers.amd_smi.shapes import json_gpu_items, looks_like_json
 from collscope.parsers.amd_smi.values import (
     BDF,
-    GPU_LABEL,
-    MAX_GPUS,
     TABLE_NAME,
     flatten,
     int_of,
 )
-from collscope.parsers.common import LINK_TYPES, Parsed, Topology, to_int
+from collscope.parsers.common import GPU_LABEL, LINK_TYPES, MAX_GPUS, Parsed, Topology, to_int
 
 
 def _table_title(line: str) -> str | None:
@@ -163,14 +155,10 @@ _JSON_LINK_FIELDS = {
 
 
 def _json_topology(text: str, warnings: list[str]) -> Topology:
-    data = lower_keys(load_json(text, warnings))
     labels = _Labels()
     cells: dict[str, dict[tuple[int, int], Any]] = {}
     bdfs: dict[int, str] = {}
-    for item in gpu_items(data):
-        i = index_of(item, warnings)
-        if i is None:
-            continue
+    for i, item in json_gpu_items(text, warnings):
         if isinstance(item.get("bdf"), str):
             bdfs[i] = item["bdf"]
             labels.index(item["bdf"])

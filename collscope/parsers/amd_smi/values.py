@@ -10,9 +10,6 @@ from typing import Any
 
 from collscope.units import TOOL_BYTE_UNITS
 
-# Indices above this are damaged text, not hardware: the largest node today shows 64 GPUs
-# (8 MI300X in CPX mode). Matrices are n x n, so a typo such as GPU[99999999] must not size them.
-MAX_GPUS = 256
 # Nesting deeper than any amd-smi output; guards the recursive walks against hostile JSON.
 MAX_DEPTH = 24
 
@@ -23,7 +20,6 @@ KV = re.compile(
 )
 _QUANTITY = re.compile(r"^\s*([-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)(.*)$")
 BDF = re.compile(r"^(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
-GPU_LABEL = re.compile(r"^GPU(\d+)$", re.IGNORECASE)
 TABLE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9 _/-]*")
 CELL = re.compile(
     r"N/A|(?<![\d.])[-+]?\d+(?:\.\d+)?\s*[KMGTP]?i?B\b|[-+]?\d+(?:\.\d+)?", re.IGNORECASE

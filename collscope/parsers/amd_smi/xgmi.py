@@ -6,20 +6,12 @@ import re
 from typing import Any
 
 from collscope.parsers.amd_smi.records import XgmiGpu
-from collscope.parsers.amd_smi.shapes import (
-    gpu_items,
-    index_of,
-    load_json,
-    looks_like_json,
-    lower_keys,
-)
+from collscope.parsers.amd_smi.shapes import json_gpu_items, looks_like_json
 from collscope.parsers.amd_smi.topology import link_type, tables
 from collscope.parsers.amd_smi.values import (
     BDF,
     CELL,
-    GPU_LABEL,
     MAX_DEPTH,
-    MAX_GPUS,
     RATE,
     STATUS_WORDS,
     bytes_of,
@@ -27,7 +19,7 @@ from collscope.parsers.amd_smi.values import (
     rate_of,
     text_of,
 )
-from collscope.parsers.common import Parsed, to_int
+from collscope.parsers.common import GPU_LABEL, MAX_GPUS, Parsed, to_int
 
 
 def _cell_bytes(cell: str) -> int | None:
@@ -120,12 +112,8 @@ def _peer_entries(node: Any) -> list[tuple[str, dict[str, Any]]]:
 
 
 def _json_xgmi(text: str, warnings: list[str]) -> dict[int, XgmiGpu]:
-    data = lower_keys(load_json(text, warnings))
     gpus: dict[int, XgmiGpu] = {}
-    for item in gpu_items(data):
-        index = index_of(item, warnings)
-        if index is None:
-            continue
+    for index, item in json_gpu_items(text, warnings):
         gpu = gpus.setdefault(index, XgmiGpu(index=index))
         gpu.bdf = text_of(item.get("bdf")) or gpu.bdf
         rate = _find(item, "bit_rate")

@@ -8,6 +8,7 @@ header, and anything not understood becomes a warning instead of an exception.
 
 from __future__ import annotations
 
+from collscope.parsers.common import MAX_GPUS
 from collscope.parsers.rocm_smi.blocks import parse_productname, parse_showmeminfo, parse_showuse
 from collscope.parsers.rocm_smi.concise import parse_concise
 from collscope.parsers.rocm_smi.json_output import (
@@ -15,7 +16,7 @@ from collscope.parsers.rocm_smi.json_output import (
     parse_json_status,
     parse_json_topology,
 )
-from collscope.parsers.rocm_smi.records import MAX_GPUS, GpuStatus
+from collscope.parsers.rocm_smi.records import GpuStatus
 from collscope.parsers.rocm_smi.topology import parse_showtopo
 
 __all__ = ["MAX_GPUS", "GpuStatus", "parse_concise", "parse_json", "parse_json_status",

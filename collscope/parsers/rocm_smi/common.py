@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 import re
 
-from collscope.parsers.common import GpuInfo, Parsed, to_int
-from collscope.parsers.rocm_smi.records import GPU_LINE, KEY_SEPARATOR, MAX_GPUS, NUMBER
+from collscope.parsers.common import MAX_GPUS, GpuInfo, Parsed, to_int
+from collscope.parsers.rocm_smi.records import GPU_LINE, KEY_SEPARATOR, NUMBER
 
 
 def norm_key(key: str) -> str:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
-from collscope.parsers.common import Parsed, to_int
+from collscope.parsers.common import MAX_GPUS, Parsed, to_int
 from collscope.parsers.rocm_smi.common import number_of, numbered, present_of, snake_key
-from collscope.parsers.rocm_smi.records import MAX_GPUS, PERF_LEVELS, SENSOR, GpuStatus
+from collscope.parsers.rocm_smi.records import PERF_LEVELS, SENSOR, GpuStatus
 
 
 def _cells(line: str) -> list[str]:

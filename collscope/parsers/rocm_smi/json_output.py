@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from collscope.parsers.common import GpuInfo, Parsed, Topology, to_int
+from collscope.parsers.common import MAX_GPUS, GpuInfo, Parsed, Topology, to_int
 from collscope.parsers.rocm_smi.common import norm_key, number_of, present_of, to_gpu_info
-from collscope.parsers.rocm_smi.records import CARD_KEY, JSON_PAIR_KEY, MAX_GPUS, GpuStatus
+from collscope.parsers.rocm_smi.records import CARD_KEY, JSON_PAIR_KEY, GpuStatus
 from collscope.parsers.rocm_smi.topology import build_topology, size_of
 
 

@@ -5,12 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-# Indices above this are damaged text, not hardware: the largest node today shows 64 GPUs
-# (8 MI300X in CPX mode). Matrices are n x n, so a typo such as GPU[99999999] must not size them.
-MAX_GPUS = 256
-
 GPU_LINE = re.compile(r"^\s*GPU\[(\d+)\]\s*:\s*(.*)$")
-GPU_LABEL = re.compile(r"^GPU(\d+)$", re.IGNORECASE)
 NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
 KEY_SEPARATOR = re.compile(r":(?:\s|$)")
 CARD_KEY = re.compile(r"^card(\d+)$", re.IGNORECASE)

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collscope.parsers.common import LINK_TYPES, Parsed, Topology, to_int
+from collscope.parsers.common import GPU_LABEL, LINK_TYPES, MAX_GPUS, Parsed, Topology, to_int
 from collscope.parsers.rocm_smi.common import banner_title, gpu_fields, numbered
-from collscope.parsers.rocm_smi.records import GPU_LABEL, MAX_GPUS
 
 
 def _sections(text: str) -> dict[str, list[tuple[int, str]]]:

@@ -7,12 +7,13 @@ import math
 import pytest
 
 from collscope.records.bench import BenchResult
+from collscope.records.trace import TraceStepRecord
 from collscope.trace.across import match
 from collscope.trace.analyze import TraceResult, check_one_job
 from collscope.trace.baseline import Baseline
 from collscope.trace.calls import CommCall
 from collscope.trace.events import TraceInputError
-from collscope.trace.rank import RankTrace, StepBreakdown
+from collscope.trace.rank import RankTrace
 from collscope.trace.table import collective_rows
 
 
@@ -27,7 +28,7 @@ def rank(r: int, calls: list[CommCall], steps: int = 1) -> RankTrace:
     # rank's later ends for its clock's offset.)
     return RankTrace(host="h", path=f"r{r}", rank=r, world_size=4, backend="nccl", job=(4,),
                      timing="gpu kernels", calls=calls,
-                     steps=[StepBreakdown(s, 10.0, 5.0, 1.0, 0.5, 50.0, 0.0)
+                     steps=[TraceStepRecord(r, s, 10.0, 5.0, 1.0, 0.5, 50.0, 0.0)
                             for s in range(steps)],
                      window="w", comm_ms=1, compute_ms=1, exposed_comm_ms=0.5,
                      overlap_percent=50, shared_stream_comm_ms=0, first_ts=0, last_ts=1e6)

@@ -8,13 +8,14 @@ import random
 import pytest
 
 from collscope.config_flags import ConfigError
+from collscope.records.trace import TraceStepRecord
 from collscope.trace.across import match
 from collscope.trace.analyze import check_overlap
 from collscope.trace.calls import CommCall
 from collscope.trace.clock import RankOffset, decide
 from collscope.trace.config import TraceConfig
 from collscope.trace.events import TraceInputError
-from collscope.trace.rank import RankTrace, StepBreakdown
+from collscope.trace.rank import RankTrace
 
 RANKS = 4
 STEPS = 12
@@ -56,7 +57,7 @@ def job(offsets: dict[int, float], late_us: float = LATE_US, end_jitter_us: floa
     names = hosts if hosts is not None else [f"node{r}" for r in range(RANKS)]
     return [RankTrace(path=f"r{r}", rank=r, world_size=RANKS, backend="nccl", job=(RANKS,),
                       timing="gpu kernels", calls=calls[r],
-                      steps=[StepBreakdown(s, 100.0, 50.0, 10.0, 5.0, 50.0, 0.0)
+                      steps=[TraceStepRecord(r, s, 100.0, 50.0, 10.0, 5.0, 50.0, 0.0)
                              for s in range(STEPS)],
                       window="w", comm_ms=1, compute_ms=1, exposed_comm_ms=0.5,
                       overlap_percent=50, shared_stream_comm_ms=0,

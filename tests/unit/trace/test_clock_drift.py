@@ -10,12 +10,13 @@ from typing import Any
 
 import pytest
 
+from collscope.records.trace import TraceStepRecord
 from collscope.trace.across import match
 from collscope.trace.analyze import TraceResult, check_overlap
 from collscope.trace.calls import CommCall
 from collscope.trace.clock import METHOD_CHAINED, align
 from collscope.trace.offsets import RankOffset, estimate, solve_graph
-from collscope.trace.rank import RankTrace, StepBreakdown
+from collscope.trace.rank import RankTrace
 from collscope.trace.report import _clock_lines
 
 T0 = 1.7e15          # trace times are epoch microseconds: the drift's origin must not lose bits
@@ -136,7 +137,7 @@ def drifting_job(offsets: dict[int, float], drifts: dict[int, float], late_rank:
                         step=step))
     return [RankTrace(path=f"r{r}", rank=r, world_size=ranks, backend="nccl", job=(ranks,),
                       timing="gpu kernels", calls=sorted(calls[r], key=lambda c: c.start_us),
-                      steps=[StepBreakdown(s, 250.0, 50.0, 10.0, 5.0, 50.0, 0.0)
+                      steps=[TraceStepRecord(r, s, 250.0, 50.0, 10.0, 5.0, 50.0, 0.0)
                              for s in range(STEPS)],
                       window="w", comm_ms=1, compute_ms=1, exposed_comm_ms=0.5,
                       overlap_percent=50, shared_stream_comm_ms=0,
