@@ -45,7 +45,16 @@ class WatchWindowRecord:
     ``lateness_ms`` is the median over the window's matched collectives of the rank's enqueue
     time minus the first rank's (clocks aligned across hosts); ``arrived_last`` how many of
     them it entered last; ``wait_caused_ms`` the sum over those of what the other ranks waited
-    for it (each waiting rank's share summed)."""
+    for it (each waiting rank's share summed).
+
+    Bandwidth (``None`` where the rank's Flight Recorder has no durations: gloo always, NCCL and
+    RCCL unless TORCH_NCCL_ENABLE_TIMING=1): per collective, over the calls of the group that
+    completed with a duration in the rank's latest interval (``timed_calls`` of them),
+    ``algbw_gbs`` = sum of their sizes / sum of their durations, in GB/s (1e9 B/s), each size as
+    nccl-tests counts it (the larger of input and output bytes); ``busbw_gbs`` = algbw x
+    nccl-tests' factor for the collective and ``group_size`` (2(n-1)/n all_reduce, (n-1)/n
+    all_gather, reduce_scatter and alltoall, 1 broadcast and reduce). A collective without
+    such a call in the interval is absent; none is ever written as 0."""
 
     time: float
     rank: int
@@ -59,6 +68,10 @@ class WatchWindowRecord:
     collectives_total: dict[str, int]  # per collective type: completed on this rank so far
     oldest_pending_s: float | None    # age of the rank's oldest collective not yet completed
     straggler: bool
+    group_size: int | None = None     # members, from the Flight Recorder (set with bandwidth)
+    timed_calls: dict[str, int] | None = None
+    algbw_gbs: dict[str, float] | None = None
+    busbw_gbs: dict[str, float] | None = None
     kind: str = "watch_window"
 
     def to_dict(self) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from collections import deque
 from typing import Any
 
 from collscope.records.watch import AgentCostRecord, NoticeRecord
-from collscope.watch import dumps, exchange
+from collscope.watch import bandwidth, dumps, exchange
 from collscope.watch.config import CHANNEL_ENV, AgentSettings
 from collscope.watch.flight import FlightReader
 from collscope.watch.summary import Counter, Summary, summarise
@@ -158,7 +158,8 @@ class Agent:
         self.interval_s = max(self.settings.interval_s,
                               statistics.median(self._read_cpu) / READ_BUDGET)
         now = time.time()
-        summary = summarise(self.round, now, read.new, read.oldest_pending, self.counter.counts)
+        summary = summarise(self.round, now, read.new, read.oldest_pending, self.counter.counts,
+                            bandwidth.tally(read.timed, read.group_sizes))
         published = _with_previous(summary, self._previous)
         self._previous = summary
         self.store.set(exchange.summary_key(self.rank), published.encode())
@@ -207,7 +208,8 @@ def _with_previous(summary: Summary, previous: Summary | None) -> Summary:
     merged = {g: list(v) for g, v in previous.arrivals.items()}
     for group, items in summary.arrivals.items():
         merged[group] = sorted(set(merged.get(group, [])) | set(items))
-    return Summary(summary.round, summary.time, merged, summary.completed, summary.pending)
+    return Summary(summary.round, summary.time, merged, summary.completed, summary.pending,
+                   summary.timed)
 
 
 def start(settings: AgentSettings | None = None) -> bool:

@@ -17,10 +17,23 @@ from typing import Any
 from collscope.records.watch import StallRecord, StragglerFinding, WatchJobRecord, WatchWindowRecord
 from collscope.versions import library_versions
 from collscope.watch import detect, dumps, exchange
+from collscope.watch.bandwidth import Timed
 from collscope.watch.flight import BUFFER_ENV
 from collscope.watch.summary import Summary
 
 DUMP_DEADLINE_S = 8.0
+
+
+def _bandwidth(timed: tuple[int, dict[str, Timed]] | None) -> tuple[Any, ...]:
+    """The window record's (group_size, timed_calls, algbw_gbs, busbw_gbs) from a rank's
+    timed calls of one group (all None when it has none)."""
+    if not timed:
+        return None, None, None, None
+    members, ops = timed
+    rates = {op: t.rates(op, members) for op, t in sorted(ops.items())}
+    return (members, {op: ops[op].calls for op in rates},
+            {op: round(a, 3) for op, (a, _) in rates.items()},
+            {op: round(b, 3) for op, (_, b) in rates.items()})
 
 
 def _clock(unix_s: float) -> str:
@@ -102,7 +115,8 @@ class Aggregator:
                     round(sum(m.wait_caused_ms(rank) for m in window), 3),
                     dict(summary.completed.get(group, {})) if summary else {},
                     pending.age_s if pending else None,
-                    (group, rank) in self.detector.active))
+                    (group, rank) in self.detector.active,
+                    *_bandwidth(summary.timed.get(group) if summary else None)))
         return out
 
     def _local(self, rank: int) -> int | None:
