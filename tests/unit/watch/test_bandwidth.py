@@ -122,8 +122,11 @@ def test_rank_zeros_window_records_carry_each_collectives_busbw(tmp_path):
     import torch.distributed as dist
 
     store = dist.HashStore()
-    agents = [Agent(rank, 2, "nccl", store, AgentSettings(interval_s=1.0),
-                    Channel(str(tmp_path), rank)) for rank in (0, 1)]
+    # The fixtures' in-flight entry is days old by now: no stall may be declared over it.
+    settings = AgentSettings(interval_s=1.0, hang_after_s=1e12,
+                             dump_dir=str(tmp_path / "dumps"))
+    agents = [Agent(rank, 2, "nccl", store, settings, Channel(str(tmp_path), rank))
+              for rank in (0, 1)]
     for agent in agents:
         feed = iter([_dump("fr_nccl_timed.json"), _dump("fr_nccl_timed_later.json"),
                      _dump("fr_nccl_timed_later.json")])
@@ -150,3 +153,4 @@ def test_rank_zeros_window_records_carry_each_collectives_busbw(tmp_path):
                                                                abs=1e-3)}
     # Nothing new: no bandwidth, never a 0.
     assert third["busbw_gbs"] is None and third["algbw_gbs"] is None
+    assert not (tmp_path / "dumps").exists()
