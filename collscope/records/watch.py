@@ -3,7 +3,8 @@
 A `--json FILE` holds, in order: one ``run`` record (collscope.records.run.RunRecord, command
 "watch"), then as the job runs ``watch_window`` records (one per rank per aggregation round),
 ``finding`` records with id ``watch.straggler`` (one when a straggler starts, one when it
-ends), on a stall ``watch_stall`` followed by `collscope hang`'s own records (its
+ends), ``watch_clock`` records (the hosts' clocks aligned again, every minute, several hosts
+only), on a stall ``watch_stall`` followed by `collscope hang`'s own records (its
 ``hang_group`` records and exactly one ``hang_verdict``), and as each rank ends one
 ``watch_agent`` record: what its agent cost; ``watch_notice`` records (once per rank and
 cause) say what limits the watching. Units are in the field names:
@@ -73,6 +74,28 @@ class WatchWindowRecord:
     algbw_gbs: dict[str, float] | None = None
     busbw_gbs: dict[str, float] | None = None
     kind: str = "watch_window"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class ClockRecord:
+    """A re-run of the clock exchange (every CLOCK_EVERY_S of the job, numbered ``epoch`` from
+    1; the start's is in ``watch_job``): per host, the offset found (us, subtracted from its
+    ranks' enqueue times from the next round on), the exchange's spread, and ``change_us``,
+    how far the offset moved since the one it replaced (the hosts' drift in between). Not
+    ``applied`` when a host's first rank did not answer: the previous offsets are kept."""
+
+    time: float
+    epoch: int
+    applied: bool
+    reason: str
+    offsets_us: dict[str, float]
+    spread_us: dict[str, float]
+    change_us: dict[str, float]
+    method: str
+    kind: str = "watch_clock"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -18,6 +18,7 @@ from collscope.records.watch import StallRecord, StragglerFinding, WatchJobRecor
 from collscope.versions import library_versions
 from collscope.watch import detect, dumps, exchange
 from collscope.watch.bandwidth import Timed
+from collscope.watch.clocks import NO_ANSWER, Clocks
 from collscope.watch.flight import BUFFER_ENV
 from collscope.watch.summary import Summary
 
@@ -50,6 +51,7 @@ class Aggregator:
         self.detector = detect.Detector()
         self.summaries: dict[int, Summary] = {}
         self.collected = False
+        self.clocks = Clocks(None, lambda: None, {}, lambda: True)   # begin() makes the real one
 
     def begin(self, hellos: list[exchange.Hello]) -> None:
         self.hellos = {h.rank: h for h in hellos}
@@ -57,18 +59,21 @@ class Aggregator:
         lead = exchange.leaders(hellos)
         host0 = self.hellos[0].host if 0 in self.hellos else ""
         followers = {rank: host for host, rank in lead.items() if host != host0}
+        self.clocks = Clocks(self.store, lambda: exchange.connect(
+            self.agent._default_store, exchange.prefix(os.environ)), followers,
+            self.agent._stop.is_set)
         clock: dict[str, Any] = {"method": exchange.CLOCK_METHOD, "reference_host": host0}
         if not followers:
             clock.update(applied=False, reason="every rank on one host: one clock",
                          offsets_us={}, spread_us={})
         else:
-            found = exchange.clock_master(self.store, sorted(followers))
+            found = self.clocks.first()
             if found is None:
                 clock.update(applied=False, offsets_us={}, spread_us={},
-                             reason="a host's first rank did not answer the clock exchange in "
-                                    f"{exchange.CLOCK_WAIT_S:g} s; times compared unaligned")
+                             reason=f"{NO_ANSWER}; times compared unaligned (tried again "
+                                    f"every {exchange.CLOCK_EVERY_S:g} s)")
             else:
-                self.offset_us = {followers[r]: off for r, (off, _) in found.items()}
+                self.offset_us = dict(self.clocks.offset_us)
                 clock.update(applied=True, reason=f"{len(lead)} hosts",
                              offsets_us=dict(self.offset_us),
                              spread_us={followers[r]: s for r, (_, s) in found.items()})
@@ -85,6 +90,10 @@ class Aggregator:
         return hello.host if hello else "?"
 
     def round(self, number: int) -> None:
+        clock = self.clocks.poll()
+        if clock is not None:
+            self.offset_us = dict(self.clocks.offset_us)
+            self.agent.channel.send(clock.to_dict())
         ranks = sorted(self.hellos)
         texts = self.store.multi_get([exchange.summary_key(r) for r in ranks]) if ranks else []
         for rank, text in zip(ranks, texts):
