@@ -65,7 +65,8 @@ TRACE_KINDS = ("trace_collective", "trace_step", "trace_rank", "finding")
 # Record kinds `collscope watch --json` writes (collscope.records.watch). Its straggler is a
 # `finding` too, told from trace's by its id (watch.straggler): those join `watch`, the rest
 # of the findings stay with `trace`. A watch file on a stall also holds hang's records.
-WATCH_KINDS = ("watch_job", "watch_window", "watch_stall", "watch_agent", "watch_notice")
+WATCH_KINDS = ("watch_job", "watch_window", "watch_stall", "watch_agent", "watch_notice",
+               "watch_clock")
 WATCH_FINDING_PREFIX = "watch."
 # The Run field each record kind other than run and result joins (a new kind: a line here, a
 # Run field above and a line in OTHER_KINDS).

@@ -3,7 +3,8 @@
 A `--json FILE` holds, in order: one ``run`` record (collscope.records.run.RunRecord, command
 "watch"), then as the job runs ``watch_window`` records (one per rank per aggregation round),
 ``finding`` records with id ``watch.straggler`` (one when a straggler starts, one when it
-ends), on a stall ``watch_stall`` followed by `collscope hang`'s own records (its
+ends), ``watch_clock`` records (the hosts' clocks aligned again, every minute, several hosts
+only), on a stall ``watch_stall`` followed by `collscope hang`'s own records (its
 ``hang_group`` records and exactly one ``hang_verdict``), and as each rank ends one
 ``watch_agent`` record: what its agent cost; ``watch_notice`` records (once per rank and
 cause) say what limits the watching. Units are in the field names:
@@ -45,7 +46,16 @@ class WatchWindowRecord:
     ``lateness_ms`` is the median over the window's matched collectives of the rank's enqueue
     time minus the first rank's (clocks aligned across hosts); ``arrived_last`` how many of
     them it entered last; ``wait_caused_ms`` the sum over those of what the other ranks waited
-    for it (each waiting rank's share summed)."""
+    for it (each waiting rank's share summed).
+
+    Bandwidth (``None`` where the rank's Flight Recorder has no durations: gloo always, NCCL and
+    RCCL unless TORCH_NCCL_ENABLE_TIMING=1): per collective, over the calls of the group that
+    completed with a duration in the rank's latest interval (``timed_calls`` of them),
+    ``algbw_gbs`` = sum of their sizes / sum of their durations, in GB/s (1e9 B/s), each size as
+    nccl-tests counts it (the larger of input and output bytes); ``busbw_gbs`` = algbw x
+    nccl-tests' factor for the collective and ``group_size`` (2(n-1)/n all_reduce, (n-1)/n
+    all_gather, reduce_scatter and alltoall, 1 broadcast and reduce). A collective without
+    such a call in the interval is absent; none is ever written as 0."""
 
     time: float
     rank: int
@@ -59,7 +69,33 @@ class WatchWindowRecord:
     collectives_total: dict[str, int]  # per collective type: completed on this rank so far
     oldest_pending_s: float | None    # age of the rank's oldest collective not yet completed
     straggler: bool
+    group_size: int | None = None     # members, from the Flight Recorder (set with bandwidth)
+    timed_calls: dict[str, int] | None = None
+    algbw_gbs: dict[str, float] | None = None
+    busbw_gbs: dict[str, float] | None = None
     kind: str = "watch_window"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class ClockRecord:
+    """A re-run of the clock exchange (every CLOCK_EVERY_S of the job, numbered ``epoch`` from
+    1; the start's is in ``watch_job``): per host, the offset found (us, subtracted from its
+    ranks' enqueue times from the next round on), the exchange's spread, and ``change_us``,
+    how far the offset moved since the one it replaced (the hosts' drift in between). Not
+    ``applied`` when a host's first rank did not answer: the previous offsets are kept."""
+
+    time: float
+    epoch: int
+    applied: bool
+    reason: str
+    offsets_us: dict[str, float]
+    spread_us: dict[str, float]
+    change_us: dict[str, float]
+    method: str
+    kind: str = "watch_clock"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

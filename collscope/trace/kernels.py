@@ -99,7 +99,7 @@ def decode_kernel(name: str) -> KernelInfo:
 
 
 _SUFFIXES = ("_into_tensor_coalesced", "_tensor_coalesced", "_into_tensor", "_coalesced",
-             "_tensor", "_base", "_single")
+             "_tensor", "_base", "_single", "_oop")
 _ANNOTATION_COLLECTIVES = {
     "allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
     "broadcast": "broadcast", "reduce": "reduce", "alltoall": "alltoall",
@@ -113,7 +113,8 @@ _ANNOTATION_PREFIXES = ("nccl:", "rccl:", "gloo:", "mpi:", "ucc:", "c10d::")
 
 def collective_from_annotation(name: str) -> str | None:
     """The nccl-tests collective name of "allreduce", "c10d::_allgather_base_",
-    "nccl:all_to_all", "gloo:all_reduce", "reduce_scatter_tensor_coalesced"; None for
+    "nccl:all_to_all", "gloo:all_reduce", "reduce_scatter_tensor_coalesced",
+    "nccl:_broadcast_oop" (NCCL's out-of-place broadcast and reduce); None for
     anything else ("wait", "coalesced", "c10d::barrier" is "barrier")."""
     text = name.strip().lower()
     for prefix in _ANNOTATION_PREFIXES:

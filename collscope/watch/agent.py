@@ -21,7 +21,7 @@ from collections import deque
 from typing import Any
 
 from collscope.records.watch import AgentCostRecord, NoticeRecord
-from collscope.watch import dumps, exchange
+from collscope.watch import bandwidth, dumps, exchange
 from collscope.watch.config import CHANNEL_ENV, AgentSettings
 from collscope.watch.flight import FlightReader
 from collscope.watch.summary import Counter, Summary, summarise
@@ -78,6 +78,9 @@ class Agent:
         self.dumped = False
         self._previous: Summary | None = None
         self.aggregator: Any = None
+        self.clock_leader = False        # measures its host's clock for rank 0
+        self.clock_epoch = 0             # the newest clock exchange it answered
+        self.clock_ns = time.time_ns     # the clock it measures
 
     def start(self) -> None:
         self._thread.start()
@@ -140,7 +143,8 @@ class Agent:
             lead = exchange.leaders(hellos)
             host0 = next((h.host for h in hellos if h.rank == 0), None)
             if lead.get(self.hello.host) == self.rank and self.hello.host != host0:
-                exchange.clock_follower(self.store, self.rank)
+                self.clock_leader = True
+                exchange.clock_follower(self.store, self.rank, 0, self.clock_ns)
 
     def _tick(self) -> None:
         self.round += 1
@@ -158,7 +162,8 @@ class Agent:
         self.interval_s = max(self.settings.interval_s,
                               statistics.median(self._read_cpu) / READ_BUDGET)
         now = time.time()
-        summary = summarise(self.round, now, read.new, read.oldest_pending, self.counter.counts)
+        summary = summarise(self.round, now, read.new, read.oldest_pending, self.counter.counts,
+                            bandwidth.tally(read.timed, read.group_sizes))
         published = _with_previous(summary, self._previous)
         self._previous = summary
         self.store.set(exchange.summary_key(self.rank), published.encode())
@@ -172,6 +177,12 @@ class Agent:
             self._dump()
         if self.aggregator is not None:
             self.aggregator.round(self.round)
+        elif self.clock_leader:
+            asked = exchange.clock_requested(self.store)
+            if asked is not None and asked > self.clock_epoch:
+                # rank 0 stamps its side on a thread of its own; ours takes a few ms here
+                self.clock_epoch = asked
+                exchange.clock_follower(self.store, self.rank, asked, self.clock_ns)
 
     def _dump(self) -> None:
         self.dumped = True
@@ -188,8 +199,11 @@ class Agent:
         try:
             if self.store is not None:
                 self.store.set_timeout(datetime.timedelta(seconds=CLEANUP_TIMEOUT_S))
-                keys = exchange.own_keys(self.rank) + (
-                    exchange.shared_keys() if self.rank == 0 else [])
+                if self.aggregator is not None:
+                    self.aggregator.clocks.close(CLEANUP_TIMEOUT_S)
+                keys = exchange.own_keys(self.rank, self.clock_epoch) + (
+                    exchange.shared_keys(self.aggregator.clocks.epoch)
+                    if self.aggregator is not None else [])
                 for key in keys:
                     self.store.delete_key(key)
         except Exception:  # noqa: BLE001 (the store may be gone with the job)
@@ -207,7 +221,8 @@ def _with_previous(summary: Summary, previous: Summary | None) -> Summary:
     merged = {g: list(v) for g, v in previous.arrivals.items()}
     for group, items in summary.arrivals.items():
         merged[group] = sorted(set(merged.get(group, [])) | set(items))
-    return Summary(summary.round, summary.time, merged, summary.completed, summary.pending)
+    return Summary(summary.round, summary.time, merged, summary.completed, summary.pending,
+                   summary.timed)
 
 
 def start(settings: AgentSettings | None = None) -> bool:

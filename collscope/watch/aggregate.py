@@ -17,10 +17,24 @@ from typing import Any
 from collscope.records.watch import StallRecord, StragglerFinding, WatchJobRecord, WatchWindowRecord
 from collscope.versions import library_versions
 from collscope.watch import detect, dumps, exchange
+from collscope.watch.bandwidth import Timed
+from collscope.watch.clocks import NO_ANSWER, Clocks
 from collscope.watch.flight import BUFFER_ENV
 from collscope.watch.summary import Summary
 
 DUMP_DEADLINE_S = 8.0
+
+
+def _bandwidth(timed: tuple[int, dict[str, Timed]] | None) -> tuple[Any, ...]:
+    """The window record's (group_size, timed_calls, algbw_gbs, busbw_gbs) from a rank's
+    timed calls of one group (all None when it has none)."""
+    if not timed:
+        return None, None, None, None
+    members, ops = timed
+    rates = {op: t.rates(op, members) for op, t in sorted(ops.items())}
+    return (members, {op: ops[op].calls for op in rates},
+            {op: round(a, 3) for op, (a, _) in rates.items()},
+            {op: round(b, 3) for op, (_, b) in rates.items()})
 
 
 def _clock(unix_s: float) -> str:
@@ -37,6 +51,7 @@ class Aggregator:
         self.detector = detect.Detector()
         self.summaries: dict[int, Summary] = {}
         self.collected = False
+        self.clocks = Clocks(None, lambda: None, {}, lambda: True)   # begin() makes the real one
 
     def begin(self, hellos: list[exchange.Hello]) -> None:
         self.hellos = {h.rank: h for h in hellos}
@@ -44,18 +59,21 @@ class Aggregator:
         lead = exchange.leaders(hellos)
         host0 = self.hellos[0].host if 0 in self.hellos else ""
         followers = {rank: host for host, rank in lead.items() if host != host0}
+        self.clocks = Clocks(self.store, lambda: exchange.connect(
+            self.agent._default_store, exchange.prefix(os.environ)), followers,
+            self.agent._stop.is_set)
         clock: dict[str, Any] = {"method": exchange.CLOCK_METHOD, "reference_host": host0}
         if not followers:
             clock.update(applied=False, reason="every rank on one host: one clock",
                          offsets_us={}, spread_us={})
         else:
-            found = exchange.clock_master(self.store, sorted(followers))
+            found = self.clocks.first()
             if found is None:
                 clock.update(applied=False, offsets_us={}, spread_us={},
-                             reason="a host's first rank did not answer the clock exchange in "
-                                    f"{exchange.CLOCK_WAIT_S:g} s; times compared unaligned")
+                             reason=f"{NO_ANSWER}; times compared unaligned (tried again "
+                                    f"every {exchange.CLOCK_EVERY_S:g} s)")
             else:
-                self.offset_us = {followers[r]: off for r, (off, _) in found.items()}
+                self.offset_us = dict(self.clocks.offset_us)
                 clock.update(applied=True, reason=f"{len(lead)} hosts",
                              offsets_us=dict(self.offset_us),
                              spread_us={followers[r]: s for r, (_, s) in found.items()})
@@ -72,6 +90,10 @@ class Aggregator:
         return hello.host if hello else "?"
 
     def round(self, number: int) -> None:
+        clock = self.clocks.poll()
+        if clock is not None:
+            self.offset_us = dict(self.clocks.offset_us)
+            self.agent.channel.send(clock.to_dict())
         ranks = sorted(self.hellos)
         texts = self.store.multi_get([exchange.summary_key(r) for r in ranks]) if ranks else []
         for rank, text in zip(ranks, texts):
@@ -102,7 +124,8 @@ class Aggregator:
                     round(sum(m.wait_caused_ms(rank) for m in window), 3),
                     dict(summary.completed.get(group, {})) if summary else {},
                     pending.age_s if pending else None,
-                    (group, rank) in self.detector.active))
+                    (group, rank) in self.detector.active,
+                    *_bandwidth(summary.timed.get(group) if summary else None)))
         return out
 
     def _local(self, rank: int) -> int | None:

@@ -14,6 +14,11 @@ stamps its appearance as the midpoint between the last check that missed it and 
 that saw it (both checks' midpoints). Offset = that stamp - rank 0's, median over ROUNDS;
 spread = the half-gap between the two checks, median over rounds (what the estimate cannot
 resolve). This is NTP's exchange carried by the store, good to the store's round trip.
+
+Clocks drift apart over a long job, so rank 0 runs the exchange again every CLOCK_EVERY_S, as
+a numbered epoch (its keys under ``clk*/<epoch>/``): it sets CLOCK_REQUEST_KEY to the epoch
+and stamps its side on a thread of its own (its aggregation rounds go on); each follower sees
+the request on its next agent tick and answers there. Each epoch's keys are removed once read.
 """
 
 from __future__ import annotations
@@ -31,6 +36,11 @@ STORE_TIMEOUT_S = 10.0
 POLL_S = 0.05
 CLOCK_ROUNDS = 7
 CLOCK_WAIT_S = 30.0
+CLOCK_EVERY_S = 60.0
+# Once a follower answers, it polls for each next round's key; rank 0 then looks for its
+# readiness this often (not POLL_S), so the follower spends milliseconds polling, not 50 ms.
+CLOCK_POLL_S = 0.001
+CLOCK_REQUEST_KEY = "clkreq"
 CLOCK_METHOD = (f"rank 0 sets a store key at a stamped moment (midpoint of its set); each "
                 f"other host's first rank stamps its appearance (midpoint of the last check "
                 f"that missed it and the first that saw it); offset = median over "
@@ -73,23 +83,32 @@ def dumped_key(rank: int) -> str:
 HANG_KEY = "hang"
 
 
-def own_keys(rank: int) -> list[str]:
-    return [hello_key(rank), summary_key(rank), dumped_key(rank), f"clkres/{rank}"] + \
-        [f"clkready/{k}/{rank}" for k in range(CLOCK_ROUNDS)]
+def follower_clock_keys(epoch: int, rank: int) -> list[str]:
+    return [f"clkres/{epoch}/{rank}"] + [f"clkready/{epoch}/{k}/{rank}"
+                                         for k in range(CLOCK_ROUNDS)]
 
 
-def shared_keys() -> list[str]:
-    return [HANG_KEY, "clkmaster", *(f"clk/{k}" for k in range(CLOCK_ROUNDS))]
+def master_clock_keys(epoch: int) -> list[str]:
+    return [f"clk/{epoch}/{k}" for k in range(CLOCK_ROUNDS)]
+
+
+def own_keys(rank: int, clock_epoch: int = 0) -> list[str]:
+    return [hello_key(rank), summary_key(rank), dumped_key(rank),
+            *follower_clock_keys(clock_epoch, rank)]
+
+
+def shared_keys(clock_epoch: int = 0) -> list[str]:
+    return [HANG_KEY, CLOCK_REQUEST_KEY, *master_clock_keys(clock_epoch)]
 
 
 def wait_for(store: Any, keys: Sequence[str], deadline_s: float,
-             stop: Callable[[], bool] = lambda: False) -> bool:
+             stop: Callable[[], bool] = lambda: False, poll_s: float = POLL_S) -> bool:
     """Poll until every key exists (True) or the deadline passes (False)."""
     end = time.monotonic() + deadline_s
     while not store.check(list(keys)):
         if time.monotonic() > end or stop():
             return False
-        time.sleep(POLL_S)
+        time.sleep(poll_s)
     return True
 
 
@@ -121,41 +140,47 @@ def leaders(hellos: Sequence[Hello]) -> dict[str, int]:
     return found
 
 
-def _mid_ns(call: Callable[[], Any]) -> tuple[int, Any]:
-    before = time.time_ns()
+def _mid_ns(call: Callable[[], Any], now_ns: Callable[[], int] = time.time_ns
+            ) -> tuple[int, Any]:
+    before = now_ns()
     result = call()
-    return (before + time.time_ns()) // 2, result
+    return (before + now_ns()) // 2, result
 
 
-def clock_master(store: Any, followers: Sequence[int]) -> dict[int, tuple[float, float]] | None:
-    """Rank 0's side: stamps each round; returns leader rank -> (offset_us, spread_us), or None
-    when a follower did not answer in time."""
+def clock_master(store: Any, followers: Sequence[int], epoch: int = 0,
+                 stop: Callable[[], bool] = lambda: False
+                 ) -> dict[int, tuple[float, float]] | None:
+    """Rank 0's side of one epoch: stamps each round; returns leader rank -> (offset_us,
+    spread_us), or None when a follower did not answer in time (or ``stop`` said so)."""
     stamps = []
     for k in range(CLOCK_ROUNDS):
-        if not wait_for(store, [f"clkready/{k}/{r}" for r in followers], CLOCK_WAIT_S):
+        if not wait_for(store, [f"clkready/{epoch}/{k}/{r}" for r in followers], CLOCK_WAIT_S,
+                        stop, POLL_S if k == 0 else CLOCK_POLL_S):
             return None
         time.sleep(0.005)      # let the followers be polling before the key appears
-        stamp, _ = _mid_ns(lambda k=k: store.set(f"clk/{k}", "1"))
+        stamp, _ = _mid_ns(lambda k=k: store.set(f"clk/{epoch}/{k}", "1"))
         stamps.append(stamp)
-    if not wait_for(store, [f"clkres/{r}" for r in followers], CLOCK_WAIT_S):
+    if not wait_for(store, [f"clkres/{epoch}/{r}" for r in followers], CLOCK_WAIT_S, stop):
         return None
     found = {}
     for r in followers:
-        seen = json.loads(store.get(f"clkres/{r}"))
+        seen = json.loads(store.get(f"clkres/{epoch}/{r}"))
         offsets = [(at - stamp) / 1000 for (at, _), stamp in zip(seen, stamps)]
         found[r] = (statistics.median(offsets), statistics.median(g / 1000 for _, g in seen))
     return found
 
 
-def clock_follower(store: Any, rank: int) -> bool:
-    """A host leader's side: per round, the key's appearance on its own clock."""
+def clock_follower(store: Any, rank: int, epoch: int = 0,
+                   now_ns: Callable[[], int] = time.time_ns) -> bool:
+    """A host leader's side of one epoch: per round, the key's appearance on its own clock
+    (``now_ns``)."""
     seen = []
     for k in range(CLOCK_ROUNDS):
-        key = f"clk/{k}"
-        store.set(f"clkready/{k}/{rank}", "1")
+        key = f"clk/{epoch}/{k}"
+        store.set(f"clkready/{epoch}/{k}/{rank}", "1")
         previous, end = None, time.monotonic() + CLOCK_WAIT_S
         while True:
-            now, found = _mid_ns(lambda key=key: store.check([key]))
+            now, found = _mid_ns(lambda key=key: store.check([key]), now_ns)
             if found:
                 if previous is None:      # already there: no bracket; use this check alone
                     previous = now
@@ -165,5 +190,19 @@ def clock_follower(store: Any, rank: int) -> bool:
                 return False
             previous = now
             time.sleep(0.0001)       # lets the training thread have the GIL between checks
-    store.set(f"clkres/{rank}", json.dumps(seen))
+    store.set(f"clkres/{epoch}/{rank}", json.dumps(seen))
     return True
+
+
+def clock_requested(store: Any) -> int | None:
+    """The newest epoch rank 0 asked the followers for (None: none yet); one check."""
+    if not store.check([CLOCK_REQUEST_KEY]):
+        return None
+    return int(store.get(CLOCK_REQUEST_KEY))
+
+
+def drop_clock_keys(store: Any, epoch: int, followers: Sequence[int]) -> None:
+    """An epoch's keys, once rank 0 has read them."""
+    for key in [*master_clock_keys(epoch),
+                *(k for r in followers for k in follower_clock_keys(epoch, r))]:
+        store.delete_key(key)

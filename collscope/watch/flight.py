@@ -6,6 +6,13 @@ keeps nothing but the highest record id seen, so a read hands over only the entr
 new since the previous one; entries the ring overwrote before a read are counted as lost.
 gloo entries stay ``scheduled`` and become ``retired`` when done; NCCL's are ``completed``.
 
+Durations: NCCL and RCCL entries carry ``duration_ms`` (CUDA events around the collective) when
+timing is on (``TORCH_NCCL_ENABLE_TIMING=1``); torch sets it as the watchdog retires the entry,
+so an entry first read in flight gets it later. The reader therefore keeps the record ids of
+entries read before they retired and hands each over once more, in ``Read.timed``, when its
+duration appears; an entry that retired without one (gloo, timing off) is let go. The group
+sizes come from the dump's ``pg_config`` (NCCL lists each group's ranks; gloo lists none).
+
 FR is on when TORCH_FR_BUFFER_SIZE (or the older TORCH_NCCL_TRACE_BUFFER_SIZE) is set before
 the process group is made; ``fr_env`` gives the wrapper's default when the user set neither.
 """
@@ -14,7 +21,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import msgspec
 
@@ -39,6 +46,8 @@ class Entry(msgspec.Struct):
     is_p2p: bool = False
     input_sizes: list[list[int]] = []
     input_dtypes: list[str] = []
+    output_sizes: list[list[int]] = []
+    output_dtypes: list[str] = []
     duration_ms: float | None = None
 
     @property
@@ -55,8 +64,19 @@ class Entry(msgspec.Struct):
         return self.state != "completed" and not self.retired
 
 
+class GroupConfig(msgspec.Struct):
+    ranks: str = ""                   # "[0, 1, 2, 3]"; "[]" where the backend lists none
+
+
 class Dump(msgspec.Struct):
     entries: list[Entry] = []
+    pg_config: dict[str, GroupConfig] = {}
+
+
+def group_size(config: GroupConfig) -> int | None:
+    """Members of a group as ``pg_config`` lists them; None when it lists none."""
+    inner = config.ranks.strip().strip("[]").strip()
+    return len(inner.split(",")) if inner else None
 
 
 _decoder = msgspec.json.Decoder(Dump)
@@ -83,6 +103,8 @@ class Read:
     lost: int                        # entries overwritten before they could be read, so far
     size: int                        # entries the ring held at this read
     cpu_s: float                     # this thread's CPU time for the read (dump + decode)
+    timed: list[Entry] = field(default_factory=list)  # durations new since the last read
+    group_sizes: dict[str, int] = field(default_factory=dict)  # group name -> members
 
 
 class FlightReader:
@@ -92,17 +114,47 @@ class FlightReader:
     def __init__(self, source: Callable[[], bytes] = dump_json) -> None:
         self._source = source
         self._last_id = -1
+        self._untimed: set[int] = set()      # handed over before retiring, no duration yet
+        self.group_sizes: dict[str, int] = {}
         self.lost = 0
 
     def read(self) -> Read:
         started = time.thread_time()
-        entries = _decoder.decode(self._source()).entries
+        dump = _decoder.decode(self._source())
+        entries = dump.entries
         new = [e for e in entries if e.record_id > self._last_id]
         if new:
             if self._last_id >= 0:
                 self.lost += max(0, new[0].record_id - self._last_id - 1)
             self._last_id = new[-1].record_id
+        timed = self._timed(entries, new)
+        for name, config in dump.pg_config.items():
+            if name not in self.group_sizes and (size := group_size(config)) is not None:
+                self.group_sizes[name] = size
         pending = [e for e in entries if e.pending]
         oldest = min(pending, key=lambda e: e.time_created_ns) if pending else None
         return Read(new, oldest, {e.record_id for e in pending}, self.lost, len(entries),
-                    time.thread_time() - started)
+                    time.thread_time() - started, timed, self.group_sizes)
+
+    def _timed(self, entries: list[Entry], new: list[Entry]) -> list[Entry]:
+        """Entries whose duration is known and was not handed over before: new ones that
+        have it, and earlier ones that got it since (each once)."""
+        timed = []
+        if self._untimed:
+            by_id = {e.record_id: e for e in entries}
+            waiting = set()
+            for record_id in self._untimed:
+                entry = by_id.get(record_id)      # None: the ring overwrote it meanwhile
+                if entry is None:
+                    continue
+                if entry.duration_ms is not None:
+                    timed.append(entry)
+                elif not entry.retired:
+                    waiting.add(record_id)
+            self._untimed = waiting
+        for entry in new:
+            if entry.duration_ms is not None:
+                timed.append(entry)
+            elif not entry.retired:
+                self._untimed.add(entry.record_id)
+        return timed

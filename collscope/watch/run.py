@@ -37,6 +37,9 @@ KILL_GRACE_S = 10.0
 # A node that got no verdict (rank 0 is elsewhere) ends its part after the dumps' deadline
 # plus the time the verdict takes on rank 0's node.
 KILL_WITHOUT_VERDICT_S = DUMP_DEADLINE_S + 15.0
+# Said at the end of an NCCL job whose windows never carried a duration.
+NO_DURATIONS = ("no busbw: the Flight Recorder recorded no NCCL durations; run the job with "
+                "TORCH_NCCL_ENABLE_TIMING=1 to get each collective's busbw per rank")
 BOOTSTRAP = str(Path(__file__).parent / "bootstrap")
 
 
@@ -90,6 +93,7 @@ class Watch:
         self._rate: tuple[float, int] | None = None
         self.rate_per_s: float | None = None
         self.costs: list[dict[str, Any]] = []
+        self.backend = ""
 
     def say(self, text: str) -> None:
         if self._console is not None:
@@ -115,6 +119,7 @@ class Watch:
                 self._count(record)
         elif kind == "watch_job":
             self.hosts = {r["rank"]: r["host"] for r in record["ranks"]}
+            self.backend = str(record["backend"])
             clock = record["clock"]
             self.say(f"watching {record['world_size']} ranks on {len(record['hosts'])} "
                      f"host(s) ({record['backend']}); clocks: {clock['reason']}")
@@ -194,7 +199,8 @@ class Watch:
     def live(self) -> str:
         return sinks.live_line(list(self.windows.values()), self.rate_per_s,
                                [f"rank {f['rank']} ({f['host']})"
-                                for _, f in sorted(self.active.items())])
+                                for _, f in sorted(self.active.items())],
+                               self.metrics.busbw())
 
     def finish(self) -> None:
         """Stragglers still flagged when the job ended get their 'ended' record."""
@@ -205,6 +211,8 @@ class Watch:
             self.record(ended)
             self.say(ended["title"])
         self.active.clear()
+        if "nccl" in self.backend and self.windows and not self.metrics.busbw():
+            self.say(NO_DURATIONS)
         if self.costs:
             self.say(sinks.cost_line(self.costs))
 

@@ -3,7 +3,10 @@
 Per process group, the new collectives' sequence numbers and enqueue times: runs of
 consecutive sequence numbers as ``[first_seq, [dt_us, ...]]`` where each dt is the time since
 the previous entry (the first since ``base_us``), so 20 collectives cost ~140 bytes. Plus the
-completed count per (group, collective), and this rank's oldest pending collective.
+completed count per (group, collective), and this rank's oldest pending collective. Where the
+Flight Recorder has durations (NCCL/RCCL with TORCH_NCCL_ENABLE_TIMING=1), per group its size
+and per collective the interval's timed calls summed (calls, bytes, microseconds:
+collscope.watch.bandwidth), ~30 bytes per collective; nothing where it has none (gloo).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from collscope.watch.bandwidth import Timed
 from collscope.watch.flight import Entry
 
 # Newest entries kept per group per interval (the detectors need a window, not every call).
@@ -34,6 +38,8 @@ class Summary:
     arrivals: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # group: (seq, us)
     completed: dict[str, dict[str, int]] = field(default_factory=dict)   # group: op: count
     pending: Pending | None = None
+    # group: (members, op: the interval's calls with a duration, summed)
+    timed: dict[str, tuple[int, dict[str, Timed]]] = field(default_factory=dict)
 
     def encode(self) -> str:
         groups: dict[str, list[Any]] = {}
@@ -52,6 +58,10 @@ class Summary:
         if self.pending is not None:
             p = self.pending
             out["p"] = [p.group, p.collective, p.seq, round(p.age_s, 3)]
+        if self.timed:
+            out["w"] = {g: [n, {op: [t.calls, t.size_bytes, round(t.duration_us, 1)]
+                                for op, t in ops.items()}]
+                        for g, (n, ops) in self.timed.items()}
         return json.dumps(out, separators=(",", ":"))
 
     @classmethod
@@ -67,15 +77,20 @@ class Summary:
                     items.append((int(first) + offset, us))
         p = data.get("p")
         pending = Pending(str(p[0]), str(p[1]), int(p[2]), float(p[3])) if p else None
+        timed = {g: (int(n), {op: Timed(int(c), int(b), float(us))
+                              for op, (c, b, us) in ops.items()})
+                 for g, (n, ops) in data.get("w", {}).items()}
         return cls(int(data["r"]), float(data["t"]), arrivals,
                    {g: {op: int(n) for op, n in ops.items()} for g, ops in data["c"].items()},
-                   pending)
+                   pending, timed)
 
 
 def summarise(round_: int, now: float, new: Iterable[Entry], oldest: Entry | None,
-              completed: dict[str, dict[str, int]]) -> Summary:
+              completed: dict[str, dict[str, int]],
+              timed: dict[str, tuple[int, dict[str, Timed]]] | None = None) -> Summary:
     """This interval's summary from the FR entries new since the last one; ``completed`` is
-    :class:`Counter`'s running count per group and collective."""
+    :class:`Counter`'s running count per group and collective, ``timed`` the interval's
+    timed calls (bandwidth.tally of the read's ``timed`` entries)."""
     arrivals: dict[str, list[tuple[int, int]]] = {}
     for entry in new:
         if entry.is_p2p:
@@ -90,7 +105,7 @@ def summarise(round_: int, now: float, new: Iterable[Entry], oldest: Entry | Non
         pending = Pending(oldest.group, oldest.op, oldest.collective_seq_id,
                           max(0.0, now - oldest.time_created_ns / 1e9))
     return Summary(round_, now, arrivals, {g: dict(ops) for g, ops in completed.items()},
-                   pending)
+                   pending, timed or {})
 
 
 class Counter:

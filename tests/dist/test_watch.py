@@ -190,6 +190,14 @@ def test_metrics_scraped_mid_run_hold_per_rank_series(first, folder):
         assert re.search(ALL_REDUCES.format(rank=rank), metrics)
         assert f'collscope_watch_lateness_seconds{{rank="{rank}"' in metrics
         assert f'collscope_watch_oldest_pending_seconds{{rank="{rank}"' in metrics
+    # gloo records no durations: no busbw anywhere, never a 0 in its place.
+    assert "collscope_watch_busbw_gbps" not in metrics
+    windows = [r for r in read_records(folder / "straggler.jsonl")
+               if r["kind"] == "watch_window"]
+    assert windows and all(w["busbw_gbs"] is None and w["algbw_gbs"] is None for w in windows)
+    said = [line for line in first[0]["straggler"].stderr.splitlines()
+            if line.startswith("collscope watch:") and "busbw" in line]
+    assert said == []
     promtool = shutil.which("promtool")
     if promtool is None:
         pytest.skip("promtool is not installed (the series were checked without it)")

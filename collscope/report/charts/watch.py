@@ -356,6 +356,34 @@ def _highest(kept: list[dict[str, Any]], start: float) -> str:
             f"at {_since(top['time'], start)}")
 
 
+def _busbw_details(run: Run, backend: str) -> list[str]:
+    """Per group and collective, the lowest rank's busbw (each rank's median over the windows
+    that carried one) against the ranks' median; for an NCCL job without any, how to get them
+    (gloo records no durations: nothing said)."""
+    values: dict[tuple[str, str], dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    hosts: dict[int, str] = {}
+    for w in windows(run):
+        for op, value in _dict(w.get("busbw_gbs")).items():
+            number = as_number(value)
+            if number is not None and number > 0 and isinstance(w.get("rank"), int):
+                values[(str(w.get("group")), str(op))][w["rank"]].append(number)
+                hosts[w["rank"]] = str(w.get("host", "?"))
+    if not values:
+        return ([f"busbw: not known: no window carried a Flight Recorder duration (backend "
+                 f"{backend}: set TORCH_NCCL_ENABLE_TIMING=1 in the job)"]
+                if "nccl" in backend else [])
+    from collscope.watch.bandwidth import METHOD
+
+    parts = []
+    for (group, op), by_rank in sorted(values.items()):
+        medians = {rank: statistics.median(v) for rank, v in by_rank.items()}
+        low = min(medians, key=lambda r: (medians[r], r))
+        parts.append(f"group {group} {op}: lowest {_rank_name(low, hosts[low])} "
+                     f"{format_number(medians[low])} GB/s, median of {len(medians)} ranks "
+                     f"{format_number(statistics.median(medians.values()))} GB/s")
+    return [f"busbw (each rank's median over its windows): {'; '.join(parts)} ({METHOD})"]
+
+
 def _method(episode: Episode) -> str:
     """The test as watch recorded it, without the p-values the episode line already says
     (its text is "binomial p=..., Mann-Whitney p=...; <method>")."""
@@ -388,6 +416,7 @@ def watch_headline(run: Run) -> Headline | None:
         details.append(f"{len(rounds)} rounds of windows from {ranks} ranks over "
                        f"{rounds[-1] - rounds[0]:.1f} s (first at {_clock(rounds[0])}); "
                        + _highest(kept, start))
+    details += _busbw_details(run, str(job.get("backend") or ""))
     details += [str(r["title"]) for r in run.watch
                 if r.get("kind") == "watch_notice" and isinstance(r.get("title"), str)]
     costs = [r for r in run.watch if r.get("kind") == "watch_agent"

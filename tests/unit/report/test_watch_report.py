@@ -243,7 +243,8 @@ _fields = st.sampled_from(["time", "rank", "host", "group", "window", "lateness_
                            "arrived_last", "wait_caused_ms", "oldest_pending_s", "straggler",
                            "state", "since", "baseline_ms", "p_last", "p_rise", "test",
                            "hosts", "clock", "world_size", "no_answer", "detected_by",
-                           "pending_s", "culprit_ranks", "headline"])
+                           "pending_s", "culprit_ranks", "headline", "busbw_gbs",
+                           "backend"])
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -276,3 +277,45 @@ def test_the_agents_cost_and_notices_are_in_the_headlines_details() -> None:
     # shares 0.30, 0.40, 0.50, 0.60 % of a core: median 0.45 %, most rank 3
     assert any(d.startswith("agent cost: median 0.45 % of a core per rank") and
                "most: rank 3 (vm) 0.60 %" in d for d in details)
+
+
+def _with_busbw(name: str, busbw_of) -> str:
+    """The real run's records, its windows given the busbw ``busbw_of(window)`` and its job
+    the backend nccl (as a timed NCCL job's records would read)."""
+    lines = []
+    for record in _raw(name):
+        if record["kind"] == "watch_window":
+            record["busbw_gbs"] = busbw_of(record)
+        elif record["kind"] == "watch_job":
+            record["backend"] = "nccl"
+        lines.append(json.dumps(record))
+    return "\n".join(lines) + "\n"
+
+
+def test_the_lowest_ranks_busbw_per_collective_is_in_the_headlines_details() -> None:
+    def busbw(window: dict) -> dict | None:
+        if window["rank"] == 1 and window["window"] < 12:
+            return None                           # an interval without timed calls
+        return {"all_reduce": 150.0 + 10 * window["rank"] + window["window"] % 2}
+
+    source = parse_input(_with_busbw(HEALTHY, busbw), HEALTHY)
+    (detail,) = [d for d in ch.watch_headline(source.runs[0]).details if d.startswith("busbw")]
+    expected = {}
+    for w in _raw(HEALTHY):
+        if w["kind"] == "watch_window" and busbw(w) is not None:
+            expected.setdefault(w["rank"], []).append(busbw(w)["all_reduce"])
+    medians = {r: statistics.median(v) for r, v in expected.items()}
+    assert min(medians, key=medians.get) == 0
+    assert detail.startswith(
+        "busbw (each rank's median over its windows): group 0 all_reduce: lowest rank 0 (vm) "
+        f"{ch.format_number(medians[0])} GB/s, median of 4 ranks "
+        f"{ch.format_number(statistics.median(medians.values()))} GB/s (nccl-tests' busbw")
+
+
+def test_an_nccl_run_without_durations_says_how_to_get_busbw_and_gloo_says_nothing() -> None:
+    nccl = parse_input(_with_busbw(HEALTHY, lambda w: None), HEALTHY)
+    details = ch.watch_headline(nccl.runs[0]).details
+    assert any(d.startswith("busbw: not known") and "TORCH_NCCL_ENABLE_TIMING=1" in d
+               for d in details)
+    gloo = load_input(_path(HEALTHY))
+    assert not any("busbw" in d for d in ch.watch_headline(gloo.runs[0]).details)

@@ -60,3 +60,18 @@ def test_each_ranks_agent_cost_is_kept_and_summed_up_at_the_end(capsys):
     # median of 0.05 %, 0.10 %, 0.15 %, 0.30 % of a core; the most is rank 0's aggregator
     assert "agent cost: median 0.12 % of a core per rank (1.2 ms CPU per s, 4 rank(s)" in err
     assert "most: rank 0 (node-0) 0.30 % (the aggregator)" in err
+
+
+def test_an_nccl_job_without_durations_is_told_how_to_get_busbw(capsys):
+    for busbw, said in ((None, True), ({"all_reduce": 150.0}, False)):
+        watch = Watch(WatchConfig(command=["true"]), Kept())
+        watch.handle({"kind": "watch_job", "time": 1.0, "world_size": 2, "backend": "nccl",
+                      "ranks": [], "hosts": [], "clock": {"reason": "one host"},
+                      "flight_recorder": {"variable": None, "entries": None}})
+        window = WatchWindowRecord(1.0, 1, "node-0", 1, "0", 12, 0.1, 0, 0.0,
+                                   {"all_reduce": 50}, None, False).to_dict()
+        window["busbw_gbs"] = busbw
+        watch.handle(window)
+        watch.finish()
+        err = capsys.readouterr().err
+        assert ("TORCH_NCCL_ENABLE_TIMING=1" in err) is said

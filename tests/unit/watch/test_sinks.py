@@ -1,6 +1,10 @@
-"""Prometheus text and the live line from window records."""
+"""Prometheus text and the live line from window records (busbw: checked with promtool where
+it is installed)."""
 
 from __future__ import annotations
+
+import shutil
+import subprocess
 
 from collscope.records.watch import WatchWindowRecord
 from collscope.watch.sinks import Metrics, live_line
@@ -34,3 +38,43 @@ def test_live_line_names_the_latest_rank_and_the_stragglers():
     line = live_line([_window(0, 0.2), _window(3, 30.5, True)], 12.5, ["rank 3 (node-1)"])
     assert line == ("watch: 2 ranks, 12.5 collectives/s (rank 0), latest rank 3 (node-1) "
                     "+30.5 ms median in group 0, stragglers: rank 3 (node-1)")
+
+
+def _timed(rank: int, group: str, busbw: dict[str, float] | None) -> dict:
+    window = _window(rank, 0.4)
+    window.update(group=group, group_size=4 if busbw else None,
+                  timed_calls={op: 3 for op in busbw} if busbw else None,
+                  algbw_gbs={op: v / 1.5 for op, v in busbw.items()} if busbw else None,
+                  busbw_gbs=busbw)
+    return window
+
+
+def test_busbw_is_a_gauge_per_collective_that_keeps_its_latest_value():
+    metrics = Metrics()
+    metrics.update(_timed(0, "0", {"all_reduce": 180.25, "all_gather": 90.5}))
+    metrics.update(_timed(1, "0", {"all_reduce": 120.0}))
+    metrics.update(_timed(1, "0", None))       # an interval without timed calls keeps 120
+    metrics.update(_timed(2, "0", None))       # no durations at all: no series, never a 0
+    text = metrics.render()
+    assert "# TYPE collscope_watch_busbw_gbps gauge" in text
+    assert ('collscope_watch_busbw_gbps{rank="0",host="node-0",group="0",'
+            'collective="all_reduce"} 180.25') in text
+    assert ('collscope_watch_busbw_gbps{rank="1",host="node-0",group="0",'
+            'collective="all_reduce"} 120') in text
+    assert text.count("collscope_watch_busbw_gbps{") == 3
+    promtool = shutil.which("promtool")
+    if promtool is not None:
+        check = subprocess.run([promtool, "check", "metrics"], input=text, text=True,
+                               capture_output=True, timeout=30)
+        assert check.returncode == 0 and check.stdout + check.stderr == "", check.stdout
+
+
+def test_live_line_names_the_lowest_ranks_busbw_per_collective_when_known():
+    metrics = Metrics()
+    for rank, value in ((0, 180.25), (1, 120.0), (3, 175.0)):
+        metrics.update(_timed(rank, "0", {"all_reduce": value}))
+    metrics.update(_timed(2, "7", {"all_gather": 90.5}))
+    line = live_line([_window(0, 0.2)], None, [], metrics.busbw())
+    assert line.endswith(", stragglers: none, lowest busbw: all_gather 90.5 GB/s rank 2 "
+                         "(node-1) group 7, all_reduce 120.0 GB/s rank 1 (node-0) group 0")
+    assert "busbw" not in live_line([_window(0, 0.2)], None, [], Metrics().busbw())
