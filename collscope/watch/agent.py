@@ -11,6 +11,7 @@ from __future__ import annotations
 import atexit
 import datetime
 import json
+import math
 import os
 import socket
 import statistics
@@ -32,10 +33,20 @@ from collscope.watch.summary import Counter, Summary, summarise
 READ_BUDGET = 0.01
 READS_JUDGED = 5
 HELLO_WAIT_S = 60.0
+# Rank 0 aggregates this long after the grid point at which every agent reads and publishes.
+AGGREGATE_AFTER_S = 0.2
 EXIT_JOIN_S = 2.0
 CLEANUP_TIMEOUT_S = 0.5
 
 _started: list[Agent] = []
+
+
+def next_tick_s(now: float, interval_s: float) -> float:
+    """Seconds to the next multiple of the interval on the wall clock. Every rank's agent
+    ticks on that one grid, so the few milliseconds each read holds its rank up fall at the
+    same moment on every rank; at random phases a collective would wait for each rank's
+    hold-up in turn, and the job would lose N of them per interval instead of one."""
+    return interval_s - now % interval_s
 _lock = threading.Lock()
 
 
@@ -98,7 +109,8 @@ class Agent:
         try:
             self._setup()
             setup = (time.thread_time() - cpu0, time.monotonic())
-            while not self._stop.wait(self.interval_s) and self._group_alive():
+            while not self._stop.wait(next_tick_s(time.time(), self.interval_s)) and \
+                    self._group_alive():
                 self._tick()
         except Exception as error:  # noqa: BLE001 (the agent must never take the job down)
             if self._group_alive() and not sys.is_finalizing():
@@ -159,8 +171,9 @@ class Agent:
                 f"between two reads ({read.size} entries kept, read every "
                 f"{self.interval_s:.2g} s): collectives are missed; set a larger "
                 "TORCH_FR_BUFFER_SIZE or a shorter --interval")).to_dict())
-        self.interval_s = max(self.settings.interval_s,
-                              statistics.median(self._read_cpu) / READ_BUDGET)
+        base = self.settings.interval_s
+        self.interval_s = base * math.ceil(max(base, statistics.median(self._read_cpu) /
+                                               READ_BUDGET) / base - 1e-9)
         now = time.time()
         summary = summarise(self.round, now, read.new, read.oldest_pending, self.counter.counts,
                             bandwidth.tally(read.timed, read.group_sizes))
@@ -176,7 +189,9 @@ class Agent:
         if not self.dumped and self.store.check([exchange.HANG_KEY]):
             self._dump()
         if self.aggregator is not None:
-            self.aggregator.round(self.round)
+            # the other ranks publish at this same grid point: read them once they have
+            if not self._stop.wait(min(AGGREGATE_AFTER_S, self.interval_s / 4)):
+                self.aggregator.round(self.round)
         elif self.clock_leader:
             asked = exchange.clock_requested(self.store)
             if asked is not None and asked > self.clock_epoch:

@@ -50,3 +50,13 @@ def test_an_overflowing_ring_is_said_once_with_what_to_change(tmp_path):
     assert cost["kind"] == "watch_agent" and cost["lost_entries"] == 5
     assert cost["cpu_share"] == 0.005 and cost["ticks"] == 3
     assert 0 < cost["read_cpu_s"] < 1
+
+
+def test_every_agent_ticks_on_one_wall_clock_grid():
+    from collscope.watch.agent import next_tick_s
+
+    for now in (1796170889.4277544, 1796170890.0, 1796170890.999):
+        for interval in (1.0, 2.0, 0.5):
+            wait = next_tick_s(now, interval)
+            assert 0 < wait <= interval
+            assert abs(round((now + wait) / interval) * interval - (now + wait)) < 1e-6
