@@ -26,8 +26,8 @@ demo: setup
 # tests never share the cores with other tests. Both passes run; either failing fails.
 test: setup
 	status=0; \
-	$(BIN)/python -m pytest -q -n auto --dist loadfile -m "not serial" || status=1; \
-	$(BIN)/python -m pytest -q -m serial || status=1; \
+	$(BIN)/python -m pytest -q -n auto --dist loadfile -m "not serial" --durations 10 || status=1; \
+	$(BIN)/python -m pytest -q -m serial --durations 20 || status=1; \
 	exit $$status
 
 # Unit tests on every core (pytest-xdist; --dist loadfile keeps each file's tests together).

@@ -10,8 +10,9 @@ A straggler (per group, over the last ``WINDOW`` matched collectives) needs all 
   - against the other ranks: it entered last in ``hits`` of them, more often than chance
     1/n: one-sided binomial test, Bonferroni-corrected for the n ranks it was picked from
     (collscope.stats.significance.late_rank_p), p < ALPHA;
-  - against its own earlier window (the ``WINDOW`` collectives before, frozen while it is a
-    straggler): its lateness rose, one-sided Mann-Whitney U, p < ALPHA;
+  - against its own earlier lateness (the ``BASELINE`` collectives before the window, frozen
+    while it is a straggler; three windows long, so that its median is still the rank's
+    healthy lateness while the window fills with late ones): its lateness rose, one-sided Mann-Whitney U, p < ALPHA;
   - the rise in median lateness is at least MIN_RISE_MS and 3 x the earlier window's MAD
     (a scheduler's jitter on a loaded host is neither one rank's nor lasting).
 It ends when the window no longer shows it (binomial p >= END_P or rise < MIN_RISE_MS / 2).
@@ -27,6 +28,10 @@ from dataclasses import dataclass, field
 from collscope.stats.significance import late_rank_p, rank_sum_p
 
 WINDOW = 12
+# With a baseline only one window long, an onset is judgeable only while 10-17 collectives
+# past it (the window mostly late, the baseline still mostly not): a round can fall outside
+# that span on a loaded host, and the straggler is never named. Three windows: 10-30.
+BASELINE = 3 * WINDOW
 ALPHA = 1e-3
 END_P = 0.05
 MIN_RISE_MS = 5.0
@@ -42,7 +47,7 @@ CLOSED_KEPT = 4096
 METHOD = (f"per (group, seq): lateness = enqueue time - the first member's (clocks aligned "
           f"across hosts); straggler over the last {WINDOW} matched collectives: entered last "
           f"more often than 1/n (one-sided binomial, Bonferroni x n ranks, p < {ALPHA:g}) and "
-          f"lateness risen against its own earlier {WINDOW} (one-sided Mann-Whitney U, p < "
+          f"lateness risen against its own earlier {BASELINE} (one-sided Mann-Whitney U, p < "
           f"{ALPHA:g}) by >= {MIN_RISE_MS:g} ms and >= {MAD_FACTOR:g} x that window's MAD")
 
 
@@ -106,11 +111,11 @@ def rise_p(current: list[float], earlier: list[float]) -> float:
 
 def judge(history: list[Matched], rank: int, members: int,
           frozen: list[float] | None = None) -> Verdict | None:
-    """The test for ``rank`` over the newest WINDOW of ``history`` against the WINDOW before
+    """The test for ``rank`` over the newest WINDOW of ``history`` against the BASELINE before
     (or ``frozen``, its earlier window kept from when it became a straggler)."""
     current = history[-WINDOW:]
     earlier = frozen if frozen is not None else \
-        [m.lateness_ms(rank) for m in history[-2 * WINDOW:-WINDOW]]
+        [m.lateness_ms(rank) for m in history[-WINDOW - BASELINE:-WINDOW]]
     if len(current) < WINDOW or len(earlier) < WINDOW // 2:
         return None
     late = [m.lateness_ms(rank) for m in current]
@@ -193,7 +198,8 @@ class Matcher:
 
 
 class Detector:
-    """Per group: the last 2 x WINDOW matched collectives and the stragglers now flagged."""
+    """Per group: the last WINDOW + BASELINE matched collectives and the stragglers now
+    flagged."""
 
     def __init__(self) -> None:
         self.history: dict[str, deque[Matched]] = {}
@@ -201,7 +207,7 @@ class Detector:
 
     def feed(self, matched: Iterable[Matched]) -> None:
         for m in matched:
-            self.history.setdefault(m.group, deque(maxlen=2 * WINDOW)).append(m)
+            self.history.setdefault(m.group, deque(maxlen=WINDOW + BASELINE)).append(m)
 
     def window(self, group: str) -> list[Matched]:
         return list(self.history.get(group, ()))[-WINDOW:]
