@@ -12,8 +12,9 @@ A straggler (per group, over the last ``WINDOW`` matched collectives) needs all 
     (collscope.stats.significance.late_rank_p), p < ALPHA;
   - against its own earlier lateness (the ``BASELINE`` collectives before the window, frozen
     while it is a straggler; three windows long, so that its median is still the rank's
-    healthy lateness while the window fills with late ones): its lateness rose, one-sided Mann-Whitney U, p < ALPHA;
-  - the rise in median lateness is at least MIN_RISE_MS and 3 x the earlier window's MAD
+    healthy lateness while the window fills with late ones): its lateness rose, one-sided
+    Mann-Whitney U, p < ALPHA;
+  - the rise in median lateness is at least MIN_RISE_MS and 3 x the earlier lateness's MAD
     (a scheduler's jitter on a loaded host is neither one rank's nor lasting).
 It ends when the window no longer shows it (binomial p >= END_P or rise < MIN_RISE_MS / 2).
 """
