@@ -39,6 +39,7 @@ EXIT_JOIN_S = 2.0
 CLEANUP_TIMEOUT_S = 0.5
 
 _started: list[Agent] = []
+_lock = threading.Lock()
 
 
 def next_tick_s(now: float, interval_s: float) -> float:
@@ -47,7 +48,6 @@ def next_tick_s(now: float, interval_s: float) -> float:
     same moment on every rank; at random phases a collective would wait for each rank's
     hold-up in turn, and the job would lose N of them per interval instead of one."""
     return interval_s - now % interval_s
-_lock = threading.Lock()
 
 
 class Channel:
