@@ -319,3 +319,11 @@ def test_an_nccl_run_without_durations_says_how_to_get_busbw_and_gloo_says_nothi
                for d in details)
     gloo = load_input(_path(HEALTHY))
     assert not any("busbw" in d for d in ch.watch_headline(gloo.runs[0]).details)
+
+
+def test_an_agent_cost_record_with_only_its_share_still_reads() -> None:
+    text = _path(HEALTHY).read_text() + json.dumps({"kind": "watch_agent",
+                                                    "cpu_share": 0.004}) + "\n"
+    details = ch.watch_headline(parse_input(text, HEALTHY).runs[0]).details
+    assert any(d.startswith("agent cost: median 0.40 % of a core per rank") and
+               "most: rank ? (?) 0.40 %" in d for d in details)
