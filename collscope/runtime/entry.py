@@ -11,12 +11,14 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from collscope.errors import RankFailure, UsageError
-from collscope.runtime.dist import Session
 from collscope.runtime.launchers import LaunchInfo, detect_launcher
 from collscope.runtime.spawn import SPAWNED_ENV
+
+if TYPE_CHECKING:    # the parent of local ranks need not import torch (runtime.backends)
+    from collscope.runtime.dist import Session
 
 
 @dataclass
@@ -60,20 +62,35 @@ def launch_or_spawn(job: Job, argv: Sequence[str]) -> int:
 
 
 def _spawn(job: Job, argv: Sequence[str]) -> int:
-    from collscope.runtime.dist import check_ranks_fit, gpu_count, resolve_backend
     from collscope.runtime.spawn import spawn_local
 
     if job.nproc is not None and job.nproc < 1:
         raise UsageError(f"--nproc: {job.nproc} must be >= 1")
     for check in job.output_checks(0, 0):   # one process, before any rank starts
         check()
-    backend = resolve_backend(job.backend)
-    nproc = job.nproc or (gpu_count() if backend in ("nccl", "ucc") else 0) or 2
-    check_ranks_fit(nproc, gpu_count(), backend, "--nproc")
+    backend, gpus = _backend_and_gpus(job.backend)
+    nproc = job.nproc or (gpus if backend in ("nccl", "ucc") else 0) or 2
+    if gpus:
+        from collscope.runtime.dist import check_ranks_fit
+
+        check_ranks_fit(nproc, gpus, backend, "--nproc")
     job.validate(nproc, backend)
     if job.host_preflight is not None:
         job.host_preflight(nproc, backend)
     return spawn_local(nproc, argv, job.timeout_s)
+
+
+def _backend_and_gpus(requested: str) -> tuple[str, int]:
+    """The backend the local ranks will use and the GPUs they see. With a CPU-only torch build
+    and gloo (or auto) that is known without importing torch in this parent process (each
+    rank imports it anyway, and checks the backend again as it joins)."""
+    from collscope.runtime.torch_required import cpu_only_build
+
+    if requested in ("auto", "gloo") and cpu_only_build():
+        return "gloo", 0
+    from collscope.runtime.dist import gpu_count, resolve_backend
+
+    return resolve_backend(requested), gpu_count()
 
 
 def end_local_peers(devices: Sequence[dict], rank: int) -> None:

@@ -73,6 +73,7 @@ def test_process_group_setup_failure_is_one_rank_failure_line(monkeypatch):
 
 def test_standalone_spawn_refuses_more_ranks_than_gpus_before_starting_any(monkeypatch):
     FakeGpu().install(monkeypatch, devices=2)
+    monkeypatch.setattr("collscope.runtime.torch_required.cpu_only_build", lambda: False)
     monkeypatch.setattr(rdist, "resolve_backend", lambda requested: "nccl")
     started = []
     monkeypatch.setattr("collscope.runtime.spawn.spawn_local",
