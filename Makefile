@@ -21,14 +21,10 @@ $(VENV)/.setup-done: pyproject.toml
 demo: setup
 	$(BIN)/collscope bench
 
-# Two passes: what neither runs ranks nor judges wall time on every core, then the rest
-# (marker "serial": tests/dist and the e2e modules that say so) one at a time, so timing
-# tests never share the cores with other tests. Both passes run; either failing fails.
+# The unit tests on every core, then the timing tests (marker "serial") one at a time with
+# the other rank-running tests beside them at the lowest CPU priority: tests/run_suite.py.
 test: setup
-	status=0; \
-	$(BIN)/python -m pytest -q -n auto --dist loadfile -m "not serial" --durations 10 || status=1; \
-	$(BIN)/python -m pytest -q -m serial --durations 20 || status=1; \
-	exit $$status
+	$(BIN)/python tests/run_suite.py
 
 # Unit tests on every core (pytest-xdist; --dist loadfile keeps each file's tests together).
 test-fast: setup

@@ -32,13 +32,7 @@ def fixture_path(*parts: str) -> Path:
     return path
 
 
-# Tests that run ranks or judge wall time: `make test` runs them one at a time, after the
-# rest has run on every core (pytest -m "not serial" -n auto, then -m serial). Every test
-# under tests/dist is one; an e2e module says so with pytestmark = pytest.mark.serial.
-DIST = Path(__file__).parent / "dist"
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if DIST in item.path.parents:
-            item.add_marker(pytest.mark.serial)
+# Tests that judge speed or wall time are marked serial (per test, or pytestmark for a module):
+# `make test` runs them one at a time at normal priority, while every other test (unit tests,
+# and the ranks-running tests that judge only correctness) runs beside them on every core at
+# the lowest CPU priority (tests/run_suite.py), so a timing test never competes for a core.

@@ -82,6 +82,7 @@ def _rank_pids(parent: subprocess.Popen) -> dict[int, int]:
     return ranks
 
 
+@pytest.mark.serial   # bounds how soon the ranks exit
 def test_killed_rank_ends_every_rank_and_keeps_results(tmp_path):
     out = tmp_path / "killed.jsonl"
     timeout = 20
@@ -114,6 +115,7 @@ def test_killed_rank_ends_every_rank_and_keeps_results(tmp_path):
     assert len(printed) == len(results)
 
 
+@pytest.mark.serial   # bounds how soon the ranks exit
 def test_hung_rank_times_out_on_every_rank_with_the_collective_named(tmp_path):
     started = time.monotonic()
     proc = run_cli("bench", "-e", "1M", "-n", "2", "-w", "1", "--timeout", "5",
@@ -165,6 +167,7 @@ def test_two_torchrun_agents_form_a_two_node_job(tmp_path):
     assert sorted(d["node"] for d in run["devices"]) == [0, 1]
 
 
+@pytest.mark.serial   # waits for results, then times the exit
 def test_ctrl_c_ends_every_rank(tmp_path):
     out = tmp_path / "interrupted.jsonl"
     parent = subprocess.Popen(
@@ -188,6 +191,7 @@ def test_ctrl_c_ends_every_rank(tmp_path):
                    for pid in ranks.values())
 
 
+@pytest.mark.serial   # judges a time budget
 def test_adaptive_iterations_stop_on_precision_or_budget(tmp_path):
     loose, tight = tmp_path / "loose.jsonl", tmp_path / "tight.jsonl"
     proc = run_cli("bench", "-b", "1K", "-e", "4K", "-f", "4", "-n", "10", "-w", "1",

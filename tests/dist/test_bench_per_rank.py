@@ -10,7 +10,7 @@ import pytest
 from collscope.testing.faults import FAULT_ENV
 from tests.helpers import cli_env, read_records, run_cli
 
-pytestmark = pytest.mark.dist
+pytestmark = [pytest.mark.dist, pytest.mark.serial]   # names a rank by its planted delay
 
 ARGS = ("bench", "all_reduce", "-b", "64K", "-e", "1M", "-n", "40", "-w", "3", "--nproc", "4",
         "--per-rank", "--timeout", "60")

@@ -19,7 +19,7 @@ import pytest
 
 from tests.helpers import REPO, free_port, read_records
 
-pytestmark = pytest.mark.dist
+pytestmark = [pytest.mark.dist, pytest.mark.serial]   # judges link bandwidth
 
 FAST, SLOW = "400mbit", "100mbit"
 

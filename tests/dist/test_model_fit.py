@@ -9,7 +9,7 @@ import pytest
 
 from tests.helpers import read_records, run_cli, two_torchrun_agents
 
-pytestmark = pytest.mark.dist
+pytestmark = [pytest.mark.dist, pytest.mark.serial]   # fits a model to measured times
 
 
 def test_layout_of_a_two_node_launch_reaches_the_model(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ import pytest
 
 from tests.helpers import REPO, cli_env, free_port, read_records, run_cli
 
-pytestmark = pytest.mark.dist
+pytestmark = [pytest.mark.dist, pytest.mark.serial]   # bounds the wall time of an agreement
 BENCH = ["bench", "-b", "1K", "-e", "1K", "-n", "2", "-w", "1", "--backend", "gloo",
          "--timeout", "20"]
 MISSING = "/nonexistent-collscope/dir/out.jsonl"

@@ -6,7 +6,7 @@ import pytest
 
 from tests.helpers import read_records, run_cli, usage_error_in_process
 
-pytestmark = pytest.mark.dist
+pytestmark = [pytest.mark.dist, pytest.mark.serial]   # judges overlap
 
 
 def test_overlap_reports_three_times_and_a_sane_efficiency(tmp_path):

@@ -16,6 +16,7 @@ import pytest
 from collscope.runtime.spawn import death_message, process_memory
 from tests.helpers import REPO, cli_env, run_cli
 
+pytestmark = [pytest.mark.dist, pytest.mark.serial]   # bounds how soon every rank is gone
 MARKER = "CS_TEST_MARKER"
 
 

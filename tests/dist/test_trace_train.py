@@ -13,7 +13,7 @@ import pytest
 
 from tests.helpers import cli_env, read_records, run_cli
 
-pytestmark = pytest.mark.dist
+pytestmark = [pytest.mark.dist, pytest.mark.serial]   # finds a straggler by its timing
 MODEL = ("--hidden", "64", "--layers", "2", "--heads", "2", "--seq-len", "16",
          "--batch-size", "2", "--bucket-cap-mb", "0.25", "--steps", "2", "--warmup", "2")
 

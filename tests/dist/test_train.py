@@ -24,6 +24,7 @@ TRAIN_FIELDS = ("config", "step_time_ms", "step_time_ms_nosync", "exposed_comm_m
 
 
 
+@pytest.mark.serial   # bounds the wall time
 def test_default_run_on_two_gloo_ranks_reports_everything_and_learns(tmp_path):
     """The issue's bar: `collscope train --nproc 2` (tiny, gloo) in under 2 minutes."""
     out = tmp_path / "train.jsonl"
@@ -58,6 +59,7 @@ def test_default_run_on_two_gloo_ranks_reports_everything_and_learns(tmp_path):
     assert record["loss_last"] < record["loss_first"] - 0.5  # the loss falls visibly
 
 
+@pytest.mark.serial   # bounds the wall time
 def test_llama2_7b_that_does_not_fit_exits_2_in_seconds_with_the_estimate():
     started = time.monotonic()
     proc = run_cli("train", "--preset", "llama2-7b", timeout=60)
@@ -70,6 +72,7 @@ def test_llama2_7b_that_does_not_fit_exits_2_in_seconds_with_the_estimate():
     assert proc.stdout == ""
 
 
+@pytest.mark.serial   # ranks configurations by speed
 def test_sweep_of_bucket_sizes_and_hooks_ranks_and_recommends(tmp_path):
     out = tmp_path / "sweep.jsonl"
     proc = run_cli("train", "--nproc", "2", *SMALL, "--steps", "3", "--warmup", "2",
@@ -109,6 +112,7 @@ def test_compression_hooks_with_many_small_buckets(tmp_path):
     assert all(r["loss_last"] < r["loss_first"] for r in records)
 
 
+@pytest.mark.serial   # measures a planted delay
 def test_injected_delay_shows_up_as_that_much_exposed_comm(tmp_path):
     """A known answer: a hook sleeping 200 ms before the last bucket adds 200 ms (+-30%)."""
     report = tmp_path / "delay.json"

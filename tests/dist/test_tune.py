@@ -12,7 +12,7 @@ import pytest
 
 from tests.helpers import REPO, cli_env, read_records, run_cli
 
-pytestmark = pytest.mark.dist
+pytestmark = [pytest.mark.dist, pytest.mark.serial]   # compares the speed of configurations
 SCRIPTS = REPO / "tests" / "dist" / "scripts"
 sys.path.insert(0, str(REPO / "benchmarks"))
 

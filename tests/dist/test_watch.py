@@ -25,7 +25,7 @@ import pytest
 
 from tests.helpers import REPO, cli_env, free_port, read_records
 
-pytestmark = pytest.mark.dist
+pytestmark = [pytest.mark.dist, pytest.mark.serial]   # judges lateness in ms
 
 SCRIPTS = REPO / "tests" / "dist" / "scripts"
 DDP = str(SCRIPTS / "watch_ddp.py")

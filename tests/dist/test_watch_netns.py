@@ -14,7 +14,7 @@ import pytest
 
 from tests.helpers import REPO, free_port, read_records
 
-pytestmark = pytest.mark.dist
+pytestmark = [pytest.mark.dist, pytest.mark.serial]   # judges lateness across emulated nodes
 
 DDP = str(REPO / "tests" / "dist" / "scripts" / "watch_ddp.py")
 

@@ -11,9 +11,8 @@ import pytest
 from collscope import __version__
 from tests.helpers import REPO, cli_env, run_cli, usage_error, usage_error_in_process
 
-pytestmark = pytest.mark.serial   # runs ranks or judges wall time
 
-
+@pytest.mark.serial   # bounds the wall time
 def test_help_does_not_import_torch_and_is_fast():
     code = ("import sys, time; t = time.perf_counter(); from collscope.cli import build_parser; "
             "build_parser().format_help(); "
@@ -24,6 +23,7 @@ def test_help_does_not_import_torch_and_is_fast():
     assert float(out[1]) < 1.0
 
 
+@pytest.mark.serial   # bounds the wall time
 def test_help_lists_examples_and_exit_codes():
     started = time.perf_counter()
     top = run_cli("--help")

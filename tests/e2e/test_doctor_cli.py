@@ -15,14 +15,13 @@ import pytest
 from tests.conftest import fixture_path
 from tests.helpers import REPO, cli_env, run_cli, usage_error
 
-pytestmark = pytest.mark.serial   # runs ranks or judges wall time
-
 
 def _no_gpu_here() -> bool:
     return not any(shutil.which(t) for t in ("rocm-smi", "amd-smi", "nvidia-smi")) and \
         not Path("/dev/kfd").exists() and not Path("/dev/nvidiactl").exists()
 
 
+@pytest.mark.serial   # bounds the wall time
 def test_default_run_on_this_machine_is_fast_and_passes():
     # Done-when: under 5 s wall time (interpreter start, torch import and self-test included).
     # The best of two runs, so a cold file cache on a loaded machine does not decide it.
@@ -201,6 +200,7 @@ def test_bad_input_exits_2_with_one_line(args, message):
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.serial   # bounds the wall time
 def test_a_hung_vendor_tool_cannot_hang_doctor(tmp_path):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -221,6 +221,7 @@ def test_a_hung_vendor_tool_cannot_hang_doctor(tmp_path):
     assert report["inventory"]["tools"]["rocm-smi--showtopo.txt"]["status"] == "timeout"
 
 
+@pytest.mark.serial   # bounds the wall time
 def test_help_is_fast_and_lists_checks():
     code = ("import sys, time; t = time.perf_counter(); import collscope.cli.doctor; "
             "print('torch' in sys.modules, time.perf_counter() - t)")

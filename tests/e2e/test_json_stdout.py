@@ -10,8 +10,6 @@ import pytest
 
 from tests.helpers import cli_env, read_records, run_cli
 
-pytestmark = pytest.mark.serial   # runs ranks or judges wall time
-
 CASES = {
     "bench": ["bench", "-b", "64K", "-e", "128K", "-n", "2", "-w", "1", "--per-rank",
               "--nccl-json", "{tmp}/nj.json"],

@@ -8,7 +8,7 @@ import pytest
 
 from tests.helpers import run_cli, usage_error_in_process
 
-pytestmark = pytest.mark.serial   # runs ranks or judges wall time
+pytestmark = pytest.mark.serial   # judges link bandwidth and how soon a hung rank ends
 
 
 @pytest.mark.parametrize("args,needle", [

@@ -18,7 +18,7 @@ import pytest
 
 from tests.helpers import REPO, cli_env, read_records, run_cli, usage_error
 
-pytestmark = pytest.mark.serial   # runs ranks or judges wall time
+pytestmark = pytest.mark.serial   # samples on a clock and bounds how soon Ctrl-C ends it
 
 LOOPBACK_BYTES = 200 * 1000 * 1000
 

@@ -17,8 +17,6 @@ from collscope.stats.summary import iter_stats
 from tests.helpers import read_records, run_cli
 from tests.unit.parsers import nccl_tests_json_shape
 
-pytestmark = pytest.mark.serial   # runs ranks or judges wall time
-
 COMPARED = ("collective", "size_bytes", "count", "dtype", "op", "root", "in_place",
             "world_size", "iters", "wrong")
 TIMES = ("time_us", "algbw_gbs", "busbw_gbs")

@@ -34,9 +34,8 @@ from collscope.report.html import CSP
 from tests.conftest import OWN_FIXTURES, fixture_path
 from tests.helpers import CHROMIUM, chromium, run_cli
 
-pytestmark = [pytest.mark.serial,
-              pytest.mark.skipif(not CHROMIUM.exists(),
-                                reason="chromium not installed (/usr/bin/chromium)")]
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(),
+                                reason="chromium not installed (/usr/bin/chromium)")
 
 PROBE = """
 (function () {

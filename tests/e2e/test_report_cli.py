@@ -17,8 +17,6 @@ from tests.unit.parsers.mutations import count_printed_placements
 from tests.unit.report.samples import EVIL, bench_file, run_record, samples, train_records
 from tests.unit.report.samples import write_jsonl as write_records
 
-pytestmark = pytest.mark.serial   # runs ranks or judges wall time
-
 LOGS = FIXTURES / "nccl-tests-logs"
 LOG_NAMES = sorted(p.name for p in LOGS.glob("*.txt")) if LOGS.is_dir() else []
 FAILED_RUN = "h100_2node_16gpu_alltoall_sendrecv_nccl_network_error.txt"

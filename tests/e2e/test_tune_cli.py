@@ -10,8 +10,6 @@ import pytest
 
 from tests.helpers import DOCUMENTED, read_records, run_cli, usage_error_in_process
 
-pytestmark = pytest.mark.serial   # runs ranks or judges wall time
-
 GLOO = ["--backend", "gloo"]
 
 
