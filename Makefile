@@ -21,10 +21,14 @@ $(VENV)/.setup-done: pyproject.toml
 demo: setup
 	$(BIN)/collscope bench
 
-# The unit tests on every core, then the timing tests (marker "serial") one at a time with
-# the other rank-running tests beside them at the lowest CPU priority: tests/run_suite.py.
+# Two passes: every test that judges no speed or wall time on every core, then the rest
+# (marker "serial") one at a time, so a timing test never shares the cores with another
+# test. Both passes run; either failing fails.
 test: setup
-	$(BIN)/python tests/run_suite.py
+	status=0; \
+	$(BIN)/python -m pytest -q -n auto --dist loadfile -m "not serial" --durations 10 || status=1; \
+	$(BIN)/python -m pytest -q -m serial --durations 20 || status=1; \
+	exit $$status
 
 # Unit tests on every core (pytest-xdist; --dist loadfile keeps each file's tests together).
 test-fast: setup

@@ -111,6 +111,7 @@ def test_a_run_record_never_holds_a_secret_of_its_command_line(monkeypatch) -> N
 
 @pytest.mark.parametrize("text", ["x" * 100_000 + " -a" * 20_000, "a:" * 100_000,
                                   "a://" * 50_000, "s://u:" + "p:" * 100_000, "a." * 100_000])
+@pytest.mark.serial   # bounds a wall time
 def test_redaction_stays_linear_on_pathological_lines(text: str) -> None:
     # A log line is untrusted: these took 13-130 s when every letter could start a name.
     import time

@@ -37,6 +37,7 @@ RAS = [
 ]
 
 
+@pytest.mark.serial   # bounds a wall time
 @pytest.mark.parametrize("folder,culprits,cause,seq,op", FOLDERS)
 def test_fixture_folder_names_its_ground_truth(folder, culprits, cause, seq, op):
     started = time.perf_counter()

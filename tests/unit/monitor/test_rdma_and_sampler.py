@@ -106,6 +106,7 @@ def test_sampler_merges_gauges_and_rates_and_isolates_failing_sources():
     assert good.closed and bad.closed
 
 
+@pytest.mark.serial   # bounds a wall time
 def test_sampler_thread_schedule_duration_and_final_sample():
     source = Scripted("s", [Reading({"x.value": 1.0})])
     seen = []

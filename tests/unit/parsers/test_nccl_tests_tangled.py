@@ -115,6 +115,7 @@ def test_srun_labels_of_one_mpi_test_are_not_split() -> None:
     assert len(test.rows) == len(parse_nccl_tests("\n".join(lines)).value[0].rows)
 
 
+@pytest.mark.serial   # bounds a wall time
 def test_a_long_line_is_read_in_linear_time() -> None:
     # A header and one 64 kB row-like line: the host search before NCCL's debug marker once
     # tried a regex at every position (14.5 s on this line); now it walks back from markers.

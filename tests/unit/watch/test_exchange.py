@@ -16,6 +16,7 @@ from collscope.watch import exchange
 from collscope.watch.exchange import Hello
 
 
+@pytest.mark.serial   # bounds a wall time
 def test_clock_exchange_on_one_clock_finds_no_offset():
     dist = pytest.importorskip("torch.distributed")
     store = exchange.connect(dist.HashStore(), "collscope/watch/test/0/")
@@ -28,6 +29,7 @@ def test_clock_exchange_on_one_clock_finds_no_offset():
     assert abs(offset_us) < 20_000 and spread_us >= 0     # threads on one clock: ~0
 
 
+@pytest.mark.serial   # bounds a wall time
 def test_a_followers_clock_ahead_is_measured_and_each_epochs_keys_removed():
     dist = pytest.importorskip("torch.distributed")
     store = exchange.connect(dist.HashStore(), "collscope/watch/test/0/")
@@ -46,6 +48,7 @@ def test_a_followers_clock_ahead_is_measured_and_each_epochs_keys_removed():
     assert not any(store.check([k]) for k in keys)
 
 
+@pytest.mark.serial   # bounds a wall time
 def test_the_clocks_are_aligned_again_while_the_rounds_go_on(tmp_path):
     """Rank 0's agent and another host's first rank (rank 1) on an in-process TCPStore: at
     start rank 1's clock is 250 ms ahead; then it drifts to 300 ms, and the next epoch, run
