@@ -49,6 +49,16 @@ def read_records(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def local_rank_pids(parent_pid: int) -> list[int]:
+    """The pids of a standalone run's local ranks, rank 0 first: the parent's children in the
+    order it started them (forked ranks show the parent's environment in /proc, not RANK)."""
+    try:
+        text = Path(f"/proc/{parent_pid}/task/{parent_pid}/children").read_text()
+    except OSError:
+        return []
+    return [int(pid) for pid in text.split()]
+
+
 def free_port() -> int:
     from collscope.runtime.spawn import free_loopback_port
 

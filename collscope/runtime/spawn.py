@@ -2,7 +2,9 @@
 
 The children get the variables torchrun would give them (RANK, LOCAL_RANK, WORLD_SIZE,
 LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT) and initialise through env://, so they
-run exactly the code path of a torchrun launch. The parent owns their lifetime: a rank killed by
+run exactly the code path of a torchrun launch. They are exec'd (``python -m collscope``), or,
+on a CPU-only torch build, forked from this parent once it imported torch (runtime.forked: the
+ranks start without importing it again). The parent owns their lifetime: a rank killed by
 a signal gives the others the collective timeout to notice and exit before they are killed (a
 rank that exits with its own code: KILL_GRACE_S), Ctrl-C is forwarded, and children die with
 the parent (PR_SET_PDEATHSIG) so no rank is left orphaned.
@@ -23,6 +25,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 SPAWNED_ENV = "COLLSCOPE_SPAWNED"
 # Seconds the parent gives surviving ranks after a rank exited with its own code (or after
@@ -171,10 +174,15 @@ def kill_grace_s(codes: Sequence[int | None], interrupted: bool, timeout_s: floa
 
 def spawn_local(nproc: int, argv: Sequence[str], timeout_s: float) -> int:
     """Run ``python -m collscope ARGV`` as ``nproc`` ranks on this machine; the job's exit code."""
+    from collscope.runtime import forked
+
     global spawned_ranks
     spawned_ranks = True
     port = free_loopback_port()
-    children: list[subprocess.Popen[bytes]] = []
+    fork = forked.fork_ranks()
+    if fork:
+        forked.preload()
+    children: list[subprocess.Popen[bytes] | forked.ForkedRank] = []
     for rank in range(nproc):
         env = dict(os.environ)
         env.update({
@@ -182,7 +190,8 @@ def spawn_local(nproc: int, argv: Sequence[str], timeout_s: float) -> int:
             "WORLD_SIZE": str(nproc), "LOCAL_WORLD_SIZE": str(nproc), "GROUP_RANK": "0",
             "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
         })
-        children.append(subprocess.Popen([sys.executable, "-m", "collscope", *argv], env=env,
+        children.append(forked.fork_rank(argv, env, _prepare_child) if fork else
+                        subprocess.Popen([sys.executable, "-m", "collscope", *argv], env=env,
                                          preexec_fn=_prepare_child))
 
     interrupted = False
@@ -247,7 +256,7 @@ def spawn_local(nproc: int, argv: Sequence[str], timeout_s: float) -> int:
     return combined_exit_code([child.returncode for child in children])
 
 
-def _report_deaths(children: Sequence[subprocess.Popen[bytes]],
+def _report_deaths(children: Sequence[Any],
                    memory: dict[int, tuple[int, int]], skip: set[int], interrupted: bool,
                    reported: set[int], seen: dict[int, float], final: bool = False) -> None:
     """Say, once per rank, which rank a signal ended (not the ones this parent ended, nor the

@@ -15,7 +15,15 @@ import psutil
 import pytest
 
 from collscope.collectives.table import COLLECTIVES
-from tests.helpers import REPO, cli_env, free_port, read_records, run_cli, two_torchrun_agents
+from tests.helpers import (
+    REPO,
+    cli_env,
+    free_port,
+    local_rank_pids,
+    read_records,
+    run_cli,
+    two_torchrun_agents,
+)
 
 pytestmark = pytest.mark.dist
 
@@ -70,16 +78,12 @@ def test_corrupted_result_is_counted_and_exits_3(tmp_path):
     assert "FAILED" in proc.stdout
 
 
-def _rank_pids(parent: subprocess.Popen) -> dict[int, int]:
-    ranks = {}
-    for child in psutil.Process(parent.pid).children(recursive=True):
-        try:
-            rank = child.environ().get("RANK")
-        except psutil.Error:
-            continue
-        if rank is not None:
-            ranks[int(rank)] = child.pid
-    return ranks
+def _rank_pids(parent: subprocess.Popen, ranks: int) -> dict[int, int]:
+    """Rank -> pid once all ``ranks`` local ranks have started."""
+    deadline = time.monotonic() + 60
+    while len(pids := local_rank_pids(parent.pid)) < ranks and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return dict(enumerate(pids))
 
 
 @pytest.mark.serial   # bounds how soon the ranks exit
@@ -98,7 +102,7 @@ def test_killed_rank_ends_every_rank_and_keeps_results(tmp_path):
             time.sleep(0.1)
         else:
             pytest.fail("the sweep never produced 3 results")
-        os.kill(_rank_pids(parent)[1], signal.SIGKILL)
+        os.kill(_rank_pids(parent, 3)[1], signal.SIGKILL)
         killed_at = time.monotonic()
         stdout, stderr = parent.communicate(timeout=timeout + 30)
         elapsed = time.monotonic() - killed_at
@@ -179,7 +183,7 @@ def test_ctrl_c_ends_every_rank(tmp_path):
         while not (out.exists() and len(out.read_text().splitlines()) >= 3):
             assert time.monotonic() < deadline, "the sweep never produced 2 results"
             time.sleep(0.1)
-        ranks = _rank_pids(parent)
+        ranks = _rank_pids(parent, 2)
         assert len(ranks) == 2
         parent.send_signal(signal.SIGINT)
         _, stderr = parent.communicate(timeout=30)

@@ -42,6 +42,7 @@ def test_spawn_ends_the_job_soon_after_one_rank_exits_with_its_own_code(monkeypa
         return real_popen([sys.executable, "-c", script], **kwargs)
 
     monkeypatch.setattr(spawn.subprocess, "Popen", child)
+    monkeypatch.setenv("COLLSCOPE_SPAWN", "exec")     # ranks exec'd, through Popen
     monkeypatch.setattr(spawn, "KILL_GRACE_S", 0.5)
     started = time.monotonic()
     assert spawn.spawn_local(2, ["bench"], timeout_s=60.0) == 2

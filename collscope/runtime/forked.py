@@ -1,0 +1,115 @@
+"""Local ranks forked from a parent that imported torch once, on CPU-only torch builds.
+
+Importing torch costs 1.5-2 s of CPU, paid by every rank a standalone run execs: on a CPU host
+that is most of a small run's time (4 ranks on 2 cores: 3.6 s before the first collective).
+So where torch is a CPU-only build, the parent imports it once and forks each rank, as torch's
+own DataLoader starts its workers on Linux; the rank then runs ``collscope.cli.main`` with its
+rank's environment, the code a rank exec'd by torchrun runs. A GPU build is never forked: a
+parent that asked CUDA or HIP for its devices cannot hand a usable driver to a forked child.
+``COLLSCOPE_SPAWN=exec`` forces the exec'd ranks anywhere (the path GPU hosts take).
+
+What differs from an exec'd rank, and is handled: the environment is replaced whole (as exec
+would), SIGINT is Python's KeyboardInterrupt again, the child dies with its parent
+(PR_SET_PDEATHSIG), and it never returns into the parent's stack: it flushes and leaves with
+``os._exit``, as an exec'd rank that closed its group does (runtime.spawn.leave_process), so
+the parent's exit handlers never run in it. What stays: ``/proc/PID/environ`` and ``cmdline`` show
+the parent's (the kernel's copy from its exec); tools that tell ranks apart by those see
+``COLLSCOPE_SPAWNED`` only in exec'd ranks.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+
+SPAWN_ENV = "COLLSCOPE_SPAWN"          # "exec": never fork ranks
+
+
+def fork_ranks(environ: dict[str, str] | None = None) -> bool:
+    """Fork local ranks here: a CPU-only torch build, and not told otherwise."""
+    from collscope.runtime.torch_required import cpu_only_build
+
+    variables = os.environ if environ is None else environ
+    return variables.get(SPAWN_ENV, "") != "exec" and hasattr(os, "fork") and cpu_only_build()
+
+
+def preload() -> None:
+    """What every rank imports first, imported once in the parent before forking."""
+    import torch  # noqa: F401
+    import torch.distributed  # noqa: F401
+
+
+class ForkedRank:
+    """A forked rank, with the part of ``subprocess.Popen`` that spawn_local uses."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self) -> int:
+        if self.returncode is None:
+            _pid, status = os.waitpid(self.pid, 0)
+            self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def send_signal(self, signum: int) -> None:
+        if self.returncode is None:
+            try:
+                os.kill(self.pid, signum)
+            except ProcessLookupError:
+                pass
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+
+def fork_rank(argv: Sequence[str], env: dict[str, str],
+              prepare: Callable[[], None]) -> ForkedRank:
+    """Fork one rank that runs ``collscope ARGV`` with ``env`` as its whole environment."""
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()                  # or the child would write the parent's buffer again
+    parent = os.getpid()
+    pid = os.fork()
+    if pid:
+        return ForkedRank(pid)
+    code = 1
+    try:
+        prepare()
+        if os.getppid() != parent:      # the parent died before the death signal was set
+            os._exit(1)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.environ.clear()
+        os.environ.update(env)
+        code = _run_rank(list(argv))
+    except SystemExit as exit_:
+        code = exit_.code if isinstance(exit_.code, int) else 1
+    except BaseException:  # noqa: BLE001  # the rank must never unwind into the parent's stack
+        traceback.print_exc()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except BaseException:  # noqa: BLE001  # a reader gone away, a closed stream
+                pass
+        os._exit(code)
+    raise AssertionError("unreachable")    # pragma: no cover
+
+
+def _run_rank(argv: list[str]) -> int:
+    """What ``python -m collscope ARGV`` does in an exec'd rank (cli.run)."""
+    from collscope.cli import main
+    from collscope.runtime import spawn
+
+    spawn.spawned_ranks = False         # this process is a rank, not the parent of ranks
+    return spawn.leave_process(main(argv))

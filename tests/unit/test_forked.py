@@ -1,0 +1,71 @@
+"""Local ranks forked from a parent that imported torch once: what the child runs and how the
+parent sees it end (the part of subprocess.Popen that spawn_local uses)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+
+import pytest
+
+from collscope.runtime import forked
+
+
+def _ended(rank: forked.ForkedRank, within_s: float = 30) -> int:
+    deadline = time.monotonic() + within_s
+    while rank.poll() is None:
+        assert time.monotonic() < deadline, "the forked rank never ended"
+        time.sleep(0.01)
+    return rank.returncode
+
+
+def test_the_rank_runs_with_exactly_its_environment_and_its_exit_code(tmp_path, monkeypatch):
+    seen = tmp_path / "seen.json"
+
+    def rank(argv):
+        seen.write_text(json.dumps({"argv": argv, "env": dict(os.environ)}))
+        return 7
+
+    monkeypatch.setattr(forked, "_run_rank", rank)
+    prepared = tmp_path / "prepared"
+    child = forked.fork_rank(["bench", "-b", "1K"], {"RANK": "1", "ONLY": "this"},
+                             lambda: prepared.write_text("yes"))
+    assert _ended(child) == 7 and child.wait() == 7
+    assert json.loads(seen.read_text()) == {"argv": ["bench", "-b", "1K"],
+                                            "env": {"RANK": "1", "ONLY": "this"}}
+    assert prepared.read_text() == "yes"
+    assert os.environ.get("ONLY") is None                  # the parent's is untouched
+
+
+@pytest.mark.parametrize("body,code", [
+    (lambda argv: (_ for _ in ()).throw(SystemExit(3)), 3),
+    (lambda argv: (_ for _ in ()).throw(RuntimeError("boom")), 1),
+    (lambda argv: (_ for _ in ()).throw(KeyboardInterrupt()), 1),
+])
+def test_whatever_the_rank_raises_it_never_returns_into_the_parent(monkeypatch, body, code):
+    monkeypatch.setattr(forked, "_run_rank", body)
+    assert _ended(forked.fork_rank([], {}, lambda: None)) == code
+
+
+def test_a_signal_reads_as_popen_reports_it(monkeypatch):
+    monkeypatch.setattr(forked, "_run_rank", lambda argv: time.sleep(60) or 0)
+    child = forked.fork_rank([], {}, lambda: None)
+    child.kill()
+    assert child.wait() == -signal.SIGKILL and child.poll() == -signal.SIGKILL
+    child.kill()                                 # ended already: nothing to signal, no error
+
+
+def test_a_real_rank_of_one_runs_collscope(capfd):
+    child = forked.fork_rank(["--version"], dict(os.environ), lambda: None)
+    assert child.wait() == 0
+    assert capfd.readouterr().out.startswith("collscope ")
+
+
+def test_fork_only_on_a_cpu_build_and_not_when_told_exec(monkeypatch):
+    monkeypatch.setattr("collscope.runtime.torch_required.cpu_only_build", lambda: True)
+    assert forked.fork_ranks({}) is True
+    assert forked.fork_ranks({forked.SPAWN_ENV: "exec"}) is False
+    monkeypatch.setattr("collscope.runtime.torch_required.cpu_only_build", lambda: False)
+    assert forked.fork_ranks({}) is False
