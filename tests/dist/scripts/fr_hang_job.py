@@ -1,8 +1,9 @@
 """A small training loop on gloo that hangs the way real jobs do, for `collscope hang`'s tests.
 
-usage: fr_hang_job.py OUT_DIR LAYOUT NAME [pickle|json|both]
-(one process per rank, started as srun starts them: RANK and WORLD_SIZE set; the ranks meet
-through a FileStore in OUT_DIR, so concurrent test jobs need no free port)
+usage: fr_hang_job.py OUT_DIR LAYOUT NAME [pickle|json|both]   (one rank; RANK, WORLD_SIZE set)
+       fr_hang_job.py --all ROOT DEADLINE_S                    (every job of JOBS: make_dumps)
+(each rank one process, RANK and WORLD_SIZE set as srun sets them; the ranks meet through a
+FileStore in OUT_DIR, so concurrent test jobs need no free port)
 
 LAYOUT ``flat``: each step all_reduce(4096 floats) then broadcast(8) on the world; ``tp4``: a
 2 x 4 TP/DP layout built with new_group (TP groups of 4 consecutive ranks, DP groups of
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -131,35 +133,58 @@ def dump_files(folder: Path, job: Job, rank: int) -> list[Path]:
 def make_dumps(root: Path, env: dict[str, str], deadline_s: float) -> dict[str, Path]:
     """Every job of JOBS at once under ``root`` (one folder each); a rank is done when it has
     written its dumps or has ended (died, aborted); then the ranks still alive (each blocked
-    in its hang) are ended. ``env``: the environment (PYTHONPATH set) the ranks start from."""
-    ranks: list[tuple[subprocess.Popen[bytes], list[Path]]] = []
-    folders = {}
+    in its hang) are ended. ``env``: the environment (PYTHONPATH set) the ranks start from.
+
+    One launcher process imports torch once and forks every rank (28 of them): each rank
+    importing torch itself costs 1.5-2 s of CPU, most of this on 2 cores."""
+    subprocess.run([sys.executable, __file__, "--all", str(root), str(deadline_s)], env=env,
+                   check=True, timeout=deadline_s + 60)
+    return {key: root / key for key in JOBS}
+
+
+def _launch_all(root: Path, deadline_s: float) -> None:
+    """The launcher: fork every rank of every job, wait as make_dumps says, end the rest."""
+    import torch.distributed  # noqa: F401  # imported once, before the forks
+
+    ranks: list[tuple[int, list[Path]]] = []
     for key, job in JOBS.items():
         folder = root / key
         folder.mkdir(parents=True)
-        folders[key] = folder
         for rank in range(job.world):
-            proc = subprocess.Popen(
-                [sys.executable, __file__, str(folder), job.layout, job.name, job.fmt],
-                env={**env, "RANK": str(rank), "WORLD_SIZE": str(job.world),
-                     "TORCH_FR_BUFFER_SIZE": "200", "COLLSCOPE_FAULT_INJECT": job.fault},
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            ranks.append((proc, dump_files(folder, job, rank)))
+            sys.stdout.flush()
+            pid = os.fork()
+            if pid == 0:
+                code = 1
+                try:
+                    os.environ.update({"RANK": str(rank), "WORLD_SIZE": str(job.world),
+                                       "TORCH_FR_BUFFER_SIZE": "200",
+                                       "COLLSCOPE_FAULT_INJECT": job.fault})
+                    main(str(folder), job.layout, job.name, job.fmt)
+                    code = 0
+                finally:
+                    os._exit(code)               # never back into the launcher's loop
+            ranks.append((pid, dump_files(folder, job, rank)))
+    ended: set[int] = set()
     deadline = time.monotonic() + deadline_s
     try:
-        while time.monotonic() < deadline and not all(
-                proc.poll() is not None or all(p.exists() for p in files)
-                for proc, files in ranks):
+        while time.monotonic() < deadline:
+            for pid, _ in ranks:
+                if pid not in ended and os.waitpid(pid, os.WNOHANG)[0]:
+                    ended.add(pid)
+            if all(pid in ended or all(p.exists() for p in files) for pid, files in ranks):
+                break
             time.sleep(0.2)
     finally:
-        for proc, _ in ranks:
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait(timeout=30)
-    for folder in folders.values():
-        (folder / ".store").unlink(missing_ok=True)
-    return folders
+        for pid, _ in ranks:
+            if pid not in ended:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+    for key in JOBS:
+        (root / key / ".store").unlink(missing_ok=True)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] if len(sys.argv) > 4 else "pickle")
+    if sys.argv[1] == "--all":
+        _launch_all(Path(sys.argv[2]), float(sys.argv[3]))
+    else:
+        main(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] if len(sys.argv) > 4 else "pickle")
