@@ -17,7 +17,7 @@ from collscope.errors import RankFailure, UsageError
 from collscope.runtime.launchers import LaunchInfo, detect_launcher
 from collscope.runtime.spawn import SPAWNED_ENV
 
-if TYPE_CHECKING:    # the parent of local ranks need not import torch (runtime.backends)
+if TYPE_CHECKING:    # the parent of local ranks need not import torch (_backend_and_gpus)
     from collscope.runtime.dist import Session
 
 

@@ -1,7 +1,7 @@
 """Local ranks forked from a parent that imported torch once, on CPU-only torch builds.
 
 Importing torch costs 1.5-2 s of CPU, paid by every rank a standalone run execs: on a CPU host
-that is most of a small run's time (4 ranks on 2 cores: 3.6 s before the first collective).
+that is most of a small run's time (a 4-rank tiny bench on 2 cores: 3.9 s exec'd, 2.2 forked).
 So where torch is a CPU-only build, the parent imports it once and forks each rank, as torch's
 own DataLoader starts its workers on Linux; the rank then runs ``collscope.cli.main`` with its
 rank's environment, the code a rank exec'd by torchrun runs. A GPU build is never forked: a
@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Sequence
 
@@ -29,11 +30,14 @@ SPAWN_ENV = "COLLSCOPE_SPAWN"          # "exec": never fork ranks
 
 
 def fork_ranks(environ: dict[str, str] | None = None) -> bool:
-    """Fork local ranks here: a CPU-only torch build, and not told otherwise."""
+    """Fork local ranks here: a CPU-only torch build, not told otherwise, and no other Python
+    thread running in this process (doctor's inventory thread, say: a thread caught holding a
+    lock, of a stream or a module, would leave that lock held forever in the child)."""
     from collscope.runtime.torch_required import cpu_only_build
 
     variables = os.environ if environ is None else environ
-    return variables.get(SPAWN_ENV, "") != "exec" and hasattr(os, "fork") and cpu_only_build()
+    return variables.get(SPAWN_ENV, "") != "exec" and hasattr(os, "fork") and \
+        threading.active_count() == 1 and cpu_only_build()
 
 
 def preload() -> None:

@@ -69,3 +69,18 @@ def test_fork_only_on_a_cpu_build_and_not_when_told_exec(monkeypatch):
     assert forked.fork_ranks({forked.SPAWN_ENV: "exec"}) is False
     monkeypatch.setattr("collscope.runtime.torch_required.cpu_only_build", lambda: False)
     assert forked.fork_ranks({}) is False
+
+
+def test_never_forked_while_another_thread_runs(monkeypatch):
+    import threading
+
+    monkeypatch.setattr("collscope.runtime.torch_required.cpu_only_build", lambda: True)
+    release = threading.Event()
+    thread = threading.Thread(target=release.wait, daemon=True)
+    thread.start()
+    try:
+        assert forked.fork_ranks({}) is False
+    finally:
+        release.set()
+        thread.join()
+    assert forked.fork_ranks({}) is True
