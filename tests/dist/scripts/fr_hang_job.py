@@ -156,6 +156,9 @@ def _launch_all(root: Path, deadline_s: float) -> None:
             if pid == 0:
                 code = 1
                 try:
+                    quiet = os.open(os.devnull, os.O_WRONLY)   # gloo's aborts say much
+                    os.dup2(quiet, 1)
+                    os.dup2(quiet, 2)
                     os.environ.update({"RANK": str(rank), "WORLD_SIZE": str(job.world),
                                        "TORCH_FR_BUFFER_SIZE": "200",
                                        "COLLSCOPE_FAULT_INJECT": job.fault})
