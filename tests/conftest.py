@@ -32,7 +32,8 @@ def fixture_path(*parts: str) -> Path:
     return path
 
 
-# Tests that judge speed or wall time are marked serial (per test, or pytestmark for a module):
-# `make test` runs them one at a time at normal priority, while every other test (unit tests,
-# and the ranks-running tests that judge only correctness) runs beside them on every core at
-# the lowest CPU priority (tests/run_suite.py), so a timing test never competes for a core.
+# Tests that judge speed or wall time (a duration, a bandwidth, a lateness, a speed-up, how
+# soon something ends) are marked serial, per test or with pytestmark for a module: `make test`
+# runs every other test on every core first (-m "not serial" -n auto: the unit tests and the
+# rank-running tests that check correctness only), then these one at a time (-m serial), so a
+# timing test never shares the cores with another test.

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from collscope.runtime.spawn import death_message, process_memory
-from tests.helpers import REPO, cli_env, run_cli
+from tests.helpers import REPO, cli_env, local_rank_pids, run_cli
 
 pytestmark = [pytest.mark.dist, pytest.mark.serial]   # bounds how soon every rank is gone
 MARKER = "CS_TEST_MARKER"
@@ -82,14 +82,6 @@ def test_bench_piped_into_head_ends_quietly_and_leaves_no_rank():
     assert _our_processes(marker) == []
 
 
-def _children(pid: int) -> list[int]:
-    try:
-        return [int(child) for child in
-                Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except OSError:
-        return []
-
-
 def _memory_cgroup(limit_bytes: int) -> Path | None:
     """A child of this process's memory cgroup (v2 or v1) limited to ``limit_bytes``."""
     name = f"collscope-test-{uuid.uuid4().hex[:8]}"
@@ -139,7 +131,7 @@ def test_rank_in_a_memory_limited_cgroup_is_named_with_its_signal():
         deadline = time.monotonic() + 30
         moved = False
         while not moved and time.monotonic() < deadline and proc.poll() is None:
-            ranks = _children(proc.pid)         # in the order the parent started them
+            ranks = local_rank_pids(proc.pid)
             if len(ranks) == 2:
                 (group / "cgroup.procs").write_text(str(ranks[1]))
                 moved = True
