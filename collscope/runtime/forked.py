@@ -80,8 +80,7 @@ class ForkedRank:
 def fork_rank(argv: Sequence[str], env: dict[str, str],
               prepare: Callable[[], None]) -> ForkedRank:
     """Fork one rank that runs ``collscope ARGV`` with ``env`` as its whole environment."""
-    for stream in (sys.stdout, sys.stderr):
-        stream.flush()                  # or the child would write the parent's buffer again
+    _flush()                            # or the child would write the parent's buffer again
     parent = os.getpid()
     pid = os.fork()
     if pid:
@@ -101,13 +100,19 @@ def fork_rank(argv: Sequence[str], env: dict[str, str],
     except BaseException:  # noqa: BLE001  # the rank must never unwind into the parent's stack
         traceback.print_exc()
     finally:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except BaseException:  # noqa: BLE001  # a reader gone away, a closed stream
-                pass
-        os._exit(code)
+        try:
+            _flush()
+        finally:
+            os._exit(code)              # even if a signal interrupts the flush
     raise AssertionError("unreachable")    # pragma: no cover
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):   # a reader gone away, a closed stream
+            pass
 
 
 def _run_rank(argv: list[str]) -> int:
