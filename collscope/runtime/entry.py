@@ -84,12 +84,14 @@ def _backend_and_gpus(requested: str) -> tuple[str, int]:
     """The backend the local ranks will use and the GPUs they see. With a CPU-only torch build
     and gloo (or auto) that is known without importing torch in this parent process (each
     rank imports it anyway, and checks the backend again as it joins)."""
-    from collscope.runtime.torch_required import cpu_only_build
+    from collscope.runtime.torch_required import cpu_only_build, unimportable
 
     if requested in ("auto", "gloo") and cpu_only_build():
         return "gloo", 0
-    from collscope.runtime.dist import gpu_count, resolve_backend
-
+    try:
+        from collscope.runtime.dist import gpu_count, resolve_backend
+    except ImportError as error:
+        raise unimportable(error) from None
     return resolve_backend(requested), gpu_count()
 
 

@@ -36,14 +36,20 @@ def fork_ranks(environ: dict[str, str] | None = None) -> bool:
     from collscope.runtime.torch_required import cpu_only_build
 
     variables = os.environ if environ is None else environ
-    return variables.get(SPAWN_ENV, "") != "exec" and hasattr(os, "fork") and \
+    return variables.get(SPAWN_ENV, "") != "exec" and sys.platform.startswith("linux") and \
         threading.active_count() == 1 and cpu_only_build()
 
 
 def preload() -> None:
-    """What every rank imports first, imported once in the parent before forking."""
-    import torch  # noqa: F401
-    import torch.distributed  # noqa: F401
+    """What every rank imports first, imported once in the parent before forking; a torch
+    that is installed but does not import is bad input, said in one line."""
+    from collscope.runtime.torch_required import unimportable
+
+    try:
+        import torch  # noqa: F401
+        import torch.distributed  # noqa: F401
+    except ImportError as error:
+        raise unimportable(error) from None
 
 
 class ForkedRank:
@@ -54,16 +60,25 @@ class ForkedRank:
         self.returncode: int | None = None
 
     def poll(self) -> int | None:
-        if self.returncode is None:
-            pid, status = os.waitpid(self.pid, os.WNOHANG)
-            if pid:
-                self.returncode = os.waitstatus_to_exitcode(status)
-        return self.returncode
+        return self._reap(os.WNOHANG)
 
     def wait(self) -> int:
+        code = self._reap(0)
+        assert code is not None
+        return code
+
+    def _reap(self, flags: int) -> int | None:
+        """As Popen: a child already reaped elsewhere (a signal handler's poll interrupting
+        a wait, SIGCHLD ignored so the kernel reaped it) reads as exit code 0."""
         if self.returncode is None:
-            _pid, status = os.waitpid(self.pid, 0)
-            self.returncode = os.waitstatus_to_exitcode(status)
+            try:
+                pid, status = os.waitpid(self.pid, flags)
+            except ChildProcessError:
+                if self.returncode is None:
+                    self.returncode = 0
+            else:
+                if pid and self.returncode is None:
+                    self.returncode = os.waitstatus_to_exitcode(status)
         return self.returncode
 
     def send_signal(self, signum: int) -> None:
@@ -82,8 +97,11 @@ def fork_rank(argv: Sequence[str], env: dict[str, str],
     """Fork one rank that runs ``collscope ARGV`` with ``env`` as its whole environment."""
     _flush()                            # or the child would write the parent's buffer again
     parent = os.getpid()
+    # Ctrl-C between the fork and the child's own handlers would raise in the parent's stack.
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
     pid = os.fork()
     if pid:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
         return ForkedRank(pid)
     code = 1
     try:
@@ -94,9 +112,11 @@ def fork_rank(argv: Sequence[str], env: dict[str, str],
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.environ.clear()
         os.environ.update(env)
+        sys.argv = [sys.argv[0], *argv]  # what an exec'd rank records as its command line
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
         code = _run_rank(list(argv))
     except SystemExit as exit_:
-        code = exit_.code if isinstance(exit_.code, int) else 1
+        code = _exit_code(exit_)
     except BaseException:  # noqa: BLE001  # the rank must never unwind into the parent's stack
         traceback.print_exc()
     finally:
@@ -105,6 +125,14 @@ def fork_rank(argv: Sequence[str], env: dict[str, str],
         finally:
             os._exit(code)              # even if a signal interrupts the flush
     raise AssertionError("unreachable")    # pragma: no cover
+
+
+def _exit_code(exit_: SystemExit) -> int:
+    """The exit code Python gives a SystemExit: None 0, an int itself, else printed and 1."""
+    if exit_.code is None or isinstance(exit_.code, int):
+        return exit_.code or 0
+    sys.stderr.write(f"{exit_.code}\n")
+    return 1
 
 
 def _flush() -> None:

@@ -30,6 +30,15 @@ def require_torch(command: str) -> None:
                          f"torch.distributed: {INSTALL_TORCH}")
 
 
+def unimportable(error: ImportError) -> Exception:
+    """The one line for a torch that is installed but does not import (a missing library,
+    an undefined symbol, a wheel for another Python); an import error of another module is
+    given back as it is (a bug to show, not bad input)."""
+    if (error.name or "torch").partition(".")[0] != "torch":
+        return error
+    return UsageError(f"PyTorch is installed but does not import ({error}): {INSTALL_TORCH}")
+
+
 def cpu_only_build(version_file: str | None = None) -> bool:
     """True when the installed torch is built for CPU only (neither CUDA nor ROCm): it sees no
     GPU and has no NCCL, so ``--backend auto`` means gloo. Read from the build's own

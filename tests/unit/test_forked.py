@@ -41,12 +41,31 @@ def test_the_rank_runs_with_exactly_its_environment_and_its_exit_code(tmp_path, 
 
 @pytest.mark.parametrize("body,code", [
     (lambda argv: (_ for _ in ()).throw(SystemExit(3)), 3),
+    (lambda argv: (_ for _ in ()).throw(SystemExit(None)), 0),
+    (lambda argv: (_ for _ in ()).throw(SystemExit("said and failed")), 1),
     (lambda argv: (_ for _ in ()).throw(RuntimeError("boom")), 1),
     (lambda argv: (_ for _ in ()).throw(KeyboardInterrupt()), 1),
 ])
 def test_whatever_the_rank_raises_it_never_returns_into_the_parent(monkeypatch, body, code):
     monkeypatch.setattr(forked, "_run_rank", body)
     assert _ended(forked.fork_rank([], {}, lambda: None)) == code
+
+
+def test_the_rank_sees_its_own_command_line(tmp_path, monkeypatch):
+    import sys
+
+    seen = tmp_path / "argv"
+    monkeypatch.setattr(forked, "_run_rank",
+                        lambda argv: seen.write_text(" ".join(sys.argv[1:])) and 0)
+    assert _ended(forked.fork_rank(["links", "-b", "4M"], {}, lambda: None)) == 0
+    assert seen.read_text() == "links -b 4M"
+
+
+def test_a_rank_reaped_elsewhere_reads_as_exit_0_as_popen_says(monkeypatch):
+    monkeypatch.setattr(forked, "_run_rank", lambda argv: 5)
+    child = forked.fork_rank([], {}, lambda: None)
+    os.waitpid(child.pid, 0)                     # a handler's poll got there first
+    assert child.poll() == 0 and child.wait() == 0
 
 
 def test_a_signal_reads_as_popen_reports_it(monkeypatch):

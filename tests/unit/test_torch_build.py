@@ -76,3 +76,15 @@ def test_the_parent_of_local_ranks_does_not_import_torch():
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           cwd=REPO, env=cli_env(), timeout=60)
     assert proc.stdout.split() == ["2", "False"], proc.stderr
+
+
+def test_a_torch_that_does_not_import_is_one_line_and_other_modules_stay_bugs():
+    from collscope.errors import UsageError
+    from collscope.runtime.torch_required import unimportable
+
+    broken = ImportError("libc10.so: cannot open shared object file", name="torch._C")
+    said = unimportable(broken)
+    assert isinstance(said, UsageError) and "installed but does not import" in str(said)
+    assert "libc10.so" in str(said) and "download.pytorch.org" in str(said)
+    ours = ImportError("no module", name="collscope.missing")
+    assert unimportable(ours) is ours
