@@ -95,6 +95,26 @@ def test_commands_that_run_collectives_say_in_one_line_how_to_install_torch(
         assert build in line
 
 
+BROKEN_TORCH = """raise ImportError("libtorch_cpu.so: cannot open shared object file",
+                  name="torch._C")
+"""
+CPU_VERSION = "cuda = None\nhip = None\n__version__ = '2.13.0+cpu'\n"
+
+
+def test_a_torch_that_does_not_import_is_said_in_one_line(python: Path, tmp_path: Path) -> None:
+    """A CPU build whose library is gone: found, but its import fails in the parent before
+    any rank starts (it imports torch once to fork the ranks)."""
+    package = tmp_path / "broken" / "torch"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(BROKEN_TORCH)
+    (package / "version.py").write_text(CPU_VERSION)
+    env = cli_env(PYTHONPATH=str(package.parent))
+    proc = subprocess.run([str(python), "-m", "collscope", "bench", "-e", "1K"],
+                          capture_output=True, text=True, timeout=180, env=env, cwd=REPO)
+    line = usage_error(proc, "PyTorch is installed but does not import", "libtorch_cpu.so")
+    assert line.startswith("collscope bench: ") and INSTALL_TORCH in line
+
+
 def test_doctor_reports_torch_as_missing(python: Path) -> None:
     proc = _run(python, "doctor", "--json", "--no-selftest", "--tool-timeout", "10")
     assert proc.returncode in (0, 1) and "Traceback" not in proc.stderr, proc.stderr
