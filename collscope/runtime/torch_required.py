@@ -4,6 +4,7 @@ machine), so a missing torch is bad input, said in one line with how to install 
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 
@@ -39,6 +40,7 @@ def unimportable(error: ImportError) -> Exception:
     return UsageError(f"PyTorch is installed but does not import ({error}): {INSTALL_TORCH}")
 
 
+@functools.cache     # asked before spawning and again to fork: read once
 def cpu_only_build(version_file: str | None = None) -> bool:
     """True when the installed torch is built for CPU only (neither CUDA nor ROCm): it sees no
     GPU and has no NCCL, so ``--backend auto`` means gloo. Read from the build's own
