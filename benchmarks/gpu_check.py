@@ -257,7 +257,7 @@ def judge_monitor(samples: Sequence[dict[str, Any]]) -> Verdict:
 
 def check_monitor(run: Runner, timeout: float, workdir: Path) -> Verdict:
     out = workdir / "monitor.jsonl"
-    ran = run(["monitor", "--duration", "3", "--interval", "0.5", "--jsonl", str(out)],
+    ran = run(["monitor", "--duration", "3", "--interval", "0.5", "--json", str(out)],
               timeout)
     if ran.returncode != 0 or not out.exists():
         return Verdict("monitor", "FAIL", _last_error(ran))

@@ -1,6 +1,6 @@
 """Monitor overhead: CPU time `collscope monitor` itself uses, as a share of one core.
 
-Method: `collscope monitor --duration D --interval I --jsonl FILE` runs as a child process with
+Method: `collscope monitor --duration D --interval I --json FILE` runs as a child process with
 stdout to /dev/null (so it formats and writes its compact line per sample, records JSON Lines,
 fsync included, but drives no terminal). Its CPU time (user + system, psutil) is read once the
 first sample is in the file (imports and startup done) and again one interval before it ends;
@@ -64,7 +64,7 @@ def measure(interval: float, duration: float, tty: bool = False) -> dict[str, An
             threading.Thread(target=drain, args=(master,), daemon=True).start()
         child = subprocess.Popen(
             [sys.executable, "-m", "collscope", "monitor", "--duration", str(duration),
-             "--interval", str(interval), "--jsonl", str(jsonl)],
+             "--interval", str(interval), "--json", str(jsonl)],
             stdout=stdout, stderr=subprocess.PIPE, env=env, cwd=REPO)
         if tty:
             os.close(stdout)

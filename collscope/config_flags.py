@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,8 +42,10 @@ class Flag:
     negate: bool = False                          # "--no-X": a boolean field that is True
     choices: tuple[Any, ...] | None = None
     nargs: str | None = None                      # "+" for a list field
+    const: Any = None                             # with nargs "?": the value of a bare flag
     action: str | None = None                     # e.g. "extend" (repeatable list flag)
     hidden: bool = False                          # internal: parsed, never shown in --help
+    deprecated: tuple[str, ...] = ()              # old spellings: still parsed, said once
 
     @property
     def label(self) -> str:
@@ -102,6 +104,25 @@ def hier_chunk_flag() -> Any:
                 shown=format_size(HIER_CHUNK_DEFAULT),
                 help="hierarchical all-reduce: bytes per pipeline chunk (the intra-node steps "
                      "of neighbouring chunks overlap the inter-node step of this one)")
+
+
+def usage_of(command: str, config: type, tail: str) -> str:
+    """The usage line of a command whose flags are all ``config``'s, in field order, ending in
+    ``tail`` (its positional part, e.g. "-- COMMAND [ARGS...]"), for a parser whose usage
+    argparse would write badly (a REMAINDER positional)."""
+    parts = [f"collscope {command}"]
+    for item in dataclasses.fields(config):
+        spec = item.metadata.get(_KEY)
+        if spec is None or spec.hidden or not spec.names[0].startswith("-"):
+            continue
+        name = spec.names[-1]
+        if isinstance(_default(item), bool) and spec.type is None:
+            parts.append(f"[{name}]")
+        else:
+            shown = spec.metavar or ("|".join(map(str, spec.choices)) if spec.choices
+                                     else _metavar(spec.names))
+            parts.append(f"[{name} {shown}]")
+    return " ".join([*parts, tail])
 
 
 def flag_of(config: Any, name: str) -> Flag | None:
@@ -190,6 +211,8 @@ def add_flags(parser: argparse.ArgumentParser | argparse._ArgumentGroup, config:
                 kwargs["choices"] = spec.choices
             if spec.nargs:
                 kwargs["nargs"] = spec.nargs
+            if spec.const is not None:
+                kwargs["const"] = spec.const
             if spec.action:
                 kwargs["action"] = spec.action
         if not spec.names[0].startswith("-"):
@@ -198,6 +221,57 @@ def add_flags(parser: argparse.ArgumentParser | argparse._ArgumentGroup, config:
             kwargs.pop("dest")
             kwargs.pop("required", None)
         parser.add_argument(*spec.names, **kwargs)
+        if spec.deprecated:
+            _add_deprecated(parser, spec, kwargs)
+
+
+class _DeprecatedSpelling(argparse.Action):
+    """An old spelling of a flag: stores as the new one does and says, once per process and
+    on stderr only (stdout may carry JSON), which spelling replaces it."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, replacement: str,
+                 store: Any, **kwargs: Any) -> None:
+        self.replacement, self.store = replacement, store
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        say_deprecated(option_string or self.option_strings[0], self.replacement)
+        setattr(namespace, self.dest, self.store if self.nargs == 0 else values)
+
+
+_SAID: set[str] = set()
+
+
+def say_deprecated(old: str, new: str) -> None:
+    """'collscope: OLD is deprecated, use NEW (OLD still works)' once per spelling, on the
+    process that reads the command line first (not again in each local rank it starts)."""
+    import os
+    import sys
+
+    from collscope.runtime.spawn import SPAWNED_ENV
+
+    if old in _SAID or os.environ.get(SPAWNED_ENV) or os.environ.get("RANK", "0") != "0":
+        return
+    _SAID.add(old)
+    sys.stderr.write(f"collscope: {old} is deprecated, use {new} ({old} still works)\n")
+
+
+def _add_deprecated(parser: argparse.ArgumentParser | argparse._ArgumentGroup, spec: Flag,
+                    kwargs: dict[str, Any]) -> None:
+    """The old spellings of ``spec``: hidden from --help, parsed into the same field."""
+    taking_value = kwargs.get("action") not in ("store_true", "store_false")
+    options: dict[str, Any] = {"dest": kwargs["dest"], "help": argparse.SUPPRESS,
+                               "default": argparse.SUPPRESS,
+                               "replacement": spec.names[-1],
+                               "store": kwargs.get("action") == "store_true"}
+    if taking_value:
+        for key in ("type", "choices", "nargs", "metavar"):
+            if key in kwargs:
+                options[key] = kwargs[key]
+    else:
+        options["nargs"] = 0
+    parser.add_argument(*spec.deprecated, action=_DeprecatedSpelling, **options)
 
 
 def values(config: type, args: argparse.Namespace) -> dict[str, Any]:

@@ -49,7 +49,9 @@ class BenchConfig:
     dtypes: list[str] = flag(["float"], "-d", "--dtype", parse=_listed, shown="float",
                              help="float, half, bfloat16, double, int32, int64, int8, uint8 "
                                   "(comma-separated) or all")
-    ops: list[str] = flag(["sum"], "-o", "--op", parse=_listed, shown="sum",
+    # -o was nccl-tests' spelling; in collscope -o is --output everywhere else, so here it is
+    # an old spelling that still works.
+    ops: list[str] = flag(["sum"], "--op", parse=_listed, shown="sum", deprecated=("-o",),
                           help="sum, prod, min, max, avg (comma-separated) or all")
     root: int = flag(0, "-r", "--root", type=int, show_default=False,
                      help="root of broadcast/reduce")
@@ -154,7 +156,7 @@ class BenchConfig:
                 others = ",".join(o for o in OPS if o != "avg")
                 floating = ", ".join(d for d in DTYPES if DTYPES[d].floating)
                 raise invalid(self, "ops", f"avg on gloo needs a floating dtype and "
-                                           f"{', '.join(integer)} is not one; use -o {others} "
+                                           f"{', '.join(integer)} is not one; use --op {others} "
                                            f"with it, or avg with -d {floating} only")
 
 

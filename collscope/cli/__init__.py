@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from collections.abc import Sequence
 
 from collscope import __version__
-from collscope.errors import OutputError, RankFailure, UsageError
+from collscope.errors import ExitCode, OutputError, RankFailure, UsageError, exit_codes_help
 
 DESCRIPTION = """\
 Find and fix the communication bottlenecks of multi-GPU training, on torch.distributed.
@@ -21,10 +22,10 @@ examples:
   collscope bench all -b 1M -e 1G              # every collective, 1 MiB to 1 GiB
   torchrun --nproc-per-node 8 -m collscope bench all_reduce --json ar.jsonl
   srun -N2 --ntasks-per-node 8 python -m collscope bench all_gather -e 8G
-  collscope monitor --jsonl run.jsonl -- torchrun --nproc-per-node 8 train.py
+  collscope monitor --json run.jsonl -- torchrun --nproc-per-node 8 train.py
   collscope report bench.jsonl all_reduce_perf.log -o report.html
 
-exit codes: 0 ok, 1 a rank failed or timed out, 2 bad input, 3 results failed verification
+each command's --help says which exit codes it returns and what they mean there.
 """
 
 
@@ -33,7 +34,7 @@ class OneLineErrorParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         sys.stderr.write(f"{self.prog}: {message} (see {self.prog} --help)\n")
-        raise SystemExit(2)
+        raise SystemExit(ExitCode.USAGE)
 
 
 # Order of subcommands in --help; every module of this package with an ``add_parser`` is a
@@ -53,7 +54,8 @@ def command_modules() -> list[str]:
 def build_parser() -> argparse.ArgumentParser:
     import importlib
 
-    parser = OneLineErrorParser(prog="collscope", description=DESCRIPTION, epilog=EPILOG,
+    epilog = EPILOG + textwrap.fill(exit_codes_help(), 92) + "\n"
+    parser = OneLineErrorParser(prog="collscope", description=DESCRIPTION, epilog=epilog,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"collscope {__version__}")
     # dest "subcommand": a command's own fields may be named "command" (monitor's, watch's)
@@ -80,7 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not getattr(args, "subcommand", None):
         parser.print_help()
-        return 0
+        return ExitCode.OK
     try:
         if getattr(args, "needs_torch", False):   # set by the commands that run collectives
             from collscope.runtime.torch_required import require_torch
@@ -89,16 +91,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.handler(args, argv))
     except UsageError as error:
         sys.stderr.write(f"collscope {args.subcommand}: {error}\n")
-        return 2
+        return ExitCode.USAGE
     except (RankFailure, OutputError) as error:
         sys.stderr.write(f"collscope {args.subcommand}: {error}\n")
-        return 1
+        return ExitCode.FOUND
     except BrokenPipeError:
         # The reader of stdout went away (`collscope ... | head`): end quietly, as cat does.
-        from collscope.runtime.spawn import PIPE_CLOSED_EXIT_CODE, quiet_closed_stdout
+        from collscope.runtime.spawn import quiet_closed_stdout
 
         quiet_closed_stdout()
-        return PIPE_CLOSED_EXIT_CODE
+        return ExitCode.PIPE_CLOSED
     except KeyboardInterrupt:
         sys.stderr.write(f"collscope {args.subcommand}: interrupted\n")
-        return 130
+        return ExitCode.INTERRUPTED

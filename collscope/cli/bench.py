@@ -17,13 +17,14 @@ from collscope.cli._common import (
     outputs_check,
 )
 from collscope.config_flags import add_flags, config_from
+from collscope.errors import ExitCode
 
 EXAMPLES = """\
 examples:
   collscope bench                                  # all_reduce, 8 B .. 64 MiB (CPU) / 4 GiB (GPU)
   collscope bench all -b 1K -e 256M -f 4           # every collective
   collscope bench all_gather reduce_scatter -d bfloat16 -n 50 -w 10
-  collscope bench -o sum,max -d float,int32 --json ar.jsonl --csv ar.csv
+  collscope bench --op sum,max -d float,int32 --json ar.jsonl --csv ar.csv
   collscope bench --target-precision 0.02          # adaptive: +-2% CI of the median per size
   collscope bench --nproc 4 --backend gloo         # 4 local CPU ranks
   collscope bench --algo hierarchical -b 1M -e 64M # node-aware all_reduce, same table
@@ -87,8 +88,8 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
         for failure in reporter.failures if reporter else []:
             sys.stderr.write(f"collscope bench: {failure}\n")
         if runner.any_wrong(results):
-            return 3
-        return 1 if reporter and reporter.failures else 0
+            return ExitCode.VERIFY
+        return ExitCode.FOUND if reporter and reporter.failures else ExitCode.OK
 
     return launch_or_spawn(Job("bench", config.backend, config.timeout_s, args.nproc,
                                config.validate_for_job, body, output_check=check), argv)

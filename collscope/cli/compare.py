@@ -11,7 +11,7 @@ from typing import Any
 from collscope.cli._common import command_parser
 from collscope.config_flags import add_flags, config_from
 from collscope.console import table_console
-from collscope.errors import UsageError
+from collscope.errors import ExitCode, UsageError
 from collscope.report.compare import CompareConfig
 from collscope.units import format_size_exact
 
@@ -89,7 +89,7 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
                                                 redact_argv(["collscope", *argv])))
     if config.json != "-":
         render(result, base.name, new.name)
-    return 1 if result.regressed else 0
+    return ExitCode.FOUND if result.regressed else ExitCode.OK
 
 
 

@@ -11,13 +11,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from collscope.cli._common import command_parser
-from collscope.config_flags import add_flags, config_from
-from collscope.doctor.config import DoctorConfig, DoctorModes
+from collscope.config_flags import add_flags, config_from, say_deprecated
+from collscope.doctor.config import JSON_DOCUMENT, DoctorConfig, DoctorModes
+from collscope.errors import ExitCode
 
 EXAMPLES = """\
 examples:
   collscope doctor                                 # this node: report grouped by area
-  collscope doctor --json > doctor.json            # {"findings": [...], "inventory": {...}}
+  collscope doctor --json doctor.jsonl             # run, doctor_finding, doctor_node records
   collscope doctor --collect node0.tar.gz          # also save every raw output read
   collscope doctor --from node0.tar.gz             # check a bundle anywhere (or a directory)
   collscope doctor --explain env.ib-hca            # what a check looks at, and why
@@ -71,7 +72,7 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
             text = json.dumps({"id": entry.id, "area": entry.area,
                                "explanation": entry.explanation}) + "\n"
         sys.stdout.write(text)
-        return 0
+        return ExitCode.OK
     from collscope.doctor.bundle import check_target
 
     config = config_from(DoctorConfig, args)
@@ -80,10 +81,23 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
         return run_cluster(config, list(argv))  # --collect: checked by each node's writer
     if config.source is None and not _local_rank_zero():
-        return 0  # under a launcher without --all-ranks: one report per node, not per rank
+        return ExitCode.OK  # under a launcher without --all-ranks: one report per node
     if config.collect:
         check_target(config.collect)  # before minutes of probing, by the one that writes
     return run_node(config)
+
+
+def _write_json_lines(config: Any, findings: list[Any], facts: Any) -> None:
+    from collscope.doctor.cluster import node_summary
+    from collscope.doctor.facts import inventory
+    from collscope.doctor.json_lines import write_doctor_records
+    from collscope.records.doctor import DoctorNodeRecord
+
+    node = DoctorNodeRecord(node=0, host=facts.host.hostname or socket.gethostname(),
+                            ranks=[0], summary=node_summary(facts), inventory=inventory(facts))
+    write_doctor_records(config.json, findings, [node],
+                         launcher="bundle" if config.source else "local",
+                         from_bundle=bool(config.source))
 
 
 def _local_rank_zero() -> bool:
@@ -114,8 +128,12 @@ def run_node(config: Any) -> int:
         count = write_bundle(capture, config.collect)
         notes.append(f"bundle: {count} files written to {config.collect}")
     elapsed = time.monotonic() - start
-    if config.json:
+    if config.json_document:
+        say_deprecated("--json without FILE", "--json FILE (JSON Lines; - for stdout)")
         sys.stdout.write(json.dumps(json_report(findings, facts), indent=1, default=str) + "\n")
+    elif config.json:
+        _write_json_lines(config, findings, facts)
+    if config.json in ("-", JSON_DOCUMENT):     # stdout carries the JSON and nothing else
         for note in notes:
             sys.stderr.write(f"collscope doctor: {note}\n")
         return exit_code(findings)

@@ -9,6 +9,7 @@ from typing import Any
 
 from collscope.cli._common import check_writable, command_parser
 from collscope.config_flags import add_flags, config_from
+from collscope.errors import ExitCode
 from collscope.hang.config import HangConfig
 
 EXAMPLES = """\
@@ -57,7 +58,7 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
         import sys
 
         sys.stdout.write(render_text(analysis))
-    return 1 if analysis.verdict.found else 0
+    return ExitCode.FOUND if analysis.verdict.found else ExitCode.OK
 
 
 def read_hosts(path: str | None) -> dict[int, str] | None:

@@ -24,7 +24,7 @@ from collscope.config_flags import (
     output_flag,
     stdout_once,
 )
-from collscope.errors import UsageError
+from collscope.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:      # the library is imported when the command runs (a fast --help)
     from collscope.records.logs import ImportLogRecord
@@ -118,7 +118,7 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
         _say(f"wrote {len(records)} records ({len(imported)} run(s)) to {config.output}")
     if config.json:
         write_records(config.json, [entry.to_dict() for entry in summary])
-    return 0
+    return ExitCode.OK
 
 
 def _say(line: str) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from collscope.cli._common import command_parser
 from collscope.config_flags import add_flags, config_from
-from collscope.errors import UsageError
+from collscope.errors import ExitCode, UsageError
 from collscope.model.config import CheckRequest, FitRequest, PlanRequest, PredictRequest
 
 EXAMPLES = """\
@@ -40,6 +40,7 @@ size / node count lies outside those fitted (x factor); the band does not cover 
 exit codes: 0 ok, 2 bad input (unreadable file, model of another version, collective not in
 the model, node counts < 1, inputs without result rows).
 """
+EXIT_CODES = EXAMPLES[EXAMPLES.index("exit codes:"):]
 
 
 def add_parser(commands: Any) -> None:
@@ -50,25 +51,25 @@ def add_parser(commands: Any) -> None:
         epilog=EXAMPLES)
     sub = p.add_subparsers(dest="model_command", metavar="SUBCOMMAND")
     add_flags(sub.add_parser(
-        "fit", help="measurements -> model file",
+        "fit", epilog=EXIT_CODES, help="measurements -> model file",
         description="Fit one robust alpha-beta model per measured group (collective x nodes x "
                     "ranks per node). Example: collscope model fit a.log b.jsonl -o m.json "
                     "--holdout-nodes 8"), FitRequest)
     add_flags(sub.add_parser(
-        "predict", help="time and busbw per size and node count",
+        "predict", epilog=EXIT_CODES, help="time and busbw per size and node count",
         description="Predicted time and busbw per size for each node count, in nccl-tests' "
                     "table shape, with the typical band and how far each row extrapolates. "
                     "Example: collscope model predict h100.json --collective all_reduce "
                     "--nodes 8,16 --ranks-per-node 8 --sizes 1M-8G"), PredictRequest)
     add_flags(sub.add_parser(
-        "plan", help="one training step's communication at each node count",
+        "plan", epilog=EXIT_CODES, help="one training step's communication at each node count",
         description="The collectives of one DDP or FSDP step (collscope train's parameter "
                     "accounting), their predicted time, step time, tokens/s, scaling "
                     "efficiency and the DDP knob that helps most, per node count. Example: "
                     "collscope model plan m.json --preset llama2-7b --nodes 1,2,4 "
                     "--ranks-per-node 8 --step-compute-ms 900 --overlap 0.5"), PlanRequest)
     add_flags(sub.add_parser(
-        "check", help="predictions against held-out measurements",
+        "check", epilog=EXIT_CODES, help="predictions against held-out measurements",
         description="Busbw error of the model's predictions against measured rows, median and "
                     "max per collective, layout and size band, and how many measured medians "
                     "lie in the typical band. Example: collscope model check h100.json "
@@ -109,7 +110,7 @@ def fit(args: argparse.Namespace) -> int:
         _write_records(request.json, commands.fit_records(model, request.output))
     if request.output != "-" and request.json != "-":
         print_fit(model, request.output, request.holdout_nodes)
-    return 0
+    return ExitCode.OK
 
 
 def predict(args: argparse.Namespace) -> int:
@@ -123,7 +124,7 @@ def predict(args: argparse.Namespace) -> int:
     if request.json != "-":
         for block in blocks:
             print_nccl_table(block, request.dtype, request.model)
-    return 0
+    return ExitCode.OK
 
 
 def check(args: argparse.Namespace) -> int:
@@ -140,7 +141,7 @@ def check(args: argparse.Namespace) -> int:
         print_check(report, request)
         for line in report.skipped:
             _say(line)
-    return 0
+    return ExitCode.OK
 
 
 def plan(args: argparse.Namespace) -> int:
@@ -155,4 +156,4 @@ def plan(args: argparse.Namespace) -> int:
         _write_records(request.json, commands.plan_records(result))
     if request.json != "-":
         print_plan(result, request)
-    return 0
+    return ExitCode.OK

@@ -9,20 +9,21 @@ from collections.abc import Sequence
 from typing import Any
 
 from collscope.cli._common import command_parser
-from collscope.config_flags import add_flags, config_from
+from collscope.config_flags import add_flags, config_from, usage_of
+from collscope.errors import ExitCode
 from collscope.monitor.config import MonitorConfig
 
 EXAMPLES = """\
 examples:
   collscope monitor                                # live view: GPUs, NICs, RDMA ports, memory
-  collscope monitor --duration 60 --jsonl mon.jsonl
+  collscope monitor --duration 60 --json mon.jsonl
   collscope monitor --prometheus 9400              # http://127.0.0.1:9400/metrics
   collscope monitor --prometheus 0.0.0.0:9400      # reachable from other hosts
   collscope monitor --interval 0.1 --summary-json s.json -- torchrun --nproc-per-node 8 train.py
-  srun -N 2 --ntasks-per-node 8 collscope monitor --jsonl mon.jsonl -- python train.py
+  srun -N 2 --ntasks-per-node 8 collscope monitor --json mon.jsonl -- python train.py
       (under torchrun/srun/mpirun only local rank 0 samples; every rank runs the command;
        in a multi-node job each node writes mon.node<N>.jsonl, or use {host} / {node} in
-       --jsonl / --summary-json; {node} is 0 outside a job)
+       --json / --summary-json; {node} is 0 outside a job)
 
 metrics (flat names in JSON Lines, gauges in Prometheus): cpu.percent, mem.used_bytes,
 mem.total_bytes, net.<iface>.rx_bytes_per_s / tx_bytes_per_s, rdma.<dev>.<port>.rx_bytes_per_s
@@ -30,7 +31,7 @@ mem.total_bytes, net.<iface>.rx_bytes_per_s / tx_bytes_per_s, rdma.<dev>.<port>.
 A metric the source does not report is absent, never 0. Rates are counter deltas over the
 interval; rates in decimal units (1 MB/s = 1e6 B/s).
 exit codes: the command's own (128 + N if signal N ended it); without a command 0, or 130 when
-interrupted; 1 instead of 0 when --jsonl / --summary-json could not be written during the run;
+interrupted; 1 instead of 0 when --json / --summary-json could not be written during the run;
 2 bad input (checked before the command starts).
 """
 
@@ -42,9 +43,7 @@ def add_parser(commands: Any) -> None:
                     "per-RDMA-port bandwidth; show it live, record it as JSON Lines, serve it "
                     "to Prometheus, or wrap a command and summarise its run.",
         epilog=EXAMPLES,
-        usage="collscope monitor [--interval S] [--duration S] [--jsonl FILE] "
-              "[--prometheus [HOST:]PORT] [--summary-json FILE] [--gpu-backend NAME] "
-              "[-- CMD ARGS...]")
+        usage=usage_of("monitor", MonitorConfig, "[-- CMD ARGS...]"))
     add_flags(p, MonitorConfig)
     p.set_defaults(handler=handle)
 
@@ -58,7 +57,7 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     if launch is not None and launch.local_rank != 0:
         # One sampler per node: the other local ranks only run the command (or nothing).
         if not config.command:
-            return 0
+            return ExitCode.OK
         from collscope.monitor.wrap import check_command
 
         check_command(config.command)

@@ -9,7 +9,7 @@ from typing import Any
 
 from collscope.cli._common import add_job_arguments, command_parser, outputs_check
 from collscope.config_flags import add_flags, config_from
-from collscope.errors import OutputError
+from collscope.errors import ExitCode, OutputError
 from collscope.overlap import OverlapConfig, OverlapOutputs
 
 EXAMPLES = """\
@@ -62,8 +62,8 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
                     _write_json(outputs.json, config, result, session, launcher_name)
                 except OutputError as error:   # measured: the table above has the result
                     sys.stderr.write(f"collscope overlap: {error}\n")
-                    return 1
-        return 0
+                    return ExitCode.FOUND
+        return ExitCode.OK
 
     return launch_or_spawn(Job("overlap", config.backend, config.timeout_s, args.nproc,
                                config.validate_for_job, body,

@@ -9,14 +9,23 @@ from dataclasses import dataclass
 from typing import Any
 
 from collscope.cli._common import command_parser
-from collscope.config_flags import REQUIRED, add_flags, config_from, flag, output_flag
-from collscope.errors import UsageError
+from collscope.config_flags import (
+    REQUIRED,
+    add_flags,
+    config_from,
+    flag,
+    json_flag,
+    output_flag,
+    stdout_once,
+)
+from collscope.errors import ExitCode, UsageError
 
 EXAMPLES = """\
 examples:
   collscope report bench.jsonl -o report.html
   collscope report before.jsonl after.jsonl rccl-tests.log -o compare.html --png plots/
   collscope report train.jsonl monitor.jsonl -o train.html
+  collscope report watch.jsonl -o watch.html --json verdicts.jsonl   # the verdicts, for scripts
 
 Inputs are collscope JSON Lines (bench `run`/`result`, `train`, monitor `sample`, `overlap`,
 trace, links, tune and prediction records) or nccl-tests / rccl-tests text logs, told apart by
@@ -40,6 +49,11 @@ class ReportConfig:
                            help="also write every chart as a PNG into DIR (needs matplotlib: "
                                 "pip install 'collscope[report]')")
     title: str = flag("collscope report", "--title", show_default=False, help="page title")
+    json: str | None = json_flag("also write JSON Lines: a report_headline per verdict at the "
+                                 "top of the page, a report_input per input; '-' for stdout")
+
+    def __post_init__(self) -> None:
+        stdout_once(self, "output", "json")
 
 
 def add_parser(commands: Any) -> None:
@@ -84,7 +98,10 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     for source in inputs:
         sys.stderr.write(f"collscope report: {source.name}: {source.kind}, {source.holdings()}, "
                          f"{len(source.warnings)} warning(s)\n")
-    print(f"wrote {config.output}")
+    if config.json:
+        _write_json_lines(config.json, inputs)
+    said = sys.stderr if config.json == "-" else sys.stdout    # stdout then carries JSON only
+    said.write(f"wrote {config.output}\n")
     if config.png:
         from collscope.report.plots import write_pngs
 
@@ -93,5 +110,18 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
         except OSError as error:
             raise UsageError(f"--png: cannot write into {config.png} "
                              f"({error.strerror or error})") from None
-        print(f"wrote {len(written)} PNG chart(s) to {config.png}")
-    return 0
+        said.write(f"wrote {len(written)} PNG chart(s) to {config.png}\n")
+    return ExitCode.OK
+
+
+def _write_json_lines(path: str, inputs: list[Any]) -> None:
+    from collscope.records.jsonl import write_records
+    from collscope.records.report import ReportHeadlineRecord, ReportInputRecord
+    from collscope.report.html import report_sections
+
+    records = [ReportHeadlineRecord(section.id, h.level, h.text, list(h.details)).to_dict()
+               for section in report_sections(inputs) if section is not None
+               for h in section.headlines]
+    records += [ReportInputRecord(source.name, source.path, source.kind, source.counts(),
+                                  list(source.warnings)).to_dict() for source in inputs]
+    write_records(path, records)

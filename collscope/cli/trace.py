@@ -9,6 +9,7 @@ from typing import Any
 
 from collscope.cli._common import check_writable, command_parser
 from collscope.config_flags import add_flags, config_from
+from collscope.errors import ExitCode
 from collscope.trace.config import TraceConfig
 
 EXAMPLES = """\
@@ -86,4 +87,4 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
         write_json_records(config.json, result, argv)
     if config.json != "-":
         render(result)
-    return 0
+    return ExitCode.OK

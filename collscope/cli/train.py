@@ -9,6 +9,7 @@ from typing import Any
 
 from collscope.cli._common import add_job_arguments, command_parser, outputs_check
 from collscope.config_flags import add_flags, config_from
+from collscope.errors import ExitCode
 from collscope.train.config import DDPKnobs, TrainConfig, TrainOutputs
 
 EXAMPLES = """\
@@ -85,8 +86,8 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
                 reporter.close()
         if reporter and reporter.failure:
             sys.stderr.write(f"collscope train: {reporter.failure}\n")
-            return 1
-        return 0
+            return ExitCode.FOUND
+        return ExitCode.OK
 
     def host_preflight(nproc: int, backend: str) -> None:
         from collscope.train.preflight import preflight_host

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from collscope.cli._common import command_parser
-from collscope.config_flags import add_flags, config_from
+from collscope.config_flags import add_flags, config_from, usage_of
 from collscope.watch.config import WatchConfig
 
 EXAMPLES = """\
@@ -36,8 +36,7 @@ def add_parser(commands: Any) -> None:
                     "ranks named as it happens (Flight Recorder + the job's store), a stall "
                     "turned into dumps and a verdict before the watchdog fires.",
         epilog=EXAMPLES,
-        usage="collscope watch [--json FILE] [--prometheus [HOST:]PORT] [--interval S] "
-              "[--hang-after S] [--on-hang report|kill] [--dump-dir DIR] -- COMMAND [ARGS...]")
+        usage=usage_of("watch", WatchConfig, "-- COMMAND [ARGS...]"))
     add_flags(p, WatchConfig)
     p.set_defaults(handler=handle)
 

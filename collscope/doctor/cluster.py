@@ -258,7 +258,10 @@ def _print(config: Any, findings: list[Finding], nodes: list[NodeReport], launch
            world: int) -> None:
     from collscope.doctor import report
 
-    if config.json:
+    if config.json_document:
+        from collscope.config_flags import say_deprecated
+
+        say_deprecated("--json without FILE", "--json FILE (JSON Lines; - for stdout)")
         payload = {"findings": [f.to_dict() for f in findings],
                    "inventory": nodes[0].inventory if nodes else {},
                    "nodes": [{"node": n.node, "host": n.host, "ranks": n.ranks,
@@ -266,6 +269,16 @@ def _print(config: Any, findings: list[Finding], nodes: list[NodeReport], launch
         sys.stdout.write(json.dumps(payload, indent=1, default=str) + "\n")
         sys.stdout.flush()
         return
+    if config.json:
+        from collscope.doctor.json_lines import write_doctor_records
+        from collscope.records.doctor import DoctorNodeRecord
+
+        write_doctor_records(config.json, findings,
+                             [DoctorNodeRecord(node=n.node, host=n.host, ranks=n.ranks,
+                                               summary=n.summary, inventory=n.inventory)
+                              for n in nodes], launcher=launcher, world_size=world)
+        if config.json == "-":
+            return
     hosts = ", ".join(f"node {n.node} {n.host} (ranks {','.join(map(str, n.ranks))})"
                       for n in nodes)
     header = (f"collscope doctor --all-ranks: {len(nodes)} node(s), {world} rank(s) via "

@@ -8,11 +8,19 @@ from dataclasses import dataclass
 from collscope.config_flags import flag, invalid
 from collscope.doctor.probes import DEFAULT_TOOL_TIMEOUT_S
 
+# --json with no FILE: the one JSON document doctor printed before --json took a FILE (kept,
+# deprecated, for scripts that read it).
+JSON_DOCUMENT = "<document>"
+
 
 @dataclass
 class DoctorConfig:
-    json: bool = flag(False, "--json",
-                      help='print {"findings": [...], "inventory": {...}} as JSON')
+    json: str | None = flag(
+        None, "--json", metavar="FILE", nargs="?", const=JSON_DOCUMENT,
+        help="write JSON Lines: a run record, one doctor_finding per finding (worst first), "
+             "one doctor_node per node; '-' for stdout, which then carries only them "
+             '(--json without FILE, deprecated: one {"findings": [...], "inventory": {...}} '
+             "document on stdout)")
     collect: str | None = flag(
         None, "--collect", metavar="FILE.tar.gz",
         help="also save every raw output read as a bundle (with --all-ranks one per node: "
@@ -35,6 +43,11 @@ class DoctorConfig:
     tool_timeout_s: float = flag(DEFAULT_TOOL_TIMEOUT_S, "--tool-timeout", type=float,
                                  metavar="S", help="seconds each external tool may run before "
                                                    "it is killed")
+
+    @property
+    def json_document(self) -> bool:
+        """--json without FILE: the old single document on stdout (said deprecated once)."""
+        return self.json == JSON_DOCUMENT
 
     def __post_init__(self) -> None:
         if self.source is not None and self.all_ranks:

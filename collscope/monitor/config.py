@@ -26,7 +26,7 @@ class MonitorConfig:
     duration_s: float | None = flag(None, "--duration", type=float, metavar="S",
                                     help="stop sampling after S seconds (a wrapped command "
                                          "keeps running)")
-    jsonl: str | None = flag(None, "--jsonl", metavar="FILE",
+    json: str | None = flag(None, "--json", metavar="FILE", deprecated=("--jsonl",),
                              help="write JSON Lines: a run record, then a sample record per "
                                   "interval (each flushed as written); - for stdout")
     prometheus: str | None = prometheus_flag("the latest sample")
@@ -63,14 +63,14 @@ class MonitorConfig:
     def _check_stdout(self) -> None:
         """'-' is stdout for one output, which then carries only that JSON (the view and the
         text summary move to stderr); a wrapped command's stdout is its own."""
-        to_stdout = [name for name in ("jsonl", "summary_json") if getattr(self, name) == "-"]
+        to_stdout = [name for name in ("json", "summary_json") if getattr(self, name) == "-"]
         if to_stdout and self.command:
             raise invalid(self, to_stdout[0], "'-' (stdout) cannot be used with a command, "
                                               "whose output stdout carries; give a FILE")
         if len(to_stdout) > 1:
-            raise invalid(self, "summary_json", "'-' (stdout) is taken by --jsonl; give a FILE")
+            raise invalid(self, "summary_json", "'-' (stdout) is taken by --json; give a FILE")
 
     @property
     def json_to_stdout(self) -> bool:
-        """True when --jsonl or --summary-json is '-': stdout carries that JSON only."""
-        return "-" in (self.jsonl, self.summary_json)
+        """True when --json or --summary-json is '-': stdout carries that JSON only."""
+        return "-" in (self.json, self.summary_json)

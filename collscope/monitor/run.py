@@ -76,7 +76,7 @@ def output_path(flag: str, path: str, host: str, launch: Any) -> str:
 
 def output_paths(config: MonitorConfig, host: str, launch: Any) -> dict[str, str]:
     """``{flag: path this node writes}`` for every output flag given."""
-    given = {"--jsonl": config.jsonl, "--summary-json": config.summary_json}
+    given = {"--json": config.json, "--summary-json": config.summary_json}
     return {flag: output_path(flag, path, host, launch) for flag, path in given.items() if path}
 
 
@@ -102,7 +102,7 @@ def run_record(config: MonitorConfig, sampler: Sampler, backend: Any, inventory:
 
 
 class JsonlSink:
-    """``--jsonl`` as a sampler sink. Opening or the first (run) record failing is bad input;
+    """``--json`` as a sampler sink. Opening or the first (run) record failing is bad input;
     a later failure (disk full) is remembered, so the run says so and does not exit 0."""
 
     def __init__(self, path: str) -> None:
@@ -110,7 +110,7 @@ class JsonlSink:
 
         self.path = path
         self.failed = False
-        self._writer = JsonlWriter(path, "--jsonl")      # UsageError (exit 2) if it can't open
+        self._writer = JsonlWriter(path, "--json")      # UsageError (exit 2) if it can't open
 
     def write_first(self, record: dict[str, Any]) -> None:
         from collscope.errors import OutputError
@@ -130,7 +130,7 @@ class JsonlSink:
             raise           # the sampler keeps the first error for the end of the run
 
     def __repr__(self) -> str:       # how the sampler's error report names this sink
-        return f"--jsonl {self.path}"
+        return f"--json {self.path}"
 
     def close(self) -> None:
         self._writer.close()
@@ -170,7 +170,7 @@ def run_monitor(config: MonitorConfig, launch: Any = None, out: IO[str] | None =
         from collscope.monitor.wrap import check_command
 
         check_command(config.command)
-    # Every other refusal comes before --jsonl truncates an existing file.
+    # Every other refusal comes before --json truncates an existing file.
     with ExitStack() as stack:
         exporter = None
         if config.listen is not None:
@@ -182,8 +182,8 @@ def run_monitor(config: MonitorConfig, launch: Any = None, out: IO[str] | None =
         stack.callback(backend.close)
         inventory = backend.inventory()
         writer = None
-        if "--jsonl" in paths:
-            writer = JsonlSink(paths["--jsonl"])
+        if "--json" in paths:
+            writer = JsonlSink(paths["--json"])
             stack.callback(writer.close)
         sources = default_sources(gpu_backend=backend)
         process_source = ProcessTreeSource() if config.command else None
@@ -248,7 +248,7 @@ def run_monitor(config: MonitorConfig, launch: Any = None, out: IO[str] | None =
 
 def _view(config: MonitorConfig, out: IO[str]) -> Any:
     """Live view on a terminal, a compact line per sample in a pipe, nothing while a wrapped
-    command owns the output or stdout carries JSON (``--jsonl -``, ``--summary-json -``)."""
+    command owns the output or stdout carries JSON (``--json -``, ``--summary-json -``)."""
     if config.command or config.json_to_stdout:
         return None
     if out.isatty():

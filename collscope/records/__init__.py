@@ -20,6 +20,7 @@ One module per family of kinds:
 - ``tune``: ``tune_trial``, ``tune``
 - ``hang``: ``hang_group``, ``hang_verdict``
 - ``watch``: ``watch_job``, ``watch_window``, ``watch_stall`` (its straggler is a ``finding``)
+- ``doctor``: ``doctor_finding``, ``doctor_node``
 
 and the machinery:
 

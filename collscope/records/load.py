@@ -58,6 +58,7 @@ class Run:
     overlap: list[dict[str, Any]] = field(default_factory=list)   # `overlap` records
     hang: list[dict[str, Any]] = field(default_factory=list)      # `hang` group/verdict records
     watch: list[dict[str, Any]] = field(default_factory=list)     # `watch` job/window/stall/finding
+    doctor: list[dict[str, Any]] = field(default_factory=list)    # `doctor` finding/node records
 
 
 # Record kinds `collscope trace` writes (collscope.records.trace); report draws them as they are.
@@ -74,7 +75,8 @@ RUN_FIELD = {"train": "train", **dict.fromkeys(TRACE_KINDS, "trace"),
              **dict.fromkeys(("link", "node", "links_summary"), "links"),
              "sample": "samples", "prediction": "predictions", "tune": "tune",
              "overlap": "overlap", **dict.fromkeys(("hang_group", "hang_verdict"), "hang"),
-             **dict.fromkeys(WATCH_KINDS, "watch")}
+             **dict.fromkeys(WATCH_KINDS, "watch"),
+             **dict.fromkeys(("doctor_finding", "doctor_node"), "doctor")}
 # Raw trials / tries: the tune and link records sum them up, so report reads them not.
 SUMMED_KINDS = ("tune_trial", "link_try")
 # Run fields holding the other record kinds, and how `Input.holdings` names them.
@@ -82,7 +84,7 @@ OTHER_KINDS = {"train": "train record(s)", "samples": "sample(s)",
                "predictions": "prediction(s)", "tune": "tune record(s)",
                "trace": "trace record(s)", "links": "links record(s)",
                "overlap": "overlap record(s)", "hang": "hang record(s)",
-               "watch": "watch record(s)"}
+               "watch": "watch record(s)", "doctor": "doctor record(s)"}
 
 
 @dataclass

@@ -27,13 +27,14 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from collscope.errors import ExitCode
+
 SPAWNED_ENV = "COLLSCOPE_SPAWNED"
 # Seconds the parent gives surviving ranks after a rank exited with its own code (or after
 # Ctrl-C), and beyond the collective timeout after a rank a signal ended, before killing them.
 KILL_GRACE_S = 10.0
-INTERRUPTED_EXIT_CODE = 130
-# 128 + SIGPIPE, as a shell reports a command whose output pipe closed.
-PIPE_CLOSED_EXIT_CODE = 141
+INTERRUPTED_EXIT_CODE = ExitCode.INTERRUPTED
+PIPE_CLOSED_EXIT_CODE = ExitCode.PIPE_CLOSED
 # Seconds between samples of each rank's memory (for the message if it is killed).
 MEMORY_SAMPLE_S = 0.25
 # A signal death is reported once it is this old, unless a rank exited PIPE_CLOSED_EXIT_CODE

@@ -15,8 +15,10 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from collscope.errors import ExitCode
+
 # A rank ended by the watchdog exits like any failed rank (1): scripts see one failure code.
-TIMEOUT_EXIT_CODE = 1
+TIMEOUT_EXIT_CODE = ExitCode.FOUND
 
 
 class Watchdog:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from collscope import __version__
-from collscope.errors import UsageError
+from collscope.errors import ExitCode, UsageError
 from collscope.tune.analysis import CI_METHOD, Trial, analyse, significance
 from collscope.tune.config import TuneConfig
 from collscope.tune.records import TrialWriter, sweep_context
@@ -86,7 +86,7 @@ def run(config: TuneConfig, environ: Mapping[str, str]) -> int:
     plan = prepare(config, environ)
     if config.print_commands:
         print_commands(plan, config)
-        return 0
+        return ExitCode.OK
     for flag, path in (("--env-out", config.env_out), ("--tuner-csv", config.tuner_csv)):
         check_writable(flag, path)     # written at the end: refused before the sweep, not after
     if config.merge:
@@ -197,7 +197,7 @@ def conclude(trials: list[Trial], plan: Plan, config: TuneConfig, how: str, stop
             rows, space.baseline, int(context.get("nodes") or -1),
             int(context.get("world_size") or -1), plan.library.name), to_stdout)
     ok = any(t.status == "ok" for t in trials)
-    return 1 if baseline_failed or not ok else 0
+    return ExitCode.FOUND if baseline_failed or not ok else ExitCode.OK
 
 
 def _write(path: str, flag: str, lines: list[str], json_on_stdout: bool) -> None:

@@ -60,8 +60,8 @@ class TuneConfig:
                                   help="keep every trial's JSON Lines and log here (default: a "
                                        "temporary folder, removed; under Slurm or --launch it "
                                        "must be shared by rank 0)")
-    json: str | None = json_flag("write tune_trial and tune records ('-': to stdout instead "
-                                 "of the table)")
+    json: str | None = json_flag("write JSON Lines: tune_trial and tune records ('-': to "
+                                 "stdout instead of the table)")
     env_out: str | None = flag(None, "--env-out", metavar="FILE",
                                help="write the winners as bash export lines")
     tuner_csv: str | None = flag(None, "--tuner-csv", metavar="FILE",

@@ -23,13 +23,14 @@ from pathlib import Path
 from typing import Any
 
 import collscope
+from collscope.errors import ExitCode
 from collscope.monitor import wrap
 from collscope.watch import sinks
 from collscope.watch.aggregate import DUMP_DEADLINE_S
 from collscope.watch.config import CHANNEL_ENV, SETTINGS_ENV, WatchConfig
 from collscope.watch.flight import fr_env
 
-KILLED_EXIT = 124          # as timeout(1): the job was ended on purpose, after a stall
+KILLED_EXIT = ExitCode.HANG_KILLED   # the job was ended on purpose, after a stall
 POLL_S = 0.2
 LIVE_TTY_S = 2.0
 LIVE_PLAIN_S = 30.0

@@ -31,7 +31,7 @@ pytestmark = pytest.mark.dist
 @pytest.mark.parametrize("world", [2, 3, 4])
 def test_every_collective_placement_and_dtype_verifies(world, tmp_path):
     out = tmp_path / "bench.jsonl"
-    proc = run_cli("bench", "all", "-d", "float,int32", "-o", "sum,prod,min,max", "-b", "8",
+    proc = run_cli("bench", "all", "-d", "float,int32", "--op", "sum,prod,min,max", "-b", "8",
                    "-e", "4K", "-f", "8", "-n", "2", "-w", "1", "--nproc", str(world),
                    "--json", str(out), "--timeout", "60")
     assert proc.returncode == 0, proc.stderr
@@ -59,7 +59,7 @@ def test_every_collective_placement_and_dtype_verifies(world, tmp_path):
 
 def test_avg_and_narrow_dtypes_verify(tmp_path):
     out = tmp_path / "avg.jsonl"
-    proc = run_cli("bench", "all_reduce", "reduce_scatter", "reduce", "-o", "avg,sum",
+    proc = run_cli("bench", "all_reduce", "reduce_scatter", "reduce", "--op", "avg,sum",
                    "-d", "bfloat16,half,double", "-e", "1K", "-f", "16", "-n", "1", "-w", "0",
                    "--nproc", "3", "--json", str(out))
     assert proc.returncode == 0, proc.stderr

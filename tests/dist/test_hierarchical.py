@@ -38,7 +38,7 @@ def test_bench_hierarchical_verifies_on_two_emulated_nodes(tmp_path):
     # 4 KiB chunks: the larger sizes go through the pipeline (64 KiB: 16 chunks).
     proc = run_cli("bench", "--algo", "hierarchical", "--ranks-per-node", "2", "--nproc", "4",
                    "--hier-chunk", "4K", "-b", "4", "-e", "64K", "-f", "16", "-n", "2", "-w",
-                   "1", "-o", "sum,avg", "--json", str(out))
+                   "1", "--op", "sum,avg", "--json", str(out))
     assert proc.returncode == 0, proc.stderr
     run, *results = read_records(out)
     assert "hierarchical all_reduce in 4 KiB chunks" in run["timing"]

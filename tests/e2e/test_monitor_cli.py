@@ -32,7 +32,7 @@ if netns:
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True, timeout=10)
 monitor = subprocess.Popen(
     [sys.executable, "-m", "collscope", "monitor", "--duration", "3", "--interval", "0.5",
-     "--jsonl", jsonl], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+     "--json", jsonl], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 deadline = time.monotonic() + 30
 while True:  # the first sample proves the baseline reading is behind us
     try:
@@ -214,7 +214,7 @@ def test_ctrl_c_is_forwarded_and_the_child_is_gone(tmp_path):
 def test_ctrl_c_without_a_command_stops_cleanly(tmp_path):
     jsonl = tmp_path / "m.jsonl"
     proc = subprocess.Popen([sys.executable, "-m", "collscope", "monitor", "--interval", "0.2",
-                             "--jsonl", str(jsonl)], stdin=subprocess.DEVNULL,
+                             "--json", str(jsonl)], stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=cli_env(), cwd=REPO)
     deadline = time.monotonic() + 30
@@ -236,16 +236,16 @@ def launcher_env(rank: int, local_rank: int, world: int, local_world: int, node:
 
 def test_under_a_launcher_only_local_rank_0_samples(tmp_path):
     jsonl = tmp_path / "m.jsonl"
-    other = run_cli("monitor", "--jsonl", str(jsonl), "--", sys.executable, "-c",
+    other = run_cli("monitor", "--json", str(jsonl), "--", sys.executable, "-c",
                     "import os, sys; sys.exit(int(os.environ['LOCAL_RANK']) + 2)",
                     env=launcher_env(1, 1, 2, 2, 0), timeout=60)
     assert other.returncode == 3 and other.stdout == "" and other.stderr == ""
     assert not jsonl.exists()
-    idle = run_cli("monitor", "--jsonl", str(jsonl), env=launcher_env(1, 1, 2, 2, 0))
+    idle = run_cli("monitor", "--json", str(jsonl), env=launcher_env(1, 1, 2, 2, 0))
     assert idle.returncode == 0 and not jsonl.exists()
 
     # local rank 0 of node 1 in a 2-node job: samples, and tags its file with the node
-    first = run_cli("monitor", "--interval", "0.2", "--duration", "0.5", "--jsonl", str(jsonl),
+    first = run_cli("monitor", "--interval", "0.2", "--duration", "0.5", "--json", str(jsonl),
                     env=launcher_env(2, 0, 4, 2, 1), timeout=60)
     assert first.returncode == 0, first.stderr
     records = read_records(tmp_path / "m.node1.jsonl")
@@ -262,7 +262,7 @@ def test_under_a_launcher_only_local_rank_0_samples(tmp_path):
     (["--prometheus", "99999"], "--prometheus"),
     (["--gpu-backend", "intel"], "--gpu-backend"),
     (["--gpu-backend", "amd"], "--gpu-backend"),          # no AMD GPU on this machine
-    (["--jsonl", "/nonexistent-dir/m.jsonl"], "--jsonl"),
+    (["--json", "/nonexistent-dir/m.jsonl"], "--json"),
     (["--", "collscope-no-such-command-xyz"], "COMMAND"),
     (["--"], "COMMAND"),
 ])
@@ -280,7 +280,7 @@ def test_bad_input_exits_2_with_one_line(args, flag):
 def test_help_shows_usage_examples_and_metric_names():
     proc = run_cli("monitor", "--help")
     assert proc.returncode == 0
-    for text in ("--interval", "--duration", "--jsonl", "--prometheus [HOST:]PORT",
+    for text in ("--interval", "--duration", "--json", "--prometheus [HOST:]PORT",
                  "--summary-json", "-- CMD", "examples", "torchrun", "srun",
                  "net.<iface>.rx_bytes_per_s", "gpu.<i>.util_percent", "never 0",
                  "exit codes"):

@@ -82,7 +82,7 @@ class FakeCollscope:
             samples = [{"kind": "sample", "metrics": {"gpu.0.util_percent": 3.0,
                                                       "gpu.0.mem_used_bytes": 2.1e9,
                                                       "gpu.0.mem_total_bytes": 205.8e9}}] * 5
-            Path(args[args.index("--jsonl") + 1]).write_text(
+            Path(args[args.index("--json") + 1]).write_text(
                 "\n".join(json.dumps(s) for s in [{"kind": "run"}, *samples]) + "\n")
             return Ran(0, "", "")
         if command == "doctor":

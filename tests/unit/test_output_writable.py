@@ -130,8 +130,8 @@ def test_avg_with_an_integer_dtype_on_gloo_says_what_is_accepted():
 
     with pytest.raises(UsageError) as error:
         BenchConfig(ops=["all"], dtypes=["float", "int32"]).validate_for_job(2, "gloo")
-    assert str(error.value) == ("-o/--op: avg on gloo needs a floating dtype and int32 is not "
-                                "one; use -o sum,prod,min,max with it, or avg with -d half, "
+    assert str(error.value) == ("--op: avg on gloo needs a floating dtype and int32 is not "
+                                "one; use --op sum,prod,min,max with it, or avg with -d half, "
                                 "float, double, bfloat16 only")
 
 

@@ -27,7 +27,7 @@ def job(world, local, node, launcher="torchrun"):
     ("a{{b}}.jsonl", job(16, 8, 1), "a{b}.node1.jsonl"),
 ])
 def test_placeholders(path, launch, expected):
-    assert output_path("--jsonl", path, "gpu07", launch) == expected
+    assert output_path("--json", path, "gpu07", launch) == expected
 
 
 def test_node_in_a_multi_node_job_without_a_node_rank_is_refused():
@@ -40,16 +40,16 @@ def test_node_in_a_multi_node_job_without_a_node_rank_is_refused():
                                   "{host!r}", "{host.upper}", "{node[0]}"])
 def test_unknown_placeholders_name_the_flag_and_the_accepted_ones(path):
     with pytest.raises(UsageError) as caught:
-        output_path("--jsonl", path, "h", None)
+        output_path("--json", path, "h", None)
     message = str(caught.value)
-    assert message.startswith(f"--jsonl: {path!r}: only the placeholders {{host}}")
+    assert message.startswith(f"--json: {path!r}: only the placeholders {{host}}")
     assert "{node}" in message
 
 
 @pytest.mark.parametrize("flag, path, needle", [
     ("--summary-json", "{tmp}/no-such-folder/s.json", "does not exist"),
     ("--summary-json", "{tmp}", "it is a folder"),
-    ("--jsonl", "{tmp}/no-such-folder/m.jsonl", "does not exist"),
+    ("--json", "{tmp}/no-such-folder/m.jsonl", "does not exist"),
     ("--summary-json", "{bogus}.json", "only the placeholders"),
 ])
 def test_bad_output_exits_2_before_the_command_runs(capsys, tmp_path, flag, path, needle):

@@ -75,12 +75,12 @@ def launch(world, local, node):
     ("out/{host}-{node}.jsonl", launch(16, 8, 1), "out/gpu07-1.jsonl"),
 ])
 def test_output_path(path, job, expected):
-    assert output_path("--jsonl", path, "gpu07", job) == expected
+    assert output_path("--json", path, "gpu07", job) == expected
 
 
 def test_output_path_rejects_unknown_fields():
     with pytest.raises(UsageError, match="{host}"):
-        output_path("--jsonl", "m-{rank}.jsonl", "h", None)
+        output_path("--json", "m-{rank}.jsonl", "h", None)
 
 
 @pytest.mark.parametrize("kwargs, flag", [

@@ -48,7 +48,7 @@ def run_in_process(capsys, argv):
 
 def test_jsonl_to_stdout_carries_only_json(capsys):
     code, out, err = run_in_process(capsys, ["monitor", "--duration", "0.25", "--interval",
-                                             "0.1", "--gpu-backend", "none", "--jsonl", "-"])
+                                             "0.1", "--gpu-backend", "none", "--json", "-"])
     assert code == 0, err
     records = [json.loads(line) for line in out.splitlines()]    # every line is JSON
     assert records[0]["kind"] == "run" and {r["kind"] for r in records[1:]} == {"sample"}
@@ -68,9 +68,9 @@ def test_summary_json_to_stdout_is_one_document_and_no_file_named_dash(capsys, t
 
 
 @pytest.mark.parametrize("argv, flag", [
-    (["--jsonl", "-", "--", sys.executable, "-c", "pass"], "--jsonl"),
+    (["--json", "-", "--", sys.executable, "-c", "pass"], "--json"),
     (["--summary-json", "-", "--", sys.executable, "-c", "pass"], "--summary-json"),
-    (["--jsonl", "-", "--summary-json", "-"], "--summary-json"),
+    (["--json", "-", "--summary-json", "-"], "--summary-json"),
 ])
 def test_stdout_refused_where_something_else_owns_it(capsys, argv, flag):
     line = usage_error_in_process(capsys, ["monitor", "--duration", "0.1", *argv])
@@ -79,8 +79,8 @@ def test_stdout_refused_where_something_else_owns_it(capsys, argv, flag):
 
 def test_stdout_stays_stdout_in_a_multi_node_job():
     job = SimpleNamespace(world_size=16, local_world_size=8, node_rank=1, launcher="torchrun")
-    assert output_path("--jsonl", "-", "h", job) == "-"
-    assert MonitorConfig(jsonl="-").json_to_stdout and not MonitorConfig().json_to_stdout
+    assert output_path("--json", "-", "h", job) == "-"
+    assert MonitorConfig(json="-").json_to_stdout and not MonitorConfig().json_to_stdout
 
 
 def test_summary_method_names_every_statistic_it_writes():
@@ -122,9 +122,9 @@ def test_jsonl_that_cannot_take_the_run_record_is_bad_input_before_the_command(c
     # /dev/full opens fine but refuses every write (ENOSPC): the up-front check, which opens the
     # file and writes nothing to it, catches it before the command starts.
     marker = tmp_path / "ran"
-    line = usage_error_in_process(capsys, ["monitor", "--jsonl", "/dev/full", "--",
+    line = usage_error_in_process(capsys, ["monitor", "--json", "/dev/full", "--",
                                            sys.executable, "-c", f"open({str(marker)!r}, 'w')"])
-    assert line == "collscope monitor: --jsonl: cannot write '/dev/full': No space left on device"
+    assert line == "collscope monitor: --json: cannot write '/dev/full': No space left on device"
     assert not marker.exists()
 
 
@@ -136,10 +136,10 @@ def test_samples_lost_mid_run_are_reported_and_the_run_does_not_exit_0(tmp_path,
     monkeypatch.setenv(FAULT_ENV, "disk-full@0:1")
     path = tmp_path / "m.jsonl"
     out, err = io.StringIO(), io.StringIO()
-    config = MonitorConfig(interval_s=0.1, duration_s=0.25, jsonl=str(path), gpu_backend="none")
+    config = MonitorConfig(interval_s=0.1, duration_s=0.25, json=str(path), gpu_backend="none")
     assert run_monitor(config, out=out, err=err) == 1
-    assert f"collscope monitor: sink --jsonl {path} failed for some samples: " in err.getvalue()
-    assert f"--jsonl: writing '{path}' failed after 1 record(s), which it holds: No space " \
+    assert f"collscope monitor: sink --json {path} failed for some samples: " in err.getvalue()
+    assert f"--json: writing '{path}' failed after 1 record(s), which it holds: No space " \
            "left on device" in err.getvalue()
     assert [json.loads(line)["kind"] for line in path.read_text().splitlines()] == ["run"]
 
@@ -156,7 +156,7 @@ def test_a_refused_run_leaves_an_existing_jsonl_untouched(capsys, tmp_path, args
     with socket.create_server(("127.0.0.1", 0)) as taken:
         port = str(taken.getsockname()[1])
         argv = [arg.replace("{port}", port) for arg in args]
-        line = usage_error_in_process(capsys, ["monitor", "--duration", "0.1", "--jsonl",
+        line = usage_error_in_process(capsys, ["monitor", "--duration", "0.1", "--json",
                                                str(path), *argv])
     assert flag in line
     assert path.read_text() == '{"kind":"run"}\n'
