@@ -70,6 +70,19 @@ def list_flag(*names: str, help: str, **options: Any) -> Any:
                              metadata={_KEY: Flag(names=names, help=help, **options)})
 
 
+def backend_flag(help: str = BACKEND_HELP) -> Any:
+    """The --backend field of a command that runs ranks (JobSettings: bench, train, overlap,
+    links, doctor --all-ranks, tune's trials)."""
+    return flag("auto", "--backend", show_default=False, help=help)
+
+
+def timeout_flag(waits: str, default: float = 300.0) -> Any:
+    """The --timeout S field of a command that runs ranks: ``waits`` is what may wait that
+    long ("a collective", "a step"), before every rank exits."""
+    return flag(default, "--timeout", type=float, metavar="S",
+                help=f"seconds {waits} may wait before every rank exits")
+
+
 def json_flag(help: str) -> Any:
     """The --json FILE field of a command that writes JSON Lines records (``help``: which)."""
     return flag(None, "--json", metavar="FILE", help=help)
@@ -104,6 +117,28 @@ def hier_chunk_flag() -> Any:
                 shown=format_size(HIER_CHUNK_DEFAULT),
                 help="hierarchical all-reduce: bytes per pipeline chunk (the intra-node steps "
                      "of neighbouring chunks overlap the inter-node step of this one)")
+
+
+def command_line(config: type, values: dict[str, Any]) -> list[str]:
+    """The inverse of ``config_from``: the flags of ``config`` that give its fields ``values``
+    (each by its long name; lists comma-joined; a boolean field as its flag when it differs
+    from the default). How one command hands another its own flags (tune -> bench)."""
+    fields = {item.name: item for item in dataclasses.fields(config)}
+    words: list[str] = []
+    for name, value in values.items():
+        spec: Flag = fields[name].metadata[_KEY]
+        if spec.to_field is not None:     # e.g. a percent flag of a fraction field
+            raise ValueError(f"{name}: its flag {spec.label} is in other units than the field")
+        if isinstance(_default(fields[name]), bool) and spec.type is None:
+            if value != _default(fields[name]):
+                words.append(spec.names[-1])
+            continue
+        if value is None:
+            continue
+        text = ",".join(map(str, value)) if isinstance(value, (list, tuple)) else \
+            f"{value:g}" if isinstance(value, float) else str(value)
+        words += [spec.names[-1], text]
+    return words
 
 
 def usage_of(command: str, config: type, tail: str) -> str:

@@ -18,7 +18,13 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from collscope.config_flags import BACKEND_HELP, flag, invalid, json_flag
+from collscope.config_flags import (
+    backend_flag,
+    flag,
+    invalid,
+    json_flag,
+    timeout_flag,
+)
 from collscope.errors import UsageError
 from collscope.records.train import OverlapResult
 from collscope.stats.summary import iqr
@@ -73,9 +79,8 @@ class OverlapConfig:
     dtype: str = flag("auto", "--dtype", show_default=False,
                       help="matmul dtype: auto (bfloat16 on GPUs, float32 on CPU), float32, "
                            "bfloat16, float16")
-    backend: str = flag("auto", "--backend", show_default=False, help=BACKEND_HELP)
-    timeout_s: float = flag(300.0, "--timeout", type=float,
-                            help="seconds a collective may wait before every rank exits")
+    backend: str = backend_flag()
+    timeout_s: float = timeout_flag("a collective")
 
     def __post_init__(self) -> None:
         if self.matmul_dim is not None and self.flops is not None:

@@ -10,12 +10,13 @@ from dataclasses import dataclass, field
 from collscope.collectives.dtypes import DTYPES, OPS, canonical_dtype
 from collscope.collectives.table import COLLECTIVES, canonical_name
 from collscope.config_flags import (
-    BACKEND_HELP,
     ConfigError,
+    backend_flag,
     flag,
     hier_chunk_flag,
     invalid,
     json_flag,
+    timeout_flag,
 )
 from collscope.errors import UsageError
 from collscope.units import parse_size
@@ -82,9 +83,8 @@ class BenchConfig:
         help="ranks per node for --algo hierarchical (default: from the launcher; set it to "
              "emulate nodes on one machine)")
     hier_chunk_bytes: int = hier_chunk_flag()
-    backend: str = flag("auto", "--backend", show_default=False, help=BACKEND_HELP)
-    timeout_s: float = flag(300.0, "--timeout", type=float,
-                            help="seconds a collective may wait before every rank exits")
+    backend: str = backend_flag()
+    timeout_s: float = timeout_flag("a collective")
 
     def __post_init__(self) -> None:
         self.collectives = _expand(self, "collectives", list(COLLECTIVES), canonical_name,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from collscope.config_flags import flag, invalid
+from collscope.config_flags import backend_flag, flag, invalid
 from collscope.doctor.probes import DEFAULT_TOOL_TIMEOUT_S
 
 # --json with no FILE: the one JSON document doctor printed before --json took a FILE (kept,
@@ -35,9 +35,8 @@ class DoctorConfig:
                                 "facts to rank 0 and show what differs between nodes")
     nproc: int | None = flag(None, "--nproc", type=int,
                              help="with --all-ranks and no launcher: spawn N local ranks")
-    backend: str = flag("auto", "--backend", show_default=False,
-                        help="with --all-ranks: auto (nccl/rccl with GPUs, else gloo), nccl, "
-                             "gloo")
+    backend: str = backend_flag("with --all-ranks: auto (nccl/rccl with GPUs, else gloo), nccl, "
+                                "gloo")
     timeout_s: float = flag(60.0, "--timeout", type=float, metavar="S",
                             help="seconds the self-test or the cluster exchange may wait")
     tool_timeout_s: float = flag(DEFAULT_TOOL_TIMEOUT_S, "--tool-timeout", type=float,

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from collscope.config_flags import BACKEND_HELP, flag, invalid, json_flag
+from collscope.config_flags import (
+    backend_flag,
+    flag,
+    invalid,
+    json_flag,
+    timeout_flag,
+)
 from collscope.errors import UsageError
 from collscope.links.schedule import parse_pairs
 from collscope.units import parse_size
@@ -41,9 +47,8 @@ class LinksConfig:
                                      "exchange would end later, after at least one timed one")
     seed: int = flag(0, "--seed", type=int, show_default=False,
                      help="seed of --pairs random:K")
-    backend: str = flag("auto", "--backend", show_default=False, help=BACKEND_HELP)
-    timeout_s: float = flag(300.0, "--timeout", type=float,
-                            help="seconds any exchange may wait before every rank exits")
+    backend: str = backend_flag()
+    timeout_s: float = timeout_flag("any exchange")
     partners: int | None = field(init=False, default=None)   # from pairs: None = every pair
 
     def __post_init__(self) -> None:

@@ -11,7 +11,14 @@ import math
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
-from collscope.config_flags import BACKEND_HELP, flag, hier_chunk_flag, invalid, json_flag
+from collscope.config_flags import (
+    backend_flag,
+    flag,
+    hier_chunk_flag,
+    invalid,
+    json_flag,
+    timeout_flag,
+)
 from collscope.errors import UsageError
 
 PARALLEL = ("ddp", "fsdp")
@@ -194,9 +201,8 @@ class TrainConfig:
     trace_steps: int = flag(3, "--trace-steps", type=int,
                             help="synchronised steps each --trace records (collscope trace's "
                                  "straggler test needs about 6 or more)")
-    backend: str = flag("auto", "--backend", show_default=False, help=BACKEND_HELP)
-    timeout_s: float = flag(300.0, "--timeout", type=float,
-                            help="seconds a step may wait on peers before every rank exits")
+    backend: str = backend_flag()
+    timeout_s: float = timeout_flag("a step (waiting on peers)")
     force: bool = flag(False, "--force",
                        help="train even when the memory pre-flight (weights, gradients, AdamW "
                             "states, DDP buckets or FSDP shards, activations) says it does not "

@@ -5,7 +5,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from collscope.config_flags import ConfigError, flag, invalid, json_flag, list_flag
+from collscope.config_flags import (
+    BACKEND_HELP,
+    ConfigError,
+    backend_flag,
+    flag,
+    invalid,
+    json_flag,
+    list_flag,
+)
 from collscope.tune.plan import STRATEGIES
 from collscope.units import parse_size
 
@@ -49,7 +57,7 @@ class TuneConfig:
                                  "failed; bench's collective timeout is half of it")
     nproc: int | None = flag(None, "--nproc", type=int,
                              help="local ranks per trial (standalone; default: bench's)")
-    backend: str = flag("auto", "--backend", help="bench's --backend")
+    backend: str = backend_flag("bench's --backend: " + BACKEND_HELP)
     launch: str | None = flag(None, "--launch", metavar="TEMPLATE",
                               help="launcher command with {cmd} where the bench command goes")
     print_commands: bool = flag(False, "--print-commands",

@@ -52,14 +52,18 @@ class BenchArgs:
     collective_timeout_s: float
 
     def argv(self, json_path: str | Path) -> list[str]:
-        args = [sys.executable, "-m", "collscope", "bench", *self.collectives,
-                "-b", str(self.min_bytes), "-f", str(self.step_factor), "-n", str(self.iters),
-                "-w", str(self.warmup_iters), "-d", self.dtype, "--in-place",
-                "--backend", self.backend, "--timeout", f"{self.collective_timeout_s:g}",
-                "--json", str(json_path)]
-        if self.max_bytes is not None:
-            args[args.index("-f"):args.index("-f")] = ["-e", str(self.max_bytes)]
-        return args
+        """The bench command of a trial, its flags written by bench's own config (in-place
+        only: one placement per trial)."""
+        from collscope.bench.config import BenchConfig, BenchOutputs
+        from collscope.config_flags import command_line
+
+        sweep = command_line(BenchConfig, {
+            "min_bytes": self.min_bytes, "max_bytes": self.max_bytes,
+            "step_factor": self.step_factor, "iters": self.iters,
+            "warmup_iters": self.warmup_iters, "dtypes": [self.dtype], "out_of_place": False,
+            "backend": self.backend, "timeout_s": self.collective_timeout_s})
+        return [sys.executable, "-m", "collscope", "bench", *self.collectives, *sweep,
+                *command_line(BenchOutputs, {"json": str(json_path)})]
 
 
 @dataclass(frozen=True)

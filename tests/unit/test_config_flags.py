@@ -12,6 +12,7 @@ from collscope.config_flags import (
     ConfigError,
     add_flags,
     command_flag,
+    command_line,
     config_from,
     flag,
     flag_of,
@@ -153,3 +154,24 @@ def test_a_command_field_takes_everything_after_the_flags(argv, command):
     config = config_from(Outputs, _outputs_parser().parse_args(argv))
     assert without_separator(config.command) == command
     assert config.json is None
+
+
+@pytest.mark.parametrize("values", [
+    {"size_bytes": 4096, "iters": 7, "check": False},
+    {"size_bytes": 8, "check": True},
+    {"iters": 1},
+])
+def test_command_line_is_the_inverse_of_config_from(values):
+    parser = argparse.ArgumentParser()
+    add_flags(parser, Sample)
+    words = command_line(Sample, values)
+    assert all(not w.startswith("-") or w.startswith("--") for w in words)   # long names
+    config = config_from(Sample, parser.parse_args(words))
+    assert {name: getattr(config, name) for name in values} == values
+
+
+def test_command_line_leaves_out_none_and_defaults_of_switches():
+    assert command_line(Sample, {"check": True}) == []
+    assert command_line(Sample, {"check": False}) == ["--no-check"]
+    with pytest.raises(ValueError, match="gain: its flag --gain is in other units"):
+        command_line(Sample, {"gain": 0.05})

@@ -29,8 +29,17 @@ RESULT = {"kind": "result", "collective": "all_reduce", "size_bytes": 1024, "tim
 def test_bench_command_is_an_in_place_json_run_with_half_the_timeout():
     argv = BENCH.argv("t.jsonl")
     assert argv[:4] == [sys.executable, "-m", "collscope", "bench"]
-    assert " ".join(argv[4:]) == ("all_reduce -b 1024 -e 1048576 -f 4 -n 20 -w 5 -d float "
-                                  "--in-place --backend auto --timeout 150 --json t.jsonl")
+    assert " ".join(argv[4:]) == (
+        "all_reduce --min-bytes 1024 --max-bytes 1048576 --step-factor 4 --iters 20 "
+        "--warmup-iters 5 --dtype float --in-place --backend auto --timeout 150 --json t.jsonl")
+    # Written by bench's own config, so bench's own parser reads back what the trial meant.
+    from collscope.cli import build_parser
+    from collscope.cli.bench import config_from_args
+
+    config = config_from_args(build_parser().parse_args(argv[3:]))
+    assert (config.min_bytes, config.max_bytes, config.step_factor, config.iters,
+            config.warmup_iters, config.dtypes, config.in_place, config.out_of_place,
+            config.timeout_s) == (1024, 1 << 20, 4, 20, 5, ["float"], True, False, 150.0)
 
 
 @pytest.mark.parametrize("launcher, expected", [
