@@ -12,7 +12,7 @@ from collscope.cli._common import command_parser
 from collscope.config_flags import add_flags, config_from
 from collscope.console import table_console
 from collscope.errors import ExitCode, UsageError
-from collscope.report.compare import CompareConfig
+from collscope.report.config import CompareConfig
 from collscope.units import format_size_exact
 
 EXAMPLES = """\

@@ -11,20 +11,15 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from collscope.cli._common import command_parser
 from collscope.config_flags import (
-    REQUIRED,
     add_flags,
     config_from,
-    flag,
-    json_flag,
-    output_flag,
-    stdout_once,
 )
 from collscope.errors import ExitCode, UsageError
+from collscope.report.config import ImportConfig
 
 if TYPE_CHECKING:      # the library is imported when the command runs (a fast --help)
     from collscope.records.logs import ImportLogRecord
@@ -44,24 +39,6 @@ Lines the importer cannot use are listed with their line numbers on stderr. A lo
 or a copy of one (same decoded content), is read once, with a warning.
 exit codes: 0 ok, 2 bad input (a log with no result table, an unreadable file).
 """
-
-
-@dataclass
-class ImportConfig:
-    """What `collscope import` reads and writes (each field is also its flag)."""
-
-    logs: list[str] = flag(REQUIRED, "logs", nargs="+", metavar="LOG",
-                           help="nccl-tests / rccl-tests output files")
-    output: str = output_flag("OUT.jsonl", "JSON Lines file to write ('-' for stdout)")
-    skip_failed: bool = flag(False, "--skip-failed",
-                             help="import the other logs when one has no result table (it is "
-                                  "reported)")
-    json: str | None = json_flag("write one import_log record per log (runs, results, "
-                                 "warnings) as JSON Lines; '-' for stdout")
-    quiet: bool = flag(False, "-q", "--quiet", help="print no warnings")
-
-    def __post_init__(self) -> None:
-        stdout_once(self, "output", "json")
 
 
 def add_parser(commands: Any) -> None:

@@ -47,7 +47,7 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     outputs = config_from(OverlapOutputs, args)
 
     def body(session: Any, launcher_name: str) -> int:
-        from collscope.overlap import measure, render
+        from collscope.overlap.run import measure, render
         from collscope.train.measure import set_cpu_threads
 
         if session.device.type == "cpu":

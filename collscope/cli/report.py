@@ -5,20 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from collscope.cli._common import command_parser
 from collscope.config_flags import (
-    REQUIRED,
     add_flags,
     config_from,
-    flag,
-    json_flag,
-    output_flag,
-    stdout_once,
 )
 from collscope.errors import ExitCode, UsageError
+from collscope.report.config import ReportConfig
 
 EXAMPLES = """\
 examples:
@@ -36,24 +31,6 @@ timelines. It opens offline: inline SVG, no CDN, nothing fetched. stderr says wh
 holds.
 exit codes: 0 ok, 2 bad input (unreadable file, a log with no result table, nothing to report).
 """
-
-
-@dataclass
-class ReportConfig:
-    """What `collscope report` reads and writes (each field is also its flag)."""
-
-    inputs: list[str] = flag(REQUIRED, "inputs", nargs="+", metavar="INPUT",
-                             help="collscope JSON Lines files or nccl-tests / rccl-tests logs")
-    output: str = output_flag("report.html", "HTML file to write")
-    png: str | None = flag(None, "--png", metavar="DIR",
-                           help="also write every chart as a PNG into DIR (needs matplotlib: "
-                                "pip install 'collscope[report]')")
-    title: str = flag("collscope report", "--title", show_default=False, help="page title")
-    json: str | None = json_flag("also write JSON Lines: a report_headline per verdict at the "
-                                 "top of the page, a report_input per input; '-' for stdout")
-
-    def __post_init__(self) -> None:
-        stdout_once(self, "output", "json")
 
 
 def add_parser(commands: Any) -> None:

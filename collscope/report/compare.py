@@ -38,15 +38,12 @@ Rows come sorted by collective, placement and size (``sort_rows``), whichever te
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from statistics import median
 from typing import Any
 
 from collscope.collectives.table import bus_factor
-from collscope.config_flags import REQUIRED, flag, invalid, json_flag
-from collscope.errors import UsageError
 from collscope.records.bench import BenchResult
 from collscope.records.compare import (
     CompareCategory,
@@ -54,44 +51,8 @@ from collscope.records.compare import (
     CompareRowRecord,
     CompareVerdict,
 )
+from collscope.report.config import METRICS
 from collscope.stats.significance import rank_sum_p
-from collscope.units import parse_size
-
-METRICS = ("auto", "time", "busbw")
-
-
-def parse_threshold(text: str, label: str = "--threshold") -> float:
-    """'5', '2.5' or '5%' -> 5.0 (a percentage >= 0); UsageError naming ``label`` otherwise."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*%?\s*", text)
-    if not match:
-        raise UsageError(f"{label}: '{text}' is not a percentage; use a number >= 0, "
-                         "e.g. 5 or 2.5")
-    return float(match.group(1))
-
-
-@dataclass
-class CompareConfig:
-    """How `collscope compare` judges NEW against BASE (each field is also its flag)."""
-
-    base: str = flag(REQUIRED, "base", metavar="BASE",
-                     help="baseline: collscope JSON Lines or a log")
-    new: str = flag(REQUIRED, "new", metavar="NEW", help="candidate: collscope JSON Lines or a log")
-    threshold_pct: float = flag(5.0, "--threshold", metavar="PCT", parse=parse_threshold,
-                                shown="5", help="percent slower that counts as a regression")
-    metric: str = flag("auto", "--metric", show_default=False,
-                       help="auto (time on equal rank counts, else busbw), time or busbw")
-    min_bytes: int = flag(0, "--min-bytes", metavar="SIZE", parse=parse_size,
-                          show_default=False, help="ignore sizes below SIZE (latency-bound "
-                                                   "sizes are noisy), e.g. 64K")
-    json: str | None = json_flag("write the comparison as JSON Lines: a compare record, then "
-                                 "one compare_row per size ('-': to stdout instead of the "
-                                 "table)")
-
-    def __post_init__(self) -> None:
-        if self.metric not in METRICS:
-            raise invalid(self, "metric", f"'{self.metric}' is not accepted; use "
-                                          f"{', '.join(METRICS)}")
-
 
 TESTS = {"mann-whitney": "median of repeated runs beyond the threshold and one-sided "
                         "Mann-Whitney U p <= 0.05",

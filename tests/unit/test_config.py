@@ -32,7 +32,7 @@ def test_linear_steps():
 @pytest.mark.parametrize("kwargs, flag", [
     ({"collectives": ["allgatherv"]}, "COLLECTIVE"),
     ({"dtypes": ["float8"]}, "-d/--dtype"),
-    ({"ops": ["xor"]}, "-o/--op"),
+    ({"ops": ["xor"]}, "--op"),
     ({"min_bytes": 1024, "max_bytes": 8}, "-b/--min-bytes"),
     ({"iters": 0}, "-n/--iters"),
     ({"iters": -3}, "-n/--iters"),

@@ -35,7 +35,7 @@ def test_jsonl_runs_group_the_records_that_follow_them(tmp_path: Path) -> None:
     assert len(second.samples) == 3 and not second.results
     assert source.counts() == {"runs": 2, "results": len(sweep()), "train": 3, "samples": 3,
                                "predictions": 0, "tune": 0, "trace": 0, "links": 0,
-                               "overlap": 0, "hang": 0, "watch": 0}
+                               "overlap": 0, "hang": 0, "watch": 0, "doctor": 0}
     assert source.holdings() == "2 run(s), 16 results, 3 train record(s), 3 sample(s)"
     assert source.warnings == []
 

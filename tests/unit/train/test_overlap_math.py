@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from collscope.errors import UsageError
-from collscope.overlap import OverlapConfig, dim_for_flops, overlap_efficiency, parse_flops
+from collscope.overlap.config import OverlapConfig, dim_for_flops, parse_flops
+from collscope.overlap.run import overlap_efficiency
 
 
 @pytest.mark.parametrize("compute, comm, both, expected", [
