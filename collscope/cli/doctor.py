@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import socket
 import sys
-import time
 from collections.abc import Sequence
 from typing import Any
 
 from collscope.cli._common import command_parser
-from collscope.config_flags import add_flags, config_from, say_deprecated
-from collscope.doctor.config import JSON_DOCUMENT, DoctorConfig, DoctorModes
+from collscope.config_flags import add_flags, config_from
+from collscope.doctor.config import DoctorConfig, DoctorModes
 from collscope.errors import ExitCode
 
 EXAMPLES = """\
@@ -84,20 +82,9 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
         return ExitCode.OK  # under a launcher without --all-ranks: one report per node
     if config.collect:
         check_target(config.collect)  # before minutes of probing, by the one that writes
+    from collscope.doctor.run import run_node
+
     return run_node(config)
-
-
-def _write_json_lines(config: Any, findings: list[Any], facts: Any) -> None:
-    from collscope.doctor.cluster import node_summary
-    from collscope.doctor.facts import inventory
-    from collscope.doctor.json_lines import write_doctor_records
-    from collscope.records.doctor import DoctorNodeRecord
-
-    node = DoctorNodeRecord(node=0, host=facts.host.hostname or socket.gethostname(),
-                            ranks=[0], summary=node_summary(facts), inventory=inventory(facts))
-    write_doctor_records(config.json, findings, [node],
-                         launcher="bundle" if config.source else "local",
-                         from_bundle=bool(config.source))
 
 
 def _local_rank_zero() -> bool:
@@ -112,35 +99,3 @@ def _local_rank_zero() -> bool:
     except UsageError:
         return True
     return launch is None or launch.local_rank == 0
-
-
-def run_node(config: Any) -> int:
-    """This node (or a bundle): capture, check, print; the exit code."""
-    from collscope.doctor import collect_local, diagnose, json_report, report
-    from collscope.doctor.bundle import read_bundle, write_bundle
-    from collscope.doctor.checks import exit_code
-
-    start = time.monotonic()
-    capture = read_bundle(config.source) if config.source else collect_local(config)
-    facts, findings = diagnose(capture)
-    notes = []
-    if config.collect:
-        count = write_bundle(capture, config.collect)
-        notes.append(f"bundle: {count} files written to {config.collect}")
-    elapsed = time.monotonic() - start
-    if config.json_document:
-        say_deprecated("--json without FILE", "--json FILE (JSON Lines; - for stdout)")
-        sys.stdout.write(json.dumps(json_report(findings, facts), indent=1, default=str) + "\n")
-    elif config.json:
-        _write_json_lines(config, findings, facts)
-    if config.json in ("-", JSON_DOCUMENT):     # stdout carries the JSON and nothing else
-        for note in notes:
-            sys.stderr.write(f"collscope doctor: {note}\n")
-        return exit_code(findings)
-    where = f"bundle {config.source}" if config.source else \
-        f"host {facts.host.hostname or socket.gethostname()}"
-    gpus = f"{len(facts.gpus)} {facts.vendor.upper()} GPU(s)" if facts.gpus else "no GPU"
-    header = f"collscope doctor: {where}; {gpus}; {elapsed:.1f} s"
-    footer = "\n".join(notes + ["explain a check: collscope doctor --explain ID"])
-    report.render(findings, header, sys.stdout, footer)
-    return exit_code(findings)

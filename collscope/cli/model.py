@@ -96,8 +96,8 @@ def _write_records(target: str, records: list[dict[str, Any]]) -> None:
 
 
 def fit(args: argparse.Namespace) -> int:
-    from collscope.cli._model_views import print_fit
     from collscope.model import commands
+    from collscope.model.views import print_fit
 
     request = config_from(FitRequest, args)
     model, warnings = commands.fit(request)
@@ -114,8 +114,8 @@ def fit(args: argparse.Namespace) -> int:
 
 
 def predict(args: argparse.Namespace) -> int:
-    from collscope.cli._model_views import print_nccl_table
     from collscope.model import commands
+    from collscope.model.views import print_nccl_table
 
     request = config_from(PredictRequest, args)
     blocks = commands.predict(request)
@@ -128,8 +128,8 @@ def predict(args: argparse.Namespace) -> int:
 
 
 def check(args: argparse.Namespace) -> int:
-    from collscope.cli._model_views import print_check
     from collscope.model import commands
+    from collscope.model.views import print_check
 
     request = config_from(CheckRequest, args)
     report, warnings = commands.check(request)
@@ -145,8 +145,8 @@ def check(args: argparse.Namespace) -> int:
 
 
 def plan(args: argparse.Namespace) -> int:
-    from collscope.cli._model_views import print_plan
     from collscope.model import commands
+    from collscope.model.views import print_plan
 
     request = config_from(PlanRequest, args)
     result = commands.plan(request)

@@ -2,7 +2,7 @@
 
 The CLI (collscope.cli.model) builds a request from its flags, calls one of ``fit``,
 ``predict``, ``check`` and ``plan`` here, and renders what comes back
-(collscope.cli._model_views); the JSON Lines records of each result come from ``*_records``.
+(collscope.model.views); the JSON Lines records of each result come from ``*_records``.
 Bad input raises UsageError naming the flag or file.
 """
 

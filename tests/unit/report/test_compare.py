@@ -186,7 +186,7 @@ def test_ci_overlap_under_busbw_normalises_by_the_bus_factor() -> None:
 
 
 def test_render_names_the_deciding_test(capsys) -> None:
-    from collscope.cli.compare import render
+    from collscope.report.compare_text import render
 
     base = [with_spread(result("all_reduce", 1 << 20, 100.0), 100.0, 0.02),
             result("all_reduce", 1 << 21, 100.0)]
@@ -239,7 +239,7 @@ def test_fewer_than_three_runs_keep_the_pairing_in_order() -> None:
 
 def test_a_large_change_that_is_not_significant_is_not_called_within_the_threshold(
         capsys) -> None:
-    from collscope.cli.compare import render
+    from collscope.report.compare_text import render
 
     # ci-overlap: p50 +419% but CIs of +-90% overlap; one real regression; one unchanged size.
     wide = [with_spread(result("all_reduce", 1 << 17, 100.0), 100.0, 0.9),
@@ -262,7 +262,7 @@ def test_a_large_change_that_is_not_significant_is_not_called_within_the_thresho
 
 
 def test_mann_whitney_rows_are_sorted_and_counted_as_rows_over_sizes(capsys) -> None:
-    from collscope.cli.compare import render
+    from collscope.report.compare_text import render
 
     # Three runs a side, every new time x3 but one base run as slow: +200%, p = 0.2 (not
     # significant). The base lists 2 MiB before 1 MiB and in-place before out-of-place.
