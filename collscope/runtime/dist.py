@@ -16,6 +16,7 @@ from collscope.errors import UsageError
 from collscope.runtime.guard import guard
 from collscope.runtime.launchers import LaunchInfo
 from collscope.runtime.watchdog import Watchdog
+from collscope.testing import faults
 from collscope.versions import library_versions  # noqa: F401  (its one definition; re-exported)
 
 BACKENDS = ("auto", "nccl", "gloo", "mpi", "ucc")
@@ -201,6 +202,7 @@ def start(launch: LaunchInfo, requested_backend: str, timeout_s: float) -> Sessi
                 dist.init_process_group(backend, init_method="env://", rank=launch.rank,
                                         world_size=launch.world_size, timeout=timeout,
                                         **kwargs)
+            faults.write_to_fd1(launch.rank)      # test seam: what gloo 2.9 prints here
             layout = gather_layout(launch, device)
     except BaseException:
         # No Session owns the watchdog yet: its thread would outlive a failed set-up (in a
