@@ -3,18 +3,22 @@
 #   make test       the whole test suite (unit, dist, e2e; under 10 minutes on 2 cores)
 #   make test-fast  the unit tests only: the inner loop (under a minute on 2 cores)
 # The venv sees system site-packages, so a ROCm or CUDA torch already installed is used as is;
-# a CPU torch is installed only when no torch is importable at all.
+# torch is installed only when none is importable, and then the CPU build
+# (tools/install_torch.py: PyTorch's CPU index where reachable, else the registry's torch).
+# CI (.ci/run) sets VENV_FLAGS empty: a venv that sees only what set-up installs, as a bare
+# interpreter would, so a dependency no extra declares fails CI as it fails a fresh machine.
 PYTHON ?= python3
 VENV   ?= .venv
-TORCH_SPEC ?= torch==2.13.0
+VENV_FLAGS ?= --system-site-packages
+TORCH_VERSION ?= 2.13.0
 BIN := $(VENV)/bin
 
 .PHONY: setup demo test test-fast lint bench-overhead
 setup: $(VENV)/.setup-done
 
-$(VENV)/.setup-done: pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv --system-site-packages $(VENV)
-	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install -q "$(TORCH_SPEC)"
+$(VENV)/.setup-done: pyproject.toml tools/install_torch.py
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV_FLAGS) $(VENV)
+	$(BIN)/python tools/install_torch.py $(TORCH_VERSION)
 	$(BIN)/python -m pip install -q -e ".[test]"
 	touch $@
 
@@ -36,7 +40,7 @@ test-fast: setup
 
 lint: setup
 	$(BIN)/python -m pip install -q ruff
-	$(BIN)/ruff check collscope tests benchmarks
+	$(BIN)/ruff check collscope tests benchmarks tools
 
 bench-overhead: setup
 	$(BIN)/python benchmarks/harness_overhead.py

@@ -14,7 +14,16 @@ from collscope.doctor.config import JSON_DOCUMENT
 
 
 def run_node(config: Any) -> int:
-    """This node (or a bundle): capture, check, print; the exit code."""
+    """This node (or a bundle): capture, check, print; the exit code. What libraries print to
+    descriptor 1 meanwhile (gloo's connection lines in the self-test) goes to stderr, so
+    stdout carries the report only (runtime.stdio)."""
+    from collscope.runtime.stdio import libraries_to_stderr
+
+    with libraries_to_stderr():
+        return _capture_and_report(config)
+
+
+def _capture_and_report(config: Any) -> int:
     from collscope.doctor import collect_local, diagnose, json_report, report
     from collscope.doctor.bundle import read_bundle, write_bundle
     from collscope.doctor.checks import exit_code

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from collscope.collectives.table import bandwidths
+from collscope.testing import faults
 
 SIZE_BYTES = 1 << 20                # CPU (gloo): proves the path works, in milliseconds
 GPU_SIZE_BYTES = 256 << 20          # GPUs: bandwidth-bound, so busbw can be judged
@@ -85,6 +86,7 @@ def run_gloo_threads(timeout_s: float = 30.0) -> SelfTestResult:
         try:
             group: Any = dist.ProcessGroupGloo(dist.PrefixStore("collscope-selftest", store),
                                                rank, WORLD, timeout)
+            faults.write_to_fd1(rank)       # test seam: what gloo 2.9 prints as it connects
             data = torch.ones(count, dtype=torch.float32)
             for _ in range(WARMUP_ITERS):
                 group.allreduce([data]).wait()

@@ -32,8 +32,11 @@ The typical band at a size is the fit's misfit there plus the typical run-to-run
 the misfit of a size is ``log(median inlier time of the size / model)``; its range is the 5th-95th
 percentile over the fitted sizes, widened to the misfits of the fitted sizes within a factor of
 ``NEIGHBOURHOOD`` of the predicted size (a size near a protocol switch is misfitted more than the
-group as a whole) and to 0; to that the 5th and 95th percentile of the rows' ratios to their
-repeats' median are added (``spread.typical_spread``).
+group as a whole) and to 0; to that the 5th and 95th percentile of the ratios to their
+repeats' median of the rows of the sizes within ``NEIGHBOURHOOD`` of the predicted size are
+added (``spread.spread_at``: a small size's run-to-run spread says nothing of a large one's).
+Where no size was measured in more than one run, the in-place/out-of-place spread over all
+sizes stands in at every size (one run's placements say nothing of the next run).
 """
 
 from __future__ import annotations
@@ -45,7 +48,15 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from collscope.collectives.table import bus_factor
-from collscope.model.spread import TAIL_METHOD, TailRun, tail_runs, typical_spread
+from collscope.model.spread import (
+    SPREAD_ACROSS_RUNS,
+    TAIL_METHOD,
+    TailRun,
+    repeat_ratios,
+    spread_at,
+    tail_runs,
+    typical_spread,
+)
 from collscope.stats.fits import rising_slope
 from collscope.stats.summary import MAD_TO_SIGMA, quantile
 
@@ -59,11 +70,12 @@ METHOD = ("least squares on log(time) (scipy.optimize.least_squares, soft_l1 los
 NEIGHBOURHOOD = 4         # fitted sizes within this factor of a size are its neighbours
 BAND_METHOD = ("typical band: the fit's misfit (log of the median time of each fitted size over "
                "the model; 5th-95th percentile over the sizes, widened to the sizes within "
-               f"{NEIGHBOURHOOD}x of the predicted one) plus the 5th-95th percentile of the rows' "
-               "ratios to their repeats' median (run-to-run where a size and placement was "
-               "measured in more than one run; otherwise in-place and out-of-place rows pooled, "
-               f"said per group); tail runs left out ({TAIL_METHOD}); not extrapolation error "
-               "(model check measures that)")
+               f"{NEIGHBOURHOOD}x of the predicted one) plus the 5th-95th percentile of the "
+               f"ratios to their repeats' median of the rows of the sizes within {NEIGHBOURHOOD}x "
+               "of the predicted one (run-to-run where a size and placement was measured in "
+               "more than one run; otherwise in-place and out-of-place rows pooled, over all "
+               f"sizes, said per group); tail runs left out ({TAIL_METHOD}); not extrapolation "
+               "error (model check measures that)")
 GROWTH_ALPHA = 0.01       # slope test that time grows with size: B identified below it
 GROWTH_METHOD = (f"B identified when the slope of log time against log size over the fitted "
                  f"rows is > 0 by a one-sided t-test (scipy.stats.linregress) at p < "
@@ -106,11 +118,14 @@ class GroupFit:
     residual_p95: float
     residual_rms: float
     max_error_pct: float          # largest |measured / model - 1| of the inliers, in %
-    repeat_low: float             # 5th / 95th percentile of log(time / its repeats' median)
-    repeat_high: float
+    repeat_low: float             # 5th / 95th percentile of log(time / its repeats' median),
+    repeat_high: float            # over all sizes (band_at takes the sizes near its own)
     band_low: float               # typical band over all sizes: prediction x exp(band_low) ..
     band_high: float              # x exp(band_high) (band_at: the band at one size)
     misfits: list[tuple[int, float]] = field(default_factory=list)  # (size, log median / model)
+    # (size, log time / its repeats' median) of every row with repeats; a model file written
+    # before these were kept has none, and its bands use repeat_low/high at every size.
+    repeat_ratios: list[tuple[int, float]] = field(default_factory=list)
     runs: int = 1                 # distinct runs among the rows, tail runs included
     tails: list[TailRun] = field(default_factory=list)   # runs left out: much slower
     outliers: list[Outlier] = field(default_factory=list)
@@ -127,7 +142,9 @@ class GroupFit:
     def band_at(self, size_bytes: int) -> tuple[float, float]:
         """(low, high) log factors of the typical band at ``size_bytes``."""
         low, high = _misfit_range(self.misfits, size_bytes)
-        return low + self.repeat_low, high + self.repeat_high
+        repeat_low, repeat_high = (spread_at(self.repeat_ratios, size_bytes, NEIGHBOURHOOD)
+                                   if self.repeat_ratios else (self.repeat_low, self.repeat_high))
+        return low + repeat_low, high + repeat_high
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -138,6 +155,8 @@ class GroupFit:
         values["outliers"] = [Outlier(**o) for o in values.get("outliers", [])]
         values["tails"] = [TailRun(**t) for t in values.get("tails", [])]
         values["misfits"] = [(int(size), float(m)) for size, m in values.get("misfits", [])]
+        values["repeat_ratios"] = [(int(size), float(r))
+                                   for size, r in values.get("repeat_ratios", [])]
         return cls(**values)
 
 
@@ -262,8 +281,19 @@ def fit_group(samples: Sequence[Sample], collective: str, world_size: int) -> Gr
         repeat_low=repeat_low, repeat_high=repeat_high, band_low=misfit_low + repeat_low,
         band_high=misfit_high + repeat_high, misfits=misfits, runs=runs, tails=tails,
         outliers=outliers, spread_method=spread_method,
+        repeat_ratios=_per_size_spread(inliers, spread_method),
         size_trend_slope=None if math.isnan(slope) else slope,
         size_trend_p=trend_p, busbw_unidentified=why)
+
+
+def _per_size_spread(inliers: Sequence[Sample], spread_method: str) -> list[tuple[int, float]]:
+    """The rows' ratios to their repeats' median, for bands per size: only where those are
+    repeats across runs. Placements of one run are no run-to-run spread (at 1 GiB in-place and
+    out-of-place agree within 0.1 %, whatever the next run does): there the spread over all
+    sizes stands in at every size."""
+    if spread_method != SPREAD_ACROSS_RUNS:
+        return []
+    return [(size, round(ratio, 6)) for size, ratio in repeat_ratios(inliers)[0]]
 
 
 def _confirmed(rows: Sequence[Sample], index: int) -> bool:

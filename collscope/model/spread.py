@@ -17,6 +17,11 @@ throttled GPU, a neighbour's job). Folding that run into one band makes the band
   the 5th and 95th percentiles of ``log(time / median of its group)``. Where no size was
   measured in more than one run, a size's in-place and out-of-place rows are pooled instead
   (and the method says so): that compares placements, the only repeats one run holds.
+- **Spread at a size.** A band at one size takes those percentiles over the rows of the sizes
+  near it only (within a factor ``near`` of it; the nearest size's rows where none is that
+  close), as the fit's misfit is taken: on a congested fabric an 8 KiB all_reduce varies by
+  several times from run to run while a 1 GiB one varies by a few per cent, and the small
+  sizes' spread pooled into the large ones' band would make that band say nothing.
 """
 
 from __future__ import annotations
@@ -104,9 +109,9 @@ def tail_runs(rows: Sequence[Row]) -> list[TailRun]:
     return tails
 
 
-def typical_spread(rows: Sequence[Row]) -> tuple[float, float, str]:
-    """(5th, 95th percentile of the rows' log ratios to their repeats' median, the method);
-    (0, 0, SPREAD_NONE) without repeats. The bounds bracket 0."""
+def repeat_ratios(rows: Sequence[Row]) -> tuple[list[tuple[int, float]], str]:
+    """(size, log(time / median of its repeats)) of every row that has repeats, and what the
+    repeats are (SPREAD_ACROSS_RUNS, SPREAD_POOLED or SPREAD_NONE)."""
     cells = [cell for cell in _by_cell(rows).values() if len({r.run for r in cell}) > 1]
     method = SPREAD_ACROSS_RUNS
     if not cells:
@@ -114,8 +119,33 @@ def typical_spread(rows: Sequence[Row]) -> tuple[float, float, str]:
         for row in rows:
             pooled[row.size_bytes].append(row)
         cells, method = [cell for cell in pooled.values() if len(cell) > 1], SPREAD_POOLED
-    ratios = [math.log(row.time_us / quantile([r.time_us for r in cell], 0.5))
+    ratios = [(row.size_bytes, math.log(row.time_us / quantile([r.time_us for r in cell], 0.5)))
               for cell in cells for row in cell]
+    return ratios, method if ratios else SPREAD_NONE
+
+
+def _bracketing(values: Sequence[float]) -> tuple[float, float]:
+    return min(quantile(values, 0.05), 0.0), max(quantile(values, 0.95), 0.0)
+
+
+def typical_spread(rows: Sequence[Row]) -> tuple[float, float, str]:
+    """(5th, 95th percentile of the rows' log ratios to their repeats' median, the method);
+    (0, 0, SPREAD_NONE) without repeats. The bounds bracket 0."""
+    ratios, method = repeat_ratios(rows)
     if not ratios:
         return 0.0, 0.0, SPREAD_NONE
-    return min(quantile(ratios, 0.05), 0.0), max(quantile(ratios, 0.95), 0.0), method
+    return (*_bracketing([ratio for _, ratio in ratios]), method)
+
+
+def spread_at(ratios: Sequence[tuple[int, float]], size_bytes: int, near: float,
+              ) -> tuple[float, float]:
+    """The 5th and 95th percentile (bracketing 0) of the ratios of the sizes within a factor
+    ``near`` of ``size_bytes``, or of the nearest size's where none is that close."""
+    if not ratios:
+        return 0.0, 0.0
+    close = [ratio for size, ratio in ratios if size_bytes / near <= size <= size_bytes * near]
+    if not close:
+        nearest = min({size for size, _ in ratios},
+                      key=lambda size: abs(math.log(size / size_bytes)))
+        close = [ratio for size, ratio in ratios if size == nearest]
+    return _bracketing(close)

@@ -16,6 +16,7 @@ from collscope.errors import UsageError
 from collscope.runtime.guard import guard
 from collscope.runtime.launchers import LaunchInfo
 from collscope.runtime.watchdog import Watchdog
+from collscope.testing import faults
 from collscope.versions import library_versions  # noqa: F401  (its one definition; re-exported)
 
 BACKENDS = ("auto", "nccl", "gloo", "mpi", "ucc")
@@ -187,18 +188,27 @@ def start(launch: LaunchInfo, requested_backend: str, timeout_s: float) -> Sessi
     os.environ["MASTER_PORT"] = str(launch.master_port)
     watchdog = Watchdog(timeout_s, launch.rank)
     timeout = datetime.timedelta(seconds=timeout_s)
-    # guard: a rendezvous or communicator failure reaches the user as one RankFailure line.
-    with guard(SimpleNamespace(watchdog=watchdog, rank=launch.rank),
-               f"process group setup (rendezvous at {launch.master_addr}:{launch.master_port})"):
-        if backend == "mpi":
-            dist.init_process_group("mpi", timeout=timeout)
-        else:
-            kwargs: dict[str, Any] = {}
-            if device.type == "cuda":
-                kwargs["device_id"] = device  # eager NCCL communicator on the bound GPU
-            dist.init_process_group(backend, init_method="env://", rank=launch.rank,
-                                    world_size=launch.world_size, timeout=timeout, **kwargs)
-        layout = gather_layout(launch, device)
+    try:
+        # guard: a rendezvous or communicator failure reaches the user as one RankFailure line.
+        with guard(SimpleNamespace(watchdog=watchdog, rank=launch.rank),
+                   f"process group setup (rendezvous at {launch.master_addr}:"
+                   f"{launch.master_port})"):
+            if backend == "mpi":
+                dist.init_process_group("mpi", timeout=timeout)
+            else:
+                kwargs: dict[str, Any] = {}
+                if device.type == "cuda":
+                    kwargs["device_id"] = device  # eager NCCL communicator on the bound GPU
+                dist.init_process_group(backend, init_method="env://", rank=launch.rank,
+                                        world_size=launch.world_size, timeout=timeout,
+                                        **kwargs)
+            faults.write_to_fd1(launch.rank)      # test seam: what gloo 2.9 prints here
+            layout = gather_layout(launch, device)
+    except BaseException:
+        # No Session owns the watchdog yet: its thread would outlive a failed set-up (in a
+        # library caller's process, and it keeps this process from forking ranks later).
+        watchdog.close()
+        raise
     return Session(launch, backend, device, layout, watchdog, timeout_s, owns_group=True)
 
 

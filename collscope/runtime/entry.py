@@ -187,7 +187,16 @@ def agreed_problem(problems: Sequence[tuple[str, str | None]], named_hosts: bool
 def run_rank(job: Job, launch: LaunchInfo, launcher_name: str,
              outputs_checked: bool = False) -> int:
     """The life of one rank: join the group, validate, check the outputs, run the body, leave.
-    ``outputs_checked``: the outputs were checked before this rank started (spawned ranks)."""
+    ``outputs_checked``: the outputs were checked before this rank started (spawned ranks).
+    What the backend's libraries print to descriptor 1 goes to stderr (runtime.stdio), so
+    stdout carries the command's own output only (`--json -` stays JSON)."""
+    from collscope.runtime.stdio import libraries_to_stderr
+
+    with libraries_to_stderr():
+        return _rank_life(job, launch, launcher_name, outputs_checked)
+
+
+def _rank_life(job: Job, launch: LaunchInfo, launcher_name: str, outputs_checked: bool) -> int:
     from collscope.runtime.dist import start
 
     try:

@@ -19,6 +19,9 @@ blip@R:MS   links: like delay, in the first measurement only (a transient slowdo
 straggle@R:MS  train: rank R sleeps MS milliseconds before each step's backward
 disk-full@0:N  records.jsonl: the writing process's JSON Lines / CSV files fail with ENOSPC
             once N records are in them (R is always 0: one process writes)
+stdout@R    bench/train/overlap/links/tune ranks, doctor's self-test: rank R writes one line
+            straight to file descriptor 1 once its group exists, as torch 2.9's gloo writes
+            "[Gloo] Rank 0 is connected to 1 peer ranks" (runtime/stdio.py keeps it off stdout)
 fr-skip@R:N  hang's test job (tests/dist/scripts/fr_hang_job.py): rank R sleeps in Python at
             step N instead of entering the collective (a rank that never joins)
 fr-op@R:N   hang's test job: rank R calls broadcast at step N where the others all_reduce
@@ -78,3 +81,10 @@ def sleep_ms(fault: Fault | None) -> None:
     """Sleep for a planted delay (no-op without one)."""
     if fault is not None and fault.arg > 0:
         time.sleep(fault.arg / 1e3)
+
+
+def write_to_fd1(rank: int) -> None:
+    """A planted stdout@R: one line written to descriptor 1 below Python's streams, as C++
+    code does (no-op unless planted on ``rank``)."""
+    if planted("stdout", rank) is not None:
+        os.write(1, f"planted stdout@{rank}: a library's line on file descriptor 1\n".encode())

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import orjson
+import msgspec
 import pytest
 
 from tests.helpers import cli_env, read_records, run_cli
@@ -83,13 +83,13 @@ def shifted_copy(traces: Path, target: Path, shifts: dict[int, float]) -> Path:
     rank's timestamps moved by its ``shifts`` (microseconds), each on its own host."""
     target.mkdir()
     for path in sorted(traces.glob("trace_rank*.json")):
-        doc = orjson.loads(path.read_bytes())
+        doc = msgspec.json.decode(path.read_bytes())
         rank = doc["distributedInfo"]["rank"]
         for event in doc["traceEvents"]:
             if isinstance(event.get("ts"), (int, float)):
                 event["ts"] += shifts.get(rank, 0.0)
         doc["host_name"] = f"node{rank}"
-        (target / path.name).write_bytes(orjson.dumps(doc))
+        (target / path.name).write_bytes(msgspec.json.encode(doc))
     return target
 
 
@@ -123,7 +123,7 @@ def test_shifted_clocks_are_aligned_and_the_straggler_found_again(straggler_run,
     # The failure mode: on the traces' own clocks rank 1 (1 s ahead) is "late" for every call.
     proc = run_cli("trace", str(shifted), "--clock-align", "off", "--json", "-", timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    wrong = [orjson.loads(line) for line in proc.stdout.splitlines()]
+    wrong = [msgspec.json.decode(line) for line in proc.stdout.splitlines()]
     (straggler,) = [f for f in wrong if f["kind"] == "finding" and f["id"] == "straggler"]
     assert straggler["rank"] == 1
     (run,) = [r for r in wrong if r["kind"] == "run"]
@@ -135,7 +135,7 @@ def test_shifted_clocks_are_aligned_and_the_straggler_found_again(straggler_run,
     far = shifted_copy(traces, tmp_path / "far", {1: 3e6, 3: -250e3})
     proc = run_cli("trace", str(far), "--json", "-", timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    aligned = [orjson.loads(line) for line in proc.stdout.splitlines()]
+    aligned = [msgspec.json.decode(line) for line in proc.stdout.splitlines()]
     assert [f["rank"] for f in aligned if f["kind"] == "finding" and f["id"] == "straggler"] \
         == [2]
     # The same ends, 2 s further apart on rank 1: the estimate moves by exactly that.

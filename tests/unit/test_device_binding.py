@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 import torch
 
@@ -69,6 +71,8 @@ def test_process_group_setup_failure_is_one_rank_failure_line(monkeypatch):
     assert str(failure.value) == (
         "rank 1: process group setup (rendezvous at 10.0.0.9:29511) failed: The client "
         "socket has timed out after 5000ms while trying to connect to (10.0.0.9, 29511).")
+    # The failed set-up's watchdog is gone with it (a thread left alive stops later forks).
+    assert "collscope-watchdog" not in {thread.name for thread in threading.enumerate()}
 
 
 def test_standalone_spawn_refuses_more_ranks_than_gpus_before_starting_any(monkeypatch):

@@ -82,7 +82,17 @@ def test_a_real_rank_of_one_runs_collscope(capfd):
     assert capfd.readouterr().out.startswith("collscope ")
 
 
+def _only_the_main_thread() -> None:
+    """fork_ranks counts threads: one an earlier test left alive is named, not a bare False."""
+    import threading
+
+    others = [thread.name for thread in threading.enumerate()
+              if thread is not threading.main_thread()]
+    assert others == [], f"threads an earlier test left running: {others}"
+
+
 def test_fork_only_on_a_cpu_build_and_not_when_told_exec(monkeypatch):
+    _only_the_main_thread()
     monkeypatch.setattr("collscope.runtime.torch_required.cpu_only_build", lambda: True)
     assert forked.fork_ranks({}) is True
     assert forked.fork_ranks({forked.SPAWN_ENV: "exec"}) is False
@@ -93,6 +103,7 @@ def test_fork_only_on_a_cpu_build_and_not_when_told_exec(monkeypatch):
 def test_never_forked_while_another_thread_runs(monkeypatch):
     import threading
 
+    _only_the_main_thread()
     monkeypatch.setattr("collscope.runtime.torch_required.cpu_only_build", lambda: True)
     release = threading.Event()
     thread = threading.Thread(target=release.wait, daemon=True)
