@@ -13,9 +13,10 @@ What each column runs is in benchmarks/compat_checks.py; docs/compat.md has the 
 last run and what each cell means.
 
 usage: python benchmarks/compat.py [--torch 2.5,2.15] [--venvs DIR] [--python PY]
-                                   [--json FILE] [--markdown]
-exit 0 when every cell passes, 1 when one fails; 0 with a message when the registry cannot be
-reached and an environment is missing (nothing checked, said as such: CI's case offline).
+                                   [--json FILE] [--markdown] [--budget-s S]
+exit 0 when no cell fails (a check that does not apply to a torch is n/a, with why), 1 when
+one fails; 0 with a message when the registry cannot be reached and an environment is missing,
+or when --budget-s runs out before a version (nothing checked there, said as such).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
+STARTED = time.monotonic()
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
@@ -38,6 +40,7 @@ from benchmarks.compat_checks import CHECKS, COLUMNS, Cell, Smoke  # noqa: E402
 VERSIONS = ("2.5", "2.6", "2.9", "2.13", "2.15")   # oldest supported, ROCm's, each FR change
 DEPENDENCIES = ("rich>=13", "psutil>=5", "msgspec>=0.18", "scipy>=1.10")
 INSTALL_TIMEOUT_S = 1800
+SMOKE_S = 900            # what one version's smoke may take on a loaded 2-core machine
 
 
 def default_venvs() -> Path:
@@ -69,8 +72,10 @@ def registry_reachable(python: str) -> tuple[bool, str]:
     return found.returncode == 0, lines[-1] if lines else ""
 
 
-def ensure_venv(root: Path, version: str, python: str) -> tuple[Path | None, str]:
-    """(the environment's python, "") or (None, why it could not be made)."""
+def ensure_venv(root: Path, version: str, python: str, install_s: float,
+                ) -> tuple[Path | None, str]:
+    """(the environment's python, "") or (None, why it could not be made); ``install_s``:
+    the time torch's install may take."""
     venv = root / f"torch{version}"
     bin_python = venv / "bin" / "python"
     if not (venv / ".done").exists():
@@ -79,8 +84,10 @@ def ensure_venv(root: Path, version: str, python: str) -> tuple[Path | None, str
         if not bin_python.exists():
             subprocess.run([python, "-m", "venv", str(venv)], check=True, timeout=300)
         started = time.monotonic()
-        done = _pip(bin_python, "install", "-q", f"torch=={version}.*",
-                    timeout=INSTALL_TIMEOUT_S)
+        try:
+            done = _pip(bin_python, "install", "-q", f"torch=={version}.*", timeout=install_s)
+        except subprocess.TimeoutExpired:
+            return None, f"pip install torch=={version}.* took over {install_s:.0f} s"
         if done.returncode != 0:
             return None, f"pip install torch=={version}.*: {_last(done.stderr)}"
         (venv / ".done").write_text(f"torch {version} installed in "
@@ -102,10 +109,16 @@ def torch_version(python: Path) -> str:
     return found.stdout.strip() or f"(torch does not import: {_last(found.stderr)})"
 
 
-def run_version(root: Path, version: str, python: str) -> tuple[str, list[Cell]]:
-    venv_python, why = ensure_venv(root, version, python)
+def run_version(root: Path, version: str, python: str, deadline: float,
+                ) -> tuple[str, list[Cell]]:
+    left = deadline - time.monotonic() - SMOKE_S
+    if left < 60:
+        why = f"skipped: under {SMOKE_S + 60} s of --budget-s left"
+        return version, [Cell(name, "skip", why) for name in COLUMNS]
+    venv_python, why = ensure_venv(root, version, python, min(left, INSTALL_TIMEOUT_S))
     if venv_python is None:
-        return version, [Cell(name, "FAIL", why) for name in COLUMNS]
+        status = "skip" if "took over" in why else "FAIL"
+        return version, [Cell(name, status, why) for name in COLUMNS]
     full = torch_version(venv_python)
     print(f"compat: torch {full} ({venv_python})", file=sys.stderr, flush=True)
     with tempfile.TemporaryDirectory(prefix=f"collscope-compat-{version}-") as scratch:
@@ -158,6 +171,9 @@ def main() -> int:
                         help="the interpreter each new environment is made from")
     parser.add_argument("--json", help="write every cell as JSON Lines here")
     parser.add_argument("--markdown", action="store_true", help="print the table as markdown")
+    parser.add_argument("--budget-s", type=float, default=6 * 3600,
+                        help="wall time for the whole run: a version whose install and smoke "
+                             "no longer fit is skipped and said (CI's limit)")
     args = parser.parse_args()
     versions = [v.strip() for v in args.torch.split(",") if v.strip()]
     missing = [v for v in versions if not (args.venvs / f"torch{v}" / ".done").exists()]
@@ -169,15 +185,18 @@ def main() -> int:
                   "nothing was checked", flush=True)
             return 0
     args.venvs.mkdir(parents=True, exist_ok=True)
-    results = [run_version(args.venvs, v, args.python) for v in versions]
+    deadline = STARTED + args.budget_s
+    results = [run_version(args.venvs, v, args.python, deadline) for v in versions]
     if args.json:
         with open(args.json, "w", encoding="utf-8") as out:
             for version, cells in results:
                 for cell in cells:
                     out.write(json.dumps({"torch": version, **cell.record()}) + "\n")
     print(markdown(results) if args.markdown else plain(results))
-    failed = sum(c.status == "FAIL" for _, cells in results for c in cells)
-    print(f"compat: {sum(len(c) for _, c in results) - failed} cells passed, {failed} failed")
+    counts = {status: sum(c.status == status for _, cells in results for c in cells)
+              for status in ("pass", "FAIL", "n/a", "skip")}
+    print("compat: " + ", ".join(f"{n} {status}" for status, n in counts.items()) + " (cells)")
+    failed = counts["FAIL"]
     return 1 if failed else 0
 
 

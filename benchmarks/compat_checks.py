@@ -9,7 +9,8 @@ does not apply to a torch says why (`n/a`), never passes in silence.
 - bench: `bench all_reduce -b 1K -e 64K --nproc 2 --json -`: exit 0, result records.
 - train / trace: `train --steps 2 --trace DIR --json -` (exit 0, train records), then
   `trace DIR --json -` on the profiler traces that torch wrote (exit 0, trace records).
-- doctor: `doctor --json -`: exit 0 or 1 (a failed check of this machine), finding records.
+- doctor: `doctor --json` (one JSON document): exit 0 or 1 (a failed check of this machine),
+  its findings.
 - hang: a 2 x 4 TP/DP gloo job whose rank 5 never enters its TP all_reduce (sub-groups;
   tests/dist/scripts/fr_hang_job.py), dumped as pickle and JSON by that torch with
   TORCH_FR_BUFFER_SIZE=200: `hang --json -` exits 1 naming rank 5. torch before 2.8 has no
@@ -21,7 +22,7 @@ does not apply to a torch says why (`n/a`), never passes in silence.
 - watch healthy / slow / hung: `watch` around torchrun of 4 gloo DDP ranks
   (tests/dist/scripts/watch_ddp.py): nobody named and exit 0; rank 2 sleeping 30 ms more per
   step named a straggler; rank 2 stopping in Python named with `--on-hang kill` (exit 124).
-- json: every `--json -` above printed JSON Lines only.
+- json: every `--json -` above printed JSON Lines only, and `doctor --json` one JSON document.
 """
 
 from __future__ import annotations
@@ -118,7 +119,7 @@ def check_bench(smoke: Smoke) -> Cell:
 
 def check_train_trace(smoke: Smoke) -> list[Cell]:
     traces = smoke.scratch / "traces"
-    done = smoke.collscope("train", "--steps", "2", "--warmup", "1", "--trace", str(traces),
+    done = smoke.collscope("train", "--steps", "2", "--warmup", "2", "--trace", str(traces),
                            "--trace-steps", "1", "--json", "-")
     records = smoke.records("train", done)
     if done.returncode != 0 or "train" not in _kinds(records):
@@ -134,13 +135,18 @@ def check_train_trace(smoke: Smoke) -> list[Cell]:
 
 
 def check_doctor(smoke: Smoke) -> Cell:
-    done = smoke.collscope("doctor", "--json", "-")
-    records = smoke.records("doctor", done)
-    if done.returncode not in (0, 1) or "finding" not in _kinds(records):
+    done = smoke.collscope("doctor", "--json")
+    try:
+        document = json.loads(done.stdout)
+    except ValueError:
+        smoke.impure.append(f"doctor: stdout is not one JSON document: {done.stdout[:60]!r}")
+        document = {}
+    findings = document.get("findings") if isinstance(document, dict) else None
+    if done.returncode not in (0, 1) or not findings:
         return Cell("doctor", "FAIL", f"exit {done.returncode}: {_tail(done)}")
-    flight = [r for r in records if r.get("id") == "env.flight-recorder"]
+    flight = [f for f in findings if f.get("id") == "env.flight-recorder"]
     return Cell("doctor", "pass", f"exit {done.returncode}; env.flight-recorder: "
-                + (flight[0].get("level", "?") if flight else "not checked"))
+                + (str(flight[0].get("level", "?")) if flight else "not checked"))
 
 
 def _hang_job(smoke: Smoke, name: str, buffer: str) -> Path:

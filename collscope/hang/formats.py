@@ -16,7 +16,7 @@ from collscope.runtime import flight_recorder
 # format version -> (first, last) torch minor that writes it
 WRITTEN_BY: dict[str, tuple[tuple[int, int], tuple[int, int]]] = {
     "2.4": ((2, 5), (2, 7)),        # 2.5.1, 2.6.0, 2.7.1
-    "2.9": ((2, 8), (2, 8)),        # the NCCL 2.27.3 job of tests/fixtures (torch 2.8's NCCL)
+    "2.9": ((2, 8), (2, 8)),        # 2.8.0 (and the NCCL 2.27.3 job of tests/fixtures)
     "2.10": ((2, 9), (2, 15)),      # 2.9.1, 2.13.0, 2.15.0
 }
 ENTRIES = 2000                      # what to ask for: torch's own default ring from 2.11

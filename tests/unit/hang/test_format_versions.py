@@ -1,5 +1,5 @@
 """`collscope hang` on the dumps of every Flight Recorder format torch 2.5-2.15 writes: one
-TP/DP cascade (rank 5 never enters its TP all_reduce) dumped by torch 2.9, 2.13 and 2.15
+TP/DP cascade (rank 5 never enters its TP all_reduce) dumped by torch 2.8, 2.9, 2.13 and 2.15
 (gloo, pickle and JSON) and built in the NCCL format of torch 2.5-2.7; and the empty dumps of
 torch 2.9's gloo without TORCH_FR_BUFFER_SIZE, which are no verdict (exit 3), never "no hang"."""
 
@@ -14,6 +14,7 @@ from tests.conftest import fixture_path
 from tests.helpers import run_cli
 
 CASCADES = [
+    (("flight-recorder", "torch2.8_gloo_cascade_8ranks"), "2.9"),
     (("flight-recorder", "torch2.9_gloo_cascade_8ranks"), "2.10"),
     (("flight-recorder", "torch2.13_gloo_cascade_8ranks"), "2.10"),
     (("flight-recorder", "torch2.15_gloo_cascade_8ranks"), "2.10"),
@@ -81,6 +82,8 @@ def test_a_set_with_one_empty_dump_is_still_analysed(tmp_path):
 @pytest.mark.parametrize("version,torch,says", [
     ("2.4", "torch 2.5-2.7", "set TORCH_NCCL_TRACE_BUFFER_SIZE=2000 in the job's environment "
      "and dump again (torch 2.5-2.7 records NCCL/RCCL only, gloo not at all)"),
+    ("2.9", "torch 2.8", "set TORCH_FR_BUFFER_SIZE=2000 in the job's environment and dump "
+     "again (torch 2.8-2.10 records gloo only when it is set)"),
     ("2.10", "torch 2.9-2.15", "set TORCH_FR_BUFFER_SIZE=2000 in the job's environment and "
      "dump again (torch 2.8-2.10 records gloo only when it is set)"),
     ("9.9", "an unknown torch", "set TORCH_FR_BUFFER_SIZE=2000 in the job's environment "
