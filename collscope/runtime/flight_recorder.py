@@ -31,6 +31,7 @@ NCCL_DUMP_FILE = "TORCH_NCCL_DEBUG_INFO_TEMP_FILE"
 FR_DUMP_FILE = "TORCH_FR_DUMP_TEMP_FILE"
 DUMP_ON_TIMEOUT = "TORCH_NCCL_DUMP_ON_TIMEOUT"
 BUFFER_VARIABLES = (FR_BUFFER, NCCL_BUFFER)      # every name a torch may read, newest first
+DEFAULT_ENTRIES = 2000          # torch's ring where it is on by default
 
 
 @dataclass(frozen=True)
@@ -132,36 +133,56 @@ class Recorder:
         return not self.missing
 
 
+def _running() -> tuple[Any, str] | str:
+    """(torch._C._distributed_c10d, torch.__version__), or why torch.distributed is not
+    there."""
+    try:
+        import torch
+        from torch._C import _distributed_c10d
+    except Exception as error:  # noqa: BLE001 (a broken torch is a missing recorder)
+        return f"torch.distributed does not import ({type(error).__name__}: {error})"
+    return _distributed_c10d, str(torch.__version__)
+
+
+def running_release(c10d: Any = None, torch_version: str | None = None) -> Release | None:
+    """The row whose dump functions the running torch (or the stand-in given) has, newest
+    names first; by version number where it has neither (a build without NCCL before 2.8,
+    which records nothing); None when torch.distributed does not import."""
+    if c10d is None or torch_version is None:
+        found = _running()
+        if isinstance(found, str):
+            return None
+        c10d, torch_version = (c10d or found[0]), (torch_version or found[1])
+    row = release(torch_version)
+    for names in (_NEWEST_NAMES, _OLDEST_NAMES):
+        if getattr(c10d, names.dump_json, None) is not None:
+            return row if row is not None and row.dump_json == names.dump_json else \
+                _nearest(names.dump_json)
+    return row
+
+
 def probe(backend: str, c10d: Any = None, torch_version: str | None = None) -> Recorder:
     """Ask the running torch (``torch._C._distributed_c10d`` unless a stand-in is given)
     which dump functions exist, newest names first, and whether they record ``backend``.
 
     Never raises: a torch without the C extension, or with neither name, is ``missing``."""
     if c10d is None or torch_version is None:
-        try:
-            import torch
-            from torch._C import _distributed_c10d
-        except Exception as error:  # noqa: BLE001 (a broken torch is a missing recorder)
-            return Recorder("", None, None, None, f"torch.distributed does not import "
-                                                  f"({type(error).__name__}: {error})")
-        c10d = _distributed_c10d if c10d is None else c10d
-        torch_version = torch.__version__ if torch_version is None else torch_version
-    row = release(torch_version)
-    for names in (_NEWEST_NAMES, _OLDEST_NAMES):
-        dump_json = getattr(c10d, names.dump_json, None)
-        if dump_json is None:
-            continue
-        found = row if row is not None and row.dump_json == names.dump_json else \
-            _nearest(names.dump_json)
-        if not found.records(backend):
-            return Recorder(torch_version, found, None, None, _not_recorded(
-                torch_version, backend, found))
-        return Recorder(torch_version, found, _json_caller(dump_json),
-                        getattr(c10d, names.dump_pickle, None))
-    return Recorder(torch_version, row, None, None, (
-        f"torch {torch_version} has no Flight Recorder dump in torch._C._distributed_c10d "
-        f"(neither {_NEWEST_NAMES.dump_json} nor {_OLDEST_NAMES.dump_json}: a build without "
-        "NCCL/RCCL before torch 2.8)"))
+        found = _running()
+        if isinstance(found, str):
+            return Recorder("", None, None, None, found)
+        c10d, torch_version = (c10d or found[0]), (torch_version or found[1])
+    row = running_release(c10d, torch_version)
+    dump_json = getattr(c10d, row.dump_json, None) if row is not None else None
+    if row is None or dump_json is None:
+        return Recorder(torch_version, row, None, None, (
+            f"torch {torch_version} has no Flight Recorder dump in torch._C._distributed_c10d "
+            f"(neither {_NEWEST_NAMES.dump_json} nor {_OLDEST_NAMES.dump_json}: a build "
+            "without NCCL/RCCL before torch 2.8)"))
+    if not row.records(backend):
+        return Recorder(torch_version, row, None, None,
+                        _not_recorded(torch_version, backend, row))
+    return Recorder(torch_version, row, _json_caller(dump_json),
+                    getattr(c10d, row.dump_pickle, None))
 
 
 def _nearest(dump_json: str) -> Release:
@@ -206,12 +227,30 @@ def ignored_buffer_variables(environ: Mapping[str, str], row: Release | None) ->
 
 def switch_on(environ: Mapping[str, str], row: Release | None,
               entries: int) -> dict[str, str]:
-    """The variable to add so the ring records ``entries`` entries: the one this torch reads
-    (under its current name, so no deprecation warning reaches the job's output); nothing
-    when the user set one it reads, or when the torch is unknown."""
+    """The variable to add so the ring records: the one this torch reads, under its current
+    name (so no deprecation warning reaches the job's output), with ``entries``, or with the
+    value the user gave a name this torch ignores (TORCH_FR_BUFFER_SIZE under torch 2.6);
+    nothing when the user set one it reads, or when the torch is unknown."""
     if row is None or buffer_setting(environ, row)[0] is not None:
         return {}
-    return {row.buffer_variable: str(entries)}
+    ignored = ignored_buffer_variables(environ, row)
+    return {row.buffer_variable: environ[ignored[0]] if ignored else str(entries)}
+
+
+def ring_entries(environ: Mapping[str, str], row: Release | None, backend: str) -> int | None:
+    """Entries the ring keeps for ``backend``: the variable's value as this torch reads it,
+    else torch's default (DEFAULT_ENTRIES where it is on by default, 0 where not); None when
+    the value is not a number or the torch is unknown."""
+    if row is None:
+        return None
+    name, value = buffer_setting(environ, row)
+    if name is None:
+        on = any(b in row.on_by_default for b in _backend_names(backend))
+        return DEFAULT_ENTRIES if on else 0
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        return None
 
 
 def table_rows() -> list[dict[str, str]]:
