@@ -1,10 +1,19 @@
 """What PyTorch's Flight Recorder is called, and what it records, on each supported torch.
 
-One place for the facts that changed across torch 2.5 to 2.15 (read from torch's own sources,
-``torch/csrc/distributed/c10d/`` of each release, and checked on the wheels named in
-docs/watch.md): the dump functions in ``torch._C._distributed_c10d``, the variables that size
-the ring buffer and name the dump file, the backends that record, and whether the buffer is
-on when its variable is unset. ``watch``, ``hang``, ``doctor`` and the docs ask here.
+One place for the facts that changed across torch 2.5 to 2.15: the dump functions in
+``torch._C._distributed_c10d``, the variables that size the ring buffer and name the dump
+file, the backends that record, and whether the ring is on when its variable is unset.
+``watch``, ``hang``, ``doctor`` and the docs ask here.
+
+Checked on the wheels themselves (the names in their ``libtorch_*.so`` and
+``dir(torch._C._distributed_c10d)``): 2.5.1, 2.6.0 and 2.7.1 (CUDA builds) have only
+``_dump_nccl_trace`` / ``_dump_nccl_trace_json`` and TORCH_NCCL_TRACE_BUFFER_SIZE /
+TORCH_NCCL_DEBUG_INFO_TEMP_FILE; 2.8.0 adds ``_dump_fr_trace`` / ``_dump_fr_trace_json`` and
+TORCH_FR_BUFFER_SIZE / TORCH_FR_DUMP_TEMP_FILE, keeping the old functions and reading the old
+variables as deprecated aliases; the 2.13.0 CPU wheel has only the new functions. Defaults
+(not visible in a binary) from torch's sources and pull requests, named in each row's
+``source``; gloo recording from 2.8 and with the variable unset on 2.13 were run here.
+TORCH_NCCL_DUMP_ON_TIMEOUT (NCCL's watchdog writes the dumps) kept its name throughout.
 
 Two ways to ask: :func:`release` is pure (a version string in, the table's row out: for docs
 and doctor, which know a version but not the process), and :func:`probe` asks the running
@@ -14,10 +23,11 @@ CPU wheel of torch 2.6 has no Flight Recorder at all, whatever its version says)
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from collscope.versions import version_tuple
 
 SUPPORTED = ((2, 5), (2, 15))       # oldest and newest torch minor collscope is tested on
 PYTHONS = ((3, 10), (3, 13))
@@ -92,23 +102,23 @@ _NEWEST_NAMES = RELEASES[-1]
 _OLDEST_NAMES = RELEASES[0]
 
 
-def version_tuple(version: str | None) -> tuple[int, int] | None:
+def minor_of(version: str | None) -> tuple[int, int] | None:
     """``'2.6.0+rocm6.2'`` -> (2, 6); None for anything without a major.minor."""
-    match = re.match(r"\s*(\d+)\.(\d+)", version or "")
-    return (int(match[1]), int(match[2])) if match else None
+    found = version_tuple(version)
+    return (found[0], found[1]) if found and len(found) >= 2 else None
 
 
 def release(version: str | None) -> Release | None:
     """The table's row for a torch version; None before 2.5 or when the version is unknown
     (the Flight Recorder of torch 2.2-2.4 is outside the supported range)."""
-    minor = version_tuple(version)
+    minor = minor_of(version)
     if minor is None:
         return None
     return next((r for r in RELEASES if r.since <= minor <= r.until), None)
 
 
 def supported(version: str | None) -> bool:
-    minor = version_tuple(version)
+    minor = minor_of(version)
     return minor is not None and SUPPORTED[0] <= minor <= SUPPORTED[1]
 
 
