@@ -1,10 +1,19 @@
 """What PyTorch's Flight Recorder is called, and what it records, on each supported torch.
 
-One place for the facts that changed across torch 2.5 to 2.15 (read from torch's own sources,
-``torch/csrc/distributed/c10d/`` of each release, and checked on the wheels named in
-docs/watch.md): the dump functions in ``torch._C._distributed_c10d``, the variables that size
-the ring buffer and name the dump file, the backends that record, and whether the buffer is
-on when its variable is unset. ``watch``, ``hang``, ``doctor`` and the docs ask here.
+One place for the facts that changed across torch 2.5 to 2.15: the dump functions in
+``torch._C._distributed_c10d``, the variables that size the ring buffer and name the dump
+file, the backends that record, and whether the ring is on when its variable is unset.
+``watch``, ``hang``, ``doctor`` and the docs ask here.
+
+Checked on the wheels themselves (the names in their ``libtorch_*.so`` and
+``dir(torch._C._distributed_c10d)``): 2.5.1, 2.6.0 and 2.7.1 (CUDA builds) have only
+``_dump_nccl_trace`` / ``_dump_nccl_trace_json`` and TORCH_NCCL_TRACE_BUFFER_SIZE /
+TORCH_NCCL_DEBUG_INFO_TEMP_FILE; 2.8.0 adds ``_dump_fr_trace`` / ``_dump_fr_trace_json`` and
+TORCH_FR_BUFFER_SIZE / TORCH_FR_DUMP_TEMP_FILE, keeping the old functions and reading the old
+variables as deprecated aliases; the 2.13.0 CPU wheel has only the new functions. Defaults
+(not visible in a binary) from torch's sources and pull requests, named in each row's
+``source``; gloo recording from 2.8 and with the variable unset on 2.13 were run here.
+TORCH_NCCL_DUMP_ON_TIMEOUT (NCCL's watchdog writes the dumps) kept its name throughout.
 
 Two ways to ask: :func:`release` is pure (a version string in, the table's row out: for docs
 and doctor, which know a version but not the process), and :func:`probe` asks the running
@@ -14,10 +23,11 @@ CPU wheel of torch 2.6 has no Flight Recorder at all, whatever its version says)
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from collscope.versions import version_tuple
 
 SUPPORTED = ((2, 5), (2, 15))       # oldest and newest torch minor collscope is tested on
 PYTHONS = ((3, 10), (3, 13))
@@ -31,6 +41,7 @@ NCCL_DUMP_FILE = "TORCH_NCCL_DEBUG_INFO_TEMP_FILE"
 FR_DUMP_FILE = "TORCH_FR_DUMP_TEMP_FILE"
 DUMP_ON_TIMEOUT = "TORCH_NCCL_DUMP_ON_TIMEOUT"
 BUFFER_VARIABLES = (FR_BUFFER, NCCL_BUFFER)      # every name a torch may read, newest first
+DEFAULT_ENTRIES = 2000          # torch's ring where it is on by default
 
 
 @dataclass(frozen=True)
@@ -91,23 +102,23 @@ _NEWEST_NAMES = RELEASES[-1]
 _OLDEST_NAMES = RELEASES[0]
 
 
-def version_tuple(version: str | None) -> tuple[int, int] | None:
+def minor_of(version: str | None) -> tuple[int, int] | None:
     """``'2.6.0+rocm6.2'`` -> (2, 6); None for anything without a major.minor."""
-    match = re.match(r"\s*(\d+)\.(\d+)", version or "")
-    return (int(match[1]), int(match[2])) if match else None
+    found = version_tuple(version)
+    return (found[0], found[1]) if found and len(found) >= 2 else None
 
 
 def release(version: str | None) -> Release | None:
     """The table's row for a torch version; None before 2.5 or when the version is unknown
     (the Flight Recorder of torch 2.2-2.4 is outside the supported range)."""
-    minor = version_tuple(version)
+    minor = minor_of(version)
     if minor is None:
         return None
     return next((r for r in RELEASES if r.since <= minor <= r.until), None)
 
 
 def supported(version: str | None) -> bool:
-    minor = version_tuple(version)
+    minor = minor_of(version)
     return minor is not None and SUPPORTED[0] <= minor <= SUPPORTED[1]
 
 
@@ -132,36 +143,56 @@ class Recorder:
         return not self.missing
 
 
+def _running() -> tuple[Any, str] | str:
+    """(torch._C._distributed_c10d, torch.__version__), or why torch.distributed is not
+    there."""
+    try:
+        import torch
+        from torch._C import _distributed_c10d
+    except Exception as error:  # noqa: BLE001 (a broken torch is a missing recorder)
+        return f"torch.distributed does not import ({type(error).__name__}: {error})"
+    return _distributed_c10d, str(torch.__version__)
+
+
+def running_release(c10d: Any = None, torch_version: str | None = None) -> Release | None:
+    """The row whose dump functions the running torch (or the stand-in given) has, newest
+    names first; by version number where it has neither (a build without NCCL before 2.8,
+    which records nothing); None when torch.distributed does not import."""
+    if c10d is None or torch_version is None:
+        found = _running()
+        if isinstance(found, str):
+            return None
+        c10d, torch_version = (c10d or found[0]), (torch_version or found[1])
+    row = release(torch_version)
+    for names in (_NEWEST_NAMES, _OLDEST_NAMES):
+        if getattr(c10d, names.dump_json, None) is not None:
+            return row if row is not None and row.dump_json == names.dump_json else \
+                _nearest(names.dump_json)
+    return row
+
+
 def probe(backend: str, c10d: Any = None, torch_version: str | None = None) -> Recorder:
     """Ask the running torch (``torch._C._distributed_c10d`` unless a stand-in is given)
     which dump functions exist, newest names first, and whether they record ``backend``.
 
     Never raises: a torch without the C extension, or with neither name, is ``missing``."""
     if c10d is None or torch_version is None:
-        try:
-            import torch
-            from torch._C import _distributed_c10d
-        except Exception as error:  # noqa: BLE001 (a broken torch is a missing recorder)
-            return Recorder("", None, None, None, f"torch.distributed does not import "
-                                                  f"({type(error).__name__}: {error})")
-        c10d = _distributed_c10d if c10d is None else c10d
-        torch_version = torch.__version__ if torch_version is None else torch_version
-    row = release(torch_version)
-    for names in (_NEWEST_NAMES, _OLDEST_NAMES):
-        dump_json = getattr(c10d, names.dump_json, None)
-        if dump_json is None:
-            continue
-        found = row if row is not None and row.dump_json == names.dump_json else \
-            _nearest(names.dump_json)
-        if not found.records(backend):
-            return Recorder(torch_version, found, None, None, _not_recorded(
-                torch_version, backend, found))
-        return Recorder(torch_version, found, _json_caller(dump_json),
-                        getattr(c10d, names.dump_pickle, None))
-    return Recorder(torch_version, row, None, None, (
-        f"torch {torch_version} has no Flight Recorder dump in torch._C._distributed_c10d "
-        f"(neither {_NEWEST_NAMES.dump_json} nor {_OLDEST_NAMES.dump_json}: a build without "
-        "NCCL/RCCL before torch 2.8)"))
+        found = _running()
+        if isinstance(found, str):
+            return Recorder("", None, None, None, found)
+        c10d, torch_version = (c10d or found[0]), (torch_version or found[1])
+    row = running_release(c10d, torch_version)
+    dump_json = getattr(c10d, row.dump_json, None) if row is not None else None
+    if row is None or dump_json is None:
+        return Recorder(torch_version, row, None, None, (
+            f"torch {torch_version} has no Flight Recorder dump in torch._C._distributed_c10d "
+            f"(neither {_NEWEST_NAMES.dump_json} nor {_OLDEST_NAMES.dump_json}: a build "
+            "without NCCL/RCCL before torch 2.8)"))
+    if not row.records(backend):
+        return Recorder(torch_version, row, None, None,
+                        _not_recorded(torch_version, backend, row))
+    return Recorder(torch_version, row, _json_caller(dump_json),
+                    getattr(c10d, row.dump_pickle, None))
 
 
 def _nearest(dump_json: str) -> Release:
@@ -206,12 +237,30 @@ def ignored_buffer_variables(environ: Mapping[str, str], row: Release | None) ->
 
 def switch_on(environ: Mapping[str, str], row: Release | None,
               entries: int) -> dict[str, str]:
-    """The variable to add so the ring records ``entries`` entries: the one this torch reads
-    (under its current name, so no deprecation warning reaches the job's output); nothing
-    when the user set one it reads, or when the torch is unknown."""
+    """The variable to add so the ring records: the one this torch reads, under its current
+    name (so no deprecation warning reaches the job's output), with ``entries``, or with the
+    value the user gave a name this torch ignores (TORCH_FR_BUFFER_SIZE under torch 2.6);
+    nothing when the user set one it reads, or when the torch is unknown."""
     if row is None or buffer_setting(environ, row)[0] is not None:
         return {}
-    return {row.buffer_variable: str(entries)}
+    ignored = ignored_buffer_variables(environ, row)
+    return {row.buffer_variable: environ[ignored[0]] if ignored else str(entries)}
+
+
+def ring_entries(environ: Mapping[str, str], row: Release | None, backend: str) -> int | None:
+    """Entries the ring keeps for ``backend``: the variable's value as this torch reads it,
+    else torch's default (DEFAULT_ENTRIES where it is on by default, 0 where not); None when
+    the value is not a number or the torch is unknown."""
+    if row is None:
+        return None
+    name, value = buffer_setting(environ, row)
+    if name is None:
+        on = any(b in row.on_by_default for b in _backend_names(backend))
+        return DEFAULT_ENTRIES if on else 0
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        return None
 
 
 def table_rows() -> list[dict[str, str]]:

@@ -81,7 +81,7 @@ def test_the_variable_switched_on_is_the_one_the_torch_reads():
     env = {"TORCH_FR_BUFFER_SIZE": "5000"}
     assert fr.buffer_setting(env, old) == (None, None)
     assert fr.ignored_buffer_variables(env, old) == ["TORCH_FR_BUFFER_SIZE"]
-    assert fr.switch_on(env, old, 256) == {"TORCH_NCCL_TRACE_BUFFER_SIZE": "256"}
+    assert fr.switch_on(env, old, 256) == {"TORCH_NCCL_TRACE_BUFFER_SIZE": "5000"}
     assert fr.switch_on({}, None, 256) == {}
 
 
@@ -89,3 +89,21 @@ def test_table_rows_cover_the_range_once():
     rows = fr.table_rows()
     assert [r["torch"] for r in rows] == ["2.5", "2.6-2.7", "2.8-2.10", "2.11+"]
     assert rows[0]["on when unset"] == "none" and rows[-1]["records"] == "nccl, gloo"
+
+
+def test_ring_entries_as_the_torch_reads_them():
+    old, mid, new = fr.release("2.5.1"), fr.release("2.9.0"), fr.release("2.13.0")
+    assert fr.ring_entries({}, old, "nccl") == 0          # 2.5: off unless set
+    assert fr.ring_entries({}, fr.release("2.6.0"), "nccl") == 2000
+    assert fr.ring_entries({}, mid, "gloo") == 0 and fr.ring_entries({}, mid, "nccl") == 2000
+    assert fr.ring_entries({}, new, "gloo") == 2000
+    assert fr.ring_entries({"TORCH_FR_BUFFER_SIZE": "0"}, new, "gloo") == 0
+    assert fr.ring_entries({"TORCH_FR_BUFFER_SIZE": "lots"}, new, "gloo") is None
+    assert fr.ring_entries({"TORCH_FR_BUFFER_SIZE": "500"}, old, "nccl") == 0   # not read
+
+
+def test_running_release_follows_the_functions():
+    assert fr.running_release(OLD_NCCL_BUILD, "2.6.0").dump_json == "_dump_nccl_trace_json"
+    assert fr.running_release(NEW_BUILD, "2.7.0a0").dump_json == "_dump_fr_trace_json"
+    assert fr.running_release(OLD_CPU_BUILD, "2.6.0") is fr.release("2.6.0")
+    assert fr.running_release(OLD_CPU_BUILD, "2.4.0") is None
