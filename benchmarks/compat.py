@@ -38,7 +38,8 @@ sys.path.insert(0, str(REPO))
 from benchmarks.compat_checks import CHECKS, COLUMNS, Cell, Smoke  # noqa: E402
 
 VERSIONS = ("2.5", "2.6", "2.9", "2.13", "2.15")   # oldest supported, ROCm's, each FR change
-DEPENDENCIES = ("rich>=13", "psutil>=5", "msgspec>=0.18", "scipy>=1.10")
+# collscope's own dependencies and its llm extra (train's models come from transformers)
+DEPENDENCIES = ("rich>=13", "psutil>=5", "msgspec>=0.18", "scipy>=1.10", "transformers>=4.40")
 INSTALL_TIMEOUT_S = 1800
 SMOKE_S = 900            # what one version's smoke may take on a loaded 2-core machine
 

@@ -21,7 +21,9 @@ does not apply to a torch says why (`n/a`), never passes in silence.
   never "no hang" (exit 0).
 - watch healthy / slow / hung: `watch` around torchrun of 4 gloo DDP ranks
   (tests/dist/scripts/watch_ddp.py): nobody named and exit 0; rank 2 sleeping 30 ms more per
-  step named a straggler; rank 2 stopping in Python named with `--on-hang kill` (exit 124).
+  step named a straggler (n/a where watch says the job has no Flight Recorder: gloo before
+  torch 2.8, no lateness to judge); rank 2 stopping in Python named with `--on-hang kill`
+  (exit 124), from the dumps or, without a recorder, from the ranks' stacks.
 - json: every `--json -` above printed JSON Lines only, and `doctor --json` one JSON document.
 """
 
@@ -146,7 +148,7 @@ def check_doctor(smoke: Smoke) -> Cell:
         return Cell("doctor", "FAIL", f"exit {done.returncode}: {_tail(done)}")
     flight = [f for f in findings if f.get("id") == "env.flight-recorder"]
     return Cell("doctor", "pass", f"exit {done.returncode}; env.flight-recorder: "
-                + (str(flight[0].get("level", "?")) if flight else "not checked"))
+                + (str(flight[0].get("level", "?")) if flight else "no finding"))
 
 
 def _hang_job(smoke: Smoke, name: str, buffer: str) -> Path:
@@ -238,8 +240,10 @@ def check_watch(smoke: Smoke) -> list[Cell]:
     records = _watch_records(smoke, "healthy")
     named = [r for r in records if r.get("kind") == "finding"]
     windows = sum(r.get("kind") == "watch_window" for r in records)
-    if codes["healthy"] == 0 and not named and windows:
-        cells.append(Cell("watch healthy", "pass", f"nobody named, {windows} windows"))
+    no_recorder = _no_recorder(smoke, "healthy")
+    if codes["healthy"] == 0 and not named and (windows or no_recorder):
+        cells.append(Cell("watch healthy", "pass", f"nobody named, {windows} windows" + (
+            " (no Flight Recorder: stalls watched only)" if no_recorder else "")))
     else:
         cells.append(Cell("watch healthy", "FAIL", f"exit {codes['healthy']}, "
                           f"{len(named)} findings, {windows} windows: {_err(smoke, 'healthy')}"))
@@ -247,18 +251,28 @@ def check_watch(smoke: Smoke) -> list[Cell]:
             if r.get("kind") == "finding" and r.get("state") == "started"]
     if slow and all(rank == 2 for rank, _ in slow):
         cells.append(Cell("watch slow", "pass", f"rank 2 named ({slow[0][1]})"))
+    elif not slow and _no_recorder(smoke, "slow") and codes["slow"] == 0:
+        cells.append(Cell("watch slow", "n/a", "watch says: no Flight Recorder for gloo "
+                          "before torch 2.8, so no lateness to judge (stalls only)"))
     else:
         cells.append(Cell("watch slow", "FAIL", f"exit {codes['slow']}, named {slow}: "
                           f"{_err(smoke, 'slow')}"))
-    verdicts = [r for r in _watch_records(smoke, "hung")
-                if r.get("kind") in ("hang_verdict", "watch_stall")]
-    culprits = [r.get("culprit_ranks") for r in verdicts if r.get("kind") == "hang_verdict"]
+    # a verdict from the Flight Recorder dumps, or (no recorder) from the main-thread stacks
+    culprits = [r.get("culprit_ranks") for r in _watch_records(smoke, "hung")
+                if r.get("kind") in ("hang_verdict", "watch_stack_verdict")]
     if codes["hung"] == 124 and culprits and culprits[0] == [2]:
-        cells.append(Cell("watch hung", "pass", "rank 2 named, job ended (124)"))
+        how = "from the stacks" if _no_recorder(smoke, "hung") else "from the dumps"
+        cells.append(Cell("watch hung", "pass", f"rank 2 named {how}, job ended (124)"))
     else:
         cells.append(Cell("watch hung", "FAIL", f"exit {codes['hung']}, culprits {culprits}: "
                           f"{_err(smoke, 'hung')}"))
     return cells
+
+
+def _no_recorder(smoke: Smoke, name: str) -> bool:
+    """Whether watch said the job has no Flight Recorder (gloo before torch 2.8)."""
+    text = (smoke.scratch / f"{name}.err").read_text(errors="replace")
+    return "collscope watch: no Flight Recorder for this job" in text
 
 
 def check_json(smoke: Smoke) -> Cell:
