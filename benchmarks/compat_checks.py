@@ -17,7 +17,7 @@ does not apply to a torch says why (`n/a`), never passes in silence.
   Flight Recorder for gloo: there, the NCCL dumps of that torch's format in
   tests/fixtures/own/flight-recorder (built from its writer's source) stand in.
 - hang unset: the same job with TORCH_FR_BUFFER_SIZE unset, as most users run: rank 5 named,
-  or where that torch's gloo records nothing (2.8-2.10), exit 2 with the variable to set;
+  or where that torch's gloo records nothing (2.8-2.10), exit 3 with the variable to set;
   never "no hang" (exit 0).
 - watch healthy / slow / hung: `watch` around torchrun of 4 gloo DDP ranks
   (tests/dist/scripts/watch_ddp.py): nobody named and exit 0; rank 2 sleeping 30 ms more per
@@ -183,8 +183,8 @@ def check_hang(smoke: Smoke) -> list[Cell]:
     unset_folder = _hang_job(smoke, "hang-unset", "unset")
     done = smoke.collscope("hang", str(unset_folder), "--json", "-")
     smoke.records("hang unset", done)
-    if done.returncode == 2 and "TORCH_FR_BUFFER_SIZE" in done.stderr:
-        unset = Cell("hang unset", "pass", "empty dumps: exit 2, says to set "
+    if done.returncode == 3 and "TORCH_FR_BUFFER_SIZE" in done.stderr:
+        unset = Cell("hang unset", "pass", "empty dumps: exit 3, says to set "
                      "TORCH_FR_BUFFER_SIZE")
     elif done.returncode == 0:
         unset = Cell("hang unset", "FAIL", "said no hang on a hung job")
