@@ -29,7 +29,7 @@ class ExitCode(IntEnum):
     OK = 0              # done, nothing found (or nothing failed)
     FOUND = 1           # a rank failed or timed out, a check failed, a regression, a hang found
     USAGE = 2           # bad input: one line names the flag or file and what is accepted
-    VERIFY = 3          # bench: results failed verification
+    VERIFY = 3          # no trustworthy result: bench verification failed, hang dumps empty
     HANG_KILLED = 124   # watch --on-hang kill ended the job after a stall (as timeout(1) does)
     INTERRUPTED = 130   # Ctrl-C (128 + SIGINT)
     PIPE_CLOSED = 141   # the reader of stdout went away (128 + SIGPIPE), as `| head` does
@@ -38,7 +38,7 @@ class ExitCode(IntEnum):
 EXIT_MEANINGS = {
     ExitCode.OK: "ok", ExitCode.FOUND: "a rank failed or timed out, or the command found what "
     "it looks for (a failed check, a regression, a hang)", ExitCode.USAGE: "bad input",
-    ExitCode.VERIFY: "results failed verification", ExitCode.HANG_KILLED: "watch --on-hang "
+    ExitCode.VERIFY: "no trustworthy result (bench: wrong values; hang: every dump empty)", ExitCode.HANG_KILLED: "watch --on-hang "
     "kill ended the job", ExitCode.INTERRUPTED: "interrupted", ExitCode.PIPE_CLOSED:
     "stdout's reader went away"}
 

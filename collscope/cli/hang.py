@@ -30,8 +30,10 @@ method: per process group, entries matched across members by collective_seq_id (
 p2p_seq_id and peer); the first number not completed on every member is classified per
 member (never entered, other op/size/dtype, issued but never completed, no dump); a hang
 cascades across groups, so the waits form a graph whose sink components are named.
-exit codes: 0 no hang or desync found, 1 one found, 2 bad input.
+exit codes: 0 no hang or desync found, 1 one found, 2 bad input, 3 no verdict: every dump
+is empty (the Flight Recorder was off; the warning says what to set).
 """
+NOTHING_RECORDED_EXIT = 3
 
 
 def add_parser(commands: Any) -> None:
@@ -46,17 +48,22 @@ def add_parser(commands: Any) -> None:
 
 
 def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    import sys
+
     from collscope.hang import analyse_paths, render_text
+    from collscope.hang.formats import NothingRecorded
     from collscope.hang.report import write_json_records
 
     config = config_from(HangConfig, args)
     check_writable("--json", config.json)
-    analysis = analyse_paths(config.paths, hosts=read_hosts(config.hosts))
+    try:
+        analysis = analyse_paths(config.paths, hosts=read_hosts(config.hosts))
+    except NothingRecorded as empty:
+        sys.stderr.write(f"collscope hang: warning: {empty}\n")
+        return NOTHING_RECORDED_EXIT
     if config.json:
         write_json_records(config.json, analysis, argv)
     if config.json != "-":
-        import sys
-
         sys.stdout.write(render_text(analysis))
     return ExitCode.FOUND if analysis.verdict.found else ExitCode.OK
 

@@ -19,13 +19,22 @@ __all__ = ["Cause", "HangAnalysis", "HangVerdict", "analyse_paths", "render_text
 def analyse_paths(paths: Sequence[str | os.PathLike[str]],
                   hosts: Mapping[int, str] | None = None) -> HangAnalysis:
     """Read dump files and folders (any mix of formats) and judge them; UsageError (exit 2,
-    one line naming the file) on bad input."""
+    one line naming the file) on bad input, NothingRecorded (a UsageError; the CLI's exit 3)
+    when every dump is empty."""
     from collscope.hang.dumps import read_inputs
 
     if not paths:
         raise UsageError("PATH: give at least one dump file or folder")
     inputs = read_inputs(list(paths))
     if inputs.dumps:
+        from collscope.hang.formats import (
+            NothingRecorded,
+            nothing_recorded_message,
+            recorded_nothing,
+        )
+
+        if recorded_nothing(inputs.dumps) and not inputs.ras:
+            raise NothingRecorded(nothing_recorded_message(inputs.dumps))
         return analyse_dumps(inputs, hosts)
     if inputs.ras:
         from collscope.hang.ras import analyse_ras

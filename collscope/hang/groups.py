@@ -1,9 +1,15 @@
 """The process groups of a set of dumps and their channels (pure).
 
-A group's members come from ``pg_config`` where the dump lists them (NCCL: every group; gloo:
-the default group alone, under the key ``''``, and only once it was used); otherwise from the
-ranks whose entries name the group (gloo's ``new_group`` groups), which is said in the output
-(``members_inferred``): a member that left no entry is then unknown.
+A group's members come from ``pg_config`` where the dump lists them (NCCL: every group, the
+default one with the description ``default_pg``); otherwise from the ranks whose entries name
+the group (gloo's groups), which is said in the output (``members_inferred``): a member that
+left no entry is then unknown.
+
+gloo lists no group by name: every gloo group torch makes records its ranks under one key
+``''`` (name and description still empty when ProcessGroupGloo's constructor records them), so
+the entry holds the group made last on that rank, in that torch's numbering: the world on a
+job without sub-groups, ``[]`` on torch 2.13 and the group-local ``[0, 1]`` on torch 2.15 after
+a 2-rank ``new_group``. It is taken for the world only where it holds every rank dumped.
 
 A channel is what is matched across members: a group's collectives (by
 ``collective_seq_id``), or one pair's point-to-point ops (by ``p2p_seq_id`` and peer).
@@ -12,6 +18,7 @@ A channel is what is matched across members: a group's collectives (by
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from collscope.errors import UsageError
@@ -55,20 +62,30 @@ class Channel:
         return self.group.label
 
 
-def _default_ranks(dump: RankDump) -> tuple[int, ...] | None:
+def _default_ranks(dump: RankDump, dumped: set[int]) -> tuple[int, ...] | None:
+    """The default group's members as ``dump`` lists them: NCCL's ``default_pg`` entry, or
+    gloo's ``''`` entry where it holds every rank in ``dumped`` (else it is a sub-group's)."""
     for name, ranks in dump.groups.items():
-        if ranks and (name == "" or dump.group_descs.get(name) == "default_pg"):
+        if ranks and dump.group_descs.get(name) == "default_pg":
             return ranks
-    return None
+    gloo = dump.groups.get("")
+    return gloo if gloo and dumped <= set(gloo) else None
+
+
+def listed_world(dumps: list[RankDump], extra: Iterable[int] = ()) -> dict[tuple[int, ...], str]:
+    """Each default-group membership the dumps list, with the first dump that lists it."""
+    dumped = {d.rank for d in dumps} | set(extra)
+    seen: dict[tuple[int, ...], str] = {}
+    for dump in dumps:
+        ranks = _default_ranks(dump, dumped)
+        if ranks:
+            seen.setdefault(ranks, dump.path)
+    return seen
 
 
 def world_ranks(dumps: list[RankDump], extra: set[int]) -> tuple[int, ...]:
     """The job's ranks: the default group's members (every dump must agree), else 0..max."""
-    seen: dict[tuple[int, ...], str] = {}
-    for dump in dumps:
-        ranks = _default_ranks(dump)
-        if ranks:
-            seen.setdefault(ranks, dump.path)
+    seen = listed_world(dumps, extra)
     if len(seen) > 1:
         (a, pa), (b, pb) = list(seen.items())[:2]
         raise UsageError(f"{pb}: dumps of two different jobs mixed: its world has {len(b)} "
@@ -114,8 +131,7 @@ def build_groups(dumps: list[RankDump]) -> dict[str, Group]:
         if name in groups:
             continue
         desc = descs.get(name, "")
-        default = next((_default_ranks(d) for d in dumps if _default_ranks(d)), None) \
-            if desc == "default_pg" else None
+        default = next(iter(listed_world(dumps)), None) if desc == "default_pg" else None
         members = default or tuple(sorted(seen))
         groups[name] = Group(GroupKey(name, members), desc, default is None)
     return groups

@@ -5,7 +5,8 @@ A `--json FILE` holds, in order: one ``run`` record (collscope.records.run.RunRe
 ``finding`` records with id ``watch.straggler`` (one when a straggler starts, one when it
 ends), ``watch_clock`` records (the hosts' clocks aligned again, every minute, several hosts
 only), on a stall ``watch_stall`` followed by `collscope hang`'s own records (its
-``hang_group`` records and exactly one ``hang_verdict``), and as each rank ends one
+``hang_group`` records and exactly one ``hang_verdict``; where the job's torch has no Flight
+Recorder for its backend, one ``watch_stack_verdict`` instead), and as each rank ends one
 ``watch_agent`` record: what its agent cost; ``watch_notice`` records (once per rank and
 cause) say what limits the watching. Units are in the field names:
 ``_ms`` milliseconds, ``_s`` seconds; times are seconds since the epoch on the aggregating
@@ -31,7 +32,11 @@ class WatchJobRecord:
     ranks: list[dict[str, Any]]       # rank, host, local_rank, pid
     hosts: list[str]
     clock: dict[str, Any]
-    flight_recorder: dict[str, Any]   # the buffer size variable and its value
+    # how the ranks see their collectives (collscope.watch.agent.fr_info): the ring's size
+    # variable as this torch reads it (variable, entries, set_by: collscope | user, ignored:
+    # names set that this torch does not read), torch, dump (the function read), reads
+    # (flight_recorder | main_thread) and why there is no ring for the backend
+    flight_recorder: dict[str, Any]
     versions: dict[str, str | None]   # torch, its backends, python (library_versions)
     kind: str = "watch_job"
 
@@ -146,6 +151,26 @@ class StallRecord:
     answered: list[int]
     no_answer: list[int] = field(default_factory=list)
     kind: str = "watch_stall"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class StackVerdictRecord:
+    """A stall judged from the ranks' main-thread stacks alone (no Flight Recorder for the
+    backend: collscope.watch.stacks): ``culprit_ranks`` are the ranks whose main thread was
+    not in a collective, or that wrote no stack; ``waiting`` maps each wait ("all_reduce at
+    train.py:28 in step") to the ranks in it; ``elsewhere`` each culprit to where it was."""
+
+    time: float
+    culprit_ranks: list[int]
+    waiting: dict[str, list[int]]
+    elsewhere: dict[str, str]         # rank (as text: a JSON key) -> file:line in function
+    no_answer: list[int]
+    title: str
+    method: str
+    kind: str = "watch_stack_verdict"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -22,10 +22,12 @@ from collections import deque
 from typing import Any
 
 from collscope.records.watch import AgentCostRecord, NoticeRecord
+from collscope.runtime import flight_recorder
 from collscope.watch import bandwidth, dumps, exchange
 from collscope.watch.config import CHANNEL_ENV, AgentSettings
-from collscope.watch.flight import FlightReader
+from collscope.watch.flight import DEFAULT_BUFFER_ENTRIES, FlightReader
 from collscope.watch.summary import Counter, Summary, summarise
+from collscope.watch.waits import MAIN_THREAD, MainThreadReader
 
 # A full FR read (it holds the GIL) may cost at most this share of the interval, judged on
 # the median CPU time of the last READS_JUDGED reads (one read descheduled on a loaded host
@@ -40,6 +42,42 @@ CLEANUP_TIMEOUT_S = 0.5
 
 _started: list[Agent] = []
 _lock = threading.Lock()
+_switched_on: dict[str, str] = {}      # what switch_on_flight_recorder added to os.environ
+
+
+def switch_on_flight_recorder() -> None:
+    """Called by the hook just before the user's init_process_group, when torch is imported
+    and its ring not yet made: give the ring a size under the name this torch reads
+    (TORCH_NCCL_TRACE_BUFFER_SIZE before 2.8, TORCH_FR_BUFFER_SIZE from 2.8), unless the user
+    set one it reads. Never raises."""
+    try:
+        added = flight_recorder.switch_on(os.environ, flight_recorder.running_release(),
+                                          DEFAULT_BUFFER_ENTRIES)
+        os.environ.update(added)
+        _switched_on.update(added)
+    except Exception:  # noqa: BLE001 (the user's init_process_group must run regardless)
+        pass
+
+
+def fr_info(recorder: flight_recorder.Recorder, backend: str,
+            environ: dict[str, str] | os._Environ[str]) -> dict[str, Any]:
+    """How this rank sees its collectives, for the watch_job record: the buffer variable as
+    this torch reads it and who set it, the dump function, or why there is none
+    (``reads`` = MAIN_THREAD: the stall watch of collscope.watch.waits)."""
+    row = recorder.release
+    variable, value = flight_recorder.buffer_setting(environ, row)
+    entries = flight_recorder.ring_entries(environ, row, backend)
+    why = recorder.missing
+    if not why and entries == 0:
+        why = (f"{variable}={value} keeps no entries" if variable else
+               f"torch {recorder.torch_version} keeps no {backend} entries unless "
+               f"{row.buffer_variable if row else 'its buffer variable'} is set")
+    return {"variable": variable, "entries": value,
+            "set_by": None if variable is None else
+            "collscope" if variable in _switched_on else "user",
+            "ignored": flight_recorder.ignored_buffer_variables(environ, row),
+            "torch": recorder.torch_version, "dump": row.dump_json if row else None,
+            "reads": MAIN_THREAD if why else "flight_recorder", "why": why}
 
 
 def next_tick_s(now: float, interval_s: float) -> float:
@@ -79,7 +117,11 @@ class Agent:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="collscope-watch", daemon=True)
         self.store: Any = None
-        self.reader = FlightReader()
+        self.recorder = flight_recorder.probe(backend)
+        self.fr_info = fr_info(self.recorder, backend, os.environ)
+        self.reader: FlightReader | MainThreadReader = (
+            MainThreadReader(backend) if self.fr_info["reads"] == MAIN_THREAD else
+            FlightReader(self.recorder.dump_json or (lambda: b"{}")))
         self.counter = Counter()
         self.round = 0
         self.interval_s = settings.interval_s
@@ -170,7 +212,7 @@ class Agent:
                 f"rank {self.rank}: the Flight Recorder's ring overwrote {read.lost} entries "
                 f"between two reads ({read.size} entries kept, read every "
                 f"{self.interval_s:.2g} s): collectives are missed; set a larger "
-                "TORCH_FR_BUFFER_SIZE or a shorter --interval")).to_dict())
+                f"{self._buffer_variable()} or a shorter --interval")).to_dict())
         base = self.settings.interval_s
         self.interval_s = base * math.ceil(max(base, statistics.median(self._read_cpu) /
                                                READ_BUDGET) / base - 1e-9)
@@ -199,9 +241,15 @@ class Agent:
                 self.clock_epoch = asked
                 exchange.clock_follower(self.store, self.rank, asked, self.clock_ns)
 
+    def _buffer_variable(self) -> str:
+        row = self.recorder.release
+        return row.buffer_variable if row else flight_recorder.FR_BUFFER
+
     def _dump(self) -> None:
         self.dumped = True
-        dumps.write_rank_dump(self.settings.dump_dir, self.rank)
+        dumps.write_rank_dump(self.settings.dump_dir, self.rank,
+                              None if self.fr_info["reads"] == MAIN_THREAD else
+                              self.recorder.dump_pickle)
         self.store.set(exchange.dumped_key(self.rank), "1")
         self.channel.send({"kind": "watch_dumped", "rank": self.rank, "time": time.time(),
                            "dump_dir": self.settings.dump_dir})

@@ -19,7 +19,6 @@ from collscope.versions import library_versions
 from collscope.watch import detect, dumps, exchange
 from collscope.watch.bandwidth import Timed
 from collscope.watch.clocks import NO_ANSWER, Clocks
-from collscope.watch.flight import BUFFER_ENV
 from collscope.watch.summary import Summary
 
 DUMP_DEADLINE_S = 8.0
@@ -77,8 +76,7 @@ class Aggregator:
                 clock.update(applied=True, reason=f"{len(lead)} hosts",
                              offsets_us=dict(self.offset_us),
                              spread_us={followers[r]: s for r, (_, s) in found.items()})
-        variable = next((n for n in BUFFER_ENV if os.environ.get(n)), None)
-        fr = {"variable": variable, "entries": os.environ.get(variable) if variable else None}
+        fr = self.agent.fr_info        # what this torch reads (collscope.runtime.flight_recorder)
         self.agent.channel.send(WatchJobRecord(
             time.time(), self.agent.world_size, self.agent.backend,
             [{"rank": h.rank, "host": h.host, "local_rank": h.local_rank, "pid": h.pid}

@@ -1,6 +1,7 @@
 """A rank's post-mortem files, in the layout `collscope hang` reads (HANG_CONTRACT.md):
 ``fr_trace_rank_<R>`` (the Flight Recorder's standard pickle, as ``_dump_fr_trace`` returns
-it), ``stack_rank_<R>.json`` (the main thread's Python stack) and, from the collecting rank,
+it, ``_dump_nccl_trace`` before torch 2.8; absent where the backend has no recorder),
+``stack_rank_<R>.json`` (the main thread's Python stack) and, from the collecting rank,
 ``no_answer.json`` naming ranks that did not dump in time. Files appear whole (written to a
 temporary name, then renamed)."""
 
@@ -13,8 +14,10 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
+
+from collscope.watch.waits import DDP_MODULE
 
 
 def _write(path: str, data: bytes) -> None:
@@ -25,22 +28,27 @@ def _write(path: str, data: bytes) -> None:
 
 
 def main_thread_stack(rank: int) -> dict[str, Any]:
-    """The main thread's frames, outermost first (traceback.extract_stack's order)."""
+    """The main thread's frames, outermost first (traceback.extract_stack's order); ``ddp``:
+    whether the process imported DistributedDataParallel (whose gradient all-reduce is waited
+    for inside backward: collscope.watch.waits)."""
     frame = sys._current_frames().get(threading.main_thread().ident or -1)
     frames = [] if frame is None else [
         {"filename": f.filename, "line": f.lineno, "name": f.name}
         for f in traceback.extract_stack(frame)]
     return {"kind": "main_thread_stack", "rank": rank, "host": socket.gethostname(),
-            "pid": os.getpid(), "time": time.time(), "frames": frames}
+            "pid": os.getpid(), "time": time.time(), "frames": frames,
+            "ddp": DDP_MODULE in sys.modules}
 
 
-def write_rank_dump(folder: str, rank: int) -> None:
-    from torch._C._distributed_c10d import _dump_fr_trace
-
+def write_rank_dump(folder: str, rank: int,
+                    dump_pickle: Callable[[], bytes] | None) -> None:
+    """The stack, then the Flight Recorder's pickle where the backend has one (the probe's
+    dump function: collscope.runtime.flight_recorder)."""
     os.makedirs(folder, exist_ok=True)
     stack = main_thread_stack(rank)      # first: where the main thread is now
     _write(os.path.join(folder, f"stack_rank_{rank}.json"), json.dumps(stack).encode())
-    _write(os.path.join(folder, f"fr_trace_rank_{rank}"), _dump_fr_trace())
+    if dump_pickle is not None:
+        _write(os.path.join(folder, f"fr_trace_rank_{rank}"), dump_pickle())
 
 
 def write_no_answer(folder: str, ranks: Sequence[int], deadline_s: float) -> None:

@@ -1,7 +1,7 @@
 """Reading this rank's Flight Recorder, incrementally and with bounded memory.
 
-``torch._C._distributed_c10d._dump_fr_trace_json`` returns the whole ring buffer (every
-backend: NCCL, RCCL, gloo). Each read decodes only the fields watch uses (msgspec, typed), and
+``torch._C._distributed_c10d._dump_fr_trace_json`` returns the whole ring buffer (NCCL, RCCL,
+and gloo from torch 2.8). Each read decodes only the fields watch uses (msgspec, typed), and
 keeps nothing but the highest record id seen, so a read hands over only the entries that are
 new since the previous one; entries the ring overwrote before a read are counted as lost.
 gloo entries stay ``scheduled`` and become ``retired`` when done; NCCL's are ``completed``.
@@ -13,19 +13,19 @@ entries read before they retired and hands each over once more, in ``Read.timed`
 duration appears; an entry that retired without one (gloo, timing off) is let go. The group
 sizes come from the dump's ``pg_config`` (NCCL lists each group's ranks; gloo lists none).
 
-FR is on when TORCH_FR_BUFFER_SIZE (or the older TORCH_NCCL_TRACE_BUFFER_SIZE) is set before
-the process group is made; ``fr_env`` gives the wrapper's default when the user set neither.
+The dump function and the variable that sizes the ring differ across torch releases
+(``_dump_nccl_trace_json`` and TORCH_NCCL_TRACE_BUFFER_SIZE, NCCL/RCCL only, before 2.8):
+collscope.runtime.flight_recorder says which; the agent hands the reader its dump function.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import msgspec
 
-BUFFER_ENV = ("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE")
 # Entries kept when watch switches FR on. Each read dumps the whole ring, so its cost grows
 # with the ring, not with what is new: measured here (torch 2.13, gloo, 4 ranks on 2 cores),
 # about 2.4 ms of CPU per read at 256 entries against 5-6 ms at 500 (the agent then took 0.29 %
@@ -82,19 +82,6 @@ def group_size(config: GroupConfig) -> int | None:
 _decoder = msgspec.json.Decoder(Dump)
 
 
-def fr_env(environ: Mapping[str, str]) -> dict[str, str]:
-    """The variables to add so FR records: none when the user set a buffer size."""
-    if any(environ.get(name) for name in BUFFER_ENV):
-        return {}
-    return {"TORCH_FR_BUFFER_SIZE": str(DEFAULT_BUFFER_ENTRIES)}
-
-
-def dump_json() -> bytes:
-    from torch._C._distributed_c10d import _dump_fr_trace_json
-
-    return _dump_fr_trace_json(includeCollectives=True, onlyActive=False)
-
-
 @dataclass
 class Read:
     new: list[Entry]                 # entries not handed over before, oldest first
@@ -108,10 +95,10 @@ class Read:
 
 
 class FlightReader:
-    """Hands over each FR entry once; ``source`` returns the JSON dump (the real one by
-    default)."""
+    """Hands over each FR entry once; ``source`` returns the JSON dump (the probe's
+    ``Recorder.dump_json`` in a rank)."""
 
-    def __init__(self, source: Callable[[], bytes] = dump_json) -> None:
+    def __init__(self, source: Callable[[], bytes]) -> None:
         self._source = source
         self._last_id = -1
         self._untimed: set[int] = set()      # handed over before retiring, no duration yet

@@ -2,10 +2,11 @@
 
 A meta-path finder waits for ``torch.distributed.distributed_c10d`` to be imported (so
 processes that never import torch pay nothing and never import it), lets it load, then wraps
-its ``init_process_group``: after the user's call returns, the agent starts on its own daemon
-thread. ``torch.distributed`` re-exports the wrapped function, because it copies the name
-after this module has loaded. The torchrun agent and data-loader workers import torch but make
-no default group, so nothing starts there.
+its ``init_process_group``: just before the user's call, the Flight Recorder's ring gets a size
+under the name the running torch reads (collscope.runtime.flight_recorder), and after the call
+returns, the agent starts on its own daemon thread. ``torch.distributed`` re-exports the wrapped
+function, because it copies the name after this module has loaded. The torchrun agent and
+data-loader workers import torch but make no default group, so nothing starts there.
 """
 
 from __future__ import annotations
@@ -30,9 +31,10 @@ def wrap(module: ModuleType) -> None:
 
     @functools.wraps(original)
     def init_process_group(*args: Any, **kwargs: Any) -> Any:
-        result = original(*args, **kwargs)
-        from collscope.watch.agent import start_quietly
+        from collscope.watch.agent import start_quietly, switch_on_flight_recorder
 
+        switch_on_flight_recorder()     # before the group (and so its ring) exists
+        result = original(*args, **kwargs)
         start_quietly()
         return result
 

@@ -25,10 +25,11 @@ from typing import Any
 import collscope
 from collscope.errors import ExitCode
 from collscope.monitor import wrap
-from collscope.watch import sinks
+from collscope.runtime.flight_recorder import BUFFER_VARIABLES
+from collscope.watch import sinks, stacks
 from collscope.watch.aggregate import DUMP_DEADLINE_S
 from collscope.watch.config import CHANNEL_ENV, SETTINGS_ENV, WatchConfig
-from collscope.watch.flight import fr_env
+from collscope.watch.waits import MAIN_THREAD
 
 KILLED_EXIT = ExitCode.HANG_KILLED   # the job was ended on purpose, after a stall
 POLL_S = 0.2
@@ -46,13 +47,14 @@ BOOTSTRAP = str(Path(__file__).parent / "bootstrap")
 
 def child_env(environ: dict[str, str], channel: str, config: WatchConfig) -> dict[str, str]:
     """The job's environment: the bootstrap first on PYTHONPATH (then collscope itself, so
-    the job's python finds it), the channel and settings, and FR on unless the user set it."""
+    the job's python finds it), the channel and settings. The Flight Recorder's variable is
+    not set here: which name the job's torch reads is known only inside a rank (the hook
+    sets it there, before init_process_group)."""
     package_root = str(Path(collscope.__file__).parent.parent)
     paths = [BOOTSTRAP, package_root, *filter(None, environ.get("PYTHONPATH", "").split(
         os.pathsep))]
     env = {**environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths)),
            CHANNEL_ENV: channel, SETTINGS_ENV: config.agent_settings().to_env()}
-    env.update(fr_env(environ))
     return env
 
 
@@ -95,6 +97,7 @@ class Watch:
         self.rate_per_s: float | None = None
         self.costs: list[dict[str, Any]] = []
         self.backend = ""
+        self.reads = "flight_recorder"     # the watch_job record's flight_recorder.reads
 
     def say(self, text: str) -> None:
         if self._console is not None:
@@ -124,10 +127,7 @@ class Watch:
             clock = record["clock"]
             self.say(f"watching {record['world_size']} ranks on {len(record['hosts'])} "
                      f"host(s) ({record['backend']}); clocks: {clock['reason']}")
-            fr = record["flight_recorder"]
-            if fr["entries"] == "0":
-                self.say(f"the Flight Recorder is off ({fr['variable']}=0): no collective "
-                         "is seen; give it a size (e.g. 2000) or unset it")
+            self.flight_recorder(record["flight_recorder"])
         elif kind == "finding":
             key = (record["group"], record["rank"])
             if record["state"] == "started":
@@ -142,6 +142,22 @@ class Watch:
         elif kind == "watch_notice":
             self.say(record["title"])
 
+    def flight_recorder(self, fr: dict[str, Any]) -> None:
+        """Said once for the job (rank 0's view): a variable this torch ignores, and what is
+        watched where no ring records the backend."""
+        self.reads = str(fr.get("reads") or "flight_recorder")
+        if fr.get("ignored"):
+            self.say(f"torch {fr.get('torch')} does not read {', '.join(fr['ignored'])}"
+                     + (f"; it reads {fr['variable']}={fr['entries']}" if fr.get("variable")
+                        else ""))
+        if self.reads == MAIN_THREAD:
+            self.say(f"no Flight Recorder for this job: {fr.get('why')}. Watching for a stall "
+                     "only: each rank's main thread inside a torch.distributed collective (or "
+                     f"DDP's backward) for longer than --hang-after "
+                     f"({self.config.hang_after_s:g} s), then every rank's stack and the ranks "
+                     "that do not answer. Lost: straggler windows, per-collective lateness "
+                     "and busbw, and the collective numbers in the verdict")
+
     def _count(self, window: dict[str, Any]) -> None:
         total = sum(w_count for w in self.windows.values() if w["rank"] == 0
                     for w_count in w["collectives_total"].values())
@@ -151,8 +167,10 @@ class Watch:
         self._rate = (now, total)
 
     def _stall(self, stall: dict[str, Any]) -> None:
-        self.say(f"stall: rank {stall['detected_by']}'s {stall['collective']} #{stall['seq']} "
-                 f"of group {stall['group']} pending {stall['pending_s']:.1f} s; dumps of "
+        what = (f"{stall['collective']} #{stall['seq']} of group {stall['group']}"
+                if stall["seq"] >= 0 else f"main thread in {stall['collective']}")
+        self.say(f"stall: rank {stall['detected_by']}'s {what} pending "
+                 f"{stall['pending_s']:.1f} s; dumps of "
                  f"{len(stall['answered'])} rank(s) in {stall['dump_dir']}" +
                  (f"; no answer from rank(s) {', '.join(map(str, stall['no_answer']))}"
                   if stall["no_answer"] else ""))
@@ -166,6 +184,11 @@ class Watch:
         from collscope.errors import UsageError
         from collscope.hang import analyse_paths, render_text
 
+        if self.reads == MAIN_THREAD:
+            verdict = stacks.judge(*stacks.read_folder(folder), hosts=self.hosts or None)
+            self.record(verdict.to_dict())
+            self.say(verdict.title)
+            return
         try:
             analysis = analyse_paths([folder], hosts=self.hosts or None)
         except UsageError as error:
@@ -259,7 +282,9 @@ def run_record(config: WatchConfig) -> dict[str, Any]:
         extra={"command": config.command, "interval_s": settings.interval_s,
                "hang_after_s": settings.hang_after_s, "on_hang": config.on_hang,
                "dump_dir": settings.dump_dir,
-               "flight_recorder_env": fr_env(os.environ)},
+               # the user's own; each rank adds the name its torch reads (watch_job)
+               "flight_recorder_env": {n: os.environ[n] for n in BUFFER_VARIABLES
+                                       if os.environ.get(n)}},
         versions=library_versions(with_torch=False)).to_dict()
 
 

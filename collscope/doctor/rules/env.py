@@ -9,6 +9,7 @@ from collscope.doctor import envlint
 from collscope.doctor.facts import Facts, RdmaPort
 from collscope.doctor.rules.common import listing
 from collscope.doctor.rules.registry import Verdict, rule
+from collscope.runtime import flight_recorder as fr
 from collscope.versions import version_tuple
 
 
@@ -269,49 +270,74 @@ def check_typos(facts: Facts) -> Iterable[Verdict]:
                       "They may belong to a network plugin or a newer release.", "")
 
 
-FR_BUFFER_VARS = ("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE")   # new name first
-FR_ON_BY_DEFAULT_SINCE = (2, 6)     # pytorch#142260: 2000 entries unless the variable says 0
-FR_FIX = ("export TORCH_FR_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 "
-          "TORCH_FR_DUMP_TEMP_FILE=/shared/fr/trace_ (a folder every node can write; one file "
-          "per rank), then after a hang: collscope hang /shared/fr/")
+def _fr_fix(row: fr.Release | None) -> str:
+    """The variables to export, under the names the node's torch reads (both sets when its
+    version is unknown)."""
+    def line(r: fr.Release) -> str:
+        return (f"export {r.buffer_variable}=2000 {fr.DUMP_ON_TIMEOUT}=1 "
+                f"{r.dump_file_variable}=/shared/fr/trace_")
+    where = ("(a folder every node can write; one file per rank), then after a hang: "
+             "collscope hang /shared/fr/")
+    if row is None:
+        return (f"torch >= 2.8: {line(fr.RELEASES[-1])}; torch 2.5-2.7: "
+                f"{line(fr.RELEASES[0])} {where}")
+    return f"{line(row)} {where}"
 
 
 @rule("env.flight-recorder", "env", """
 PyTorch's Flight Recorder keeps, per rank, a ring buffer of the recent collectives (group,
 sequence number, op, sizes, state, Python stack) and dumps it when the NCCL watchdog times out
-(TORCH_NCCL_DUMP_ON_TIMEOUT, to TORCH_FR_DUMP_TEMP_FILE + rank). Those dumps are what
+(TORCH_NCCL_DUMP_ON_TIMEOUT, to the dump-file variable + rank). Those dumps are what
 `collscope hang` (and torch's fr_trace) name the rank a hung job waits on from; without them a
-hang leaves only "Watchdog caught collective operation timeout" on every rank. The buffer is
-TORCH_FR_BUFFER_SIZE (TORCH_NCCL_TRACE_BUFFER_SIZE before torch 2.6, now a deprecated alias):
-0 turns it off; unset, torch 2.6 and newer keep 2000 entries (pytorch#142260; measured with
-torch 2.13: a gloo collective is recorded with the variable unset), older torch keeps none.
+hang leaves only "Watchdog caught collective operation timeout" on every rank. The names
+depend on the node's torch (collscope.runtime.flight_recorder): torch 2.5-2.7 record NCCL/RCCL
+only, sized by TORCH_NCCL_TRACE_BUFFER_SIZE and dumped to TORCH_NCCL_DEBUG_INFO_TEMP_FILE;
+from 2.8 gloo too, under TORCH_FR_BUFFER_SIZE and TORCH_FR_DUMP_TEMP_FILE (the old names still
+read, with a deprecation warning). 0 turns the ring off; unset, NCCL keeps 2000 entries from
+torch 2.6 (pytorch#142260, none in 2.5) and gloo from 2.11 (pytorch#172843; none in 2.8-2.10;
+measured with torch 2.13: a gloo collective is recorded with the variable unset).
 """)
 def check_flight_recorder(facts: Facts) -> Iterable[Verdict]:
-    given = [(name, facts.env[name]) for name in FR_BUFFER_VARS if name in facts.env]
-    if given:
-        name, value = given[0]
+    version = facts.torch.version if facts.torch else None
+    row = fr.release(version)
+    fix = _fr_fix(row)
+    for name in fr.ignored_buffer_variables(facts.env, row):
+        yield Verdict("warn", f"{name} is not read by torch {version}",
+                      f"torch {version} sizes its Flight Recorder with "
+                      f"{row.buffer_variable if row else '?'}; {name} has no effect.", fix)
+    name, value = fr.buffer_setting(facts.env, row)
+    if name is not None:
         try:
-            entries = int(value.strip())
+            entries = int(str(value).strip())
         except ValueError:
             entries = -1
         if entries <= 0:
             yield Verdict("warn", f"the Flight Recorder is off ({name}={value}): a hang will "
                           "leave nothing to analyse",
                           f"{name}={value} keeps no entries, so no rank can dump which "
-                          "collective it waits in.", FR_FIX)
-        elif name == "TORCH_NCCL_TRACE_BUFFER_SIZE":
-            yield Verdict("info", "TORCH_NCCL_TRACE_BUFFER_SIZE is the old name of "
-                          "TORCH_FR_BUFFER_SIZE",
-                          "torch 2.13 still reads it and warns that it is deprecated.",
-                          f"export TORCH_FR_BUFFER_SIZE={value}; unset "
-                          "TORCH_NCCL_TRACE_BUFFER_SIZE")
+                          "collective it waits in.", fix)
+        elif row is not None and name in row.buffer_aliases:
+            yield Verdict("info", f"{name} is the old name of {row.buffer_variable}",
+                          f"torch {version} still reads it and warns that it is deprecated.",
+                          f"export {row.buffer_variable}={value}; unset {name}")
         return
-    installed = version_tuple(facts.torch.version if facts.torch else None)
-    if installed is not None and installed >= FR_ON_BY_DEFAULT_SINCE:
+    if row is None:
+        seen = (f"torch {version} is outside the supported 2.5-2.15" if version
+                else "the torch version is unknown here")
+        yield Verdict("warn", "the Flight Recorder is not enabled (no "
+                      f"{' / '.join(fr.BUFFER_VARIABLES)}): a hang will leave nothing to "
+                      "analyse", f"Neither variable is set and {seen}.", fix)
         return
-    seen = (f"torch {facts.torch.version} keeps no entries without it" if installed
-            else "the torch version is unknown here; before 2.6 torch keeps no entries "
-                 "without it")
-    yield Verdict("warn", "the Flight Recorder is not enabled (no TORCH_FR_BUFFER_SIZE / "
-                  "TORCH_NCCL_TRACE_BUFFER_SIZE): a hang will leave nothing to analyse",
-                  f"Neither variable is set and {seen}.", FR_FIX)
+    backend = "nccl" if facts.torch and "nccl" in facts.torch.backends else "gloo"
+    if backend in row.on_by_default:
+        return
+    if not row.records(backend):
+        yield Verdict("info", f"torch {version} has no Flight Recorder for gloo",
+                      "Its Flight Recorder records NCCL/RCCL only (gloo from torch 2.8): "
+                      "`collscope hang` gets no dumps from a gloo job; `collscope watch` still "
+                      "names a hung rank from the ranks' stacks.", "torch >= 2.8 for gloo dumps")
+        return
+    yield Verdict("warn", f"the Flight Recorder is not enabled (no {row.buffer_variable}): a "
+                  "hang will leave nothing to analyse",
+                  f"torch {version} keeps no {backend} entries without it.", fix)
+

@@ -1,7 +1,10 @@
 """A small training loop on gloo that hangs the way real jobs do, for `collscope hang`'s tests.
 
 usage: fr_hang_job.py OUT_DIR LAYOUT NAME [pickle|json|both]   (one rank; RANK, WORLD_SIZE set)
-       fr_hang_job.py --all ROOT DEADLINE_S                    (every job of JOBS: make_dumps)
+       fr_hang_job.py --all ROOT DEADLINE_S [KEY[:FORMAT]...] [--buffer N|unset]
+           (the jobs of JOBS, every one by default: make_dumps; FORMAT overrides the job's
+           pickle|json|both; --buffer sets TORCH_FR_BUFFER_SIZE, default 200, ``unset``
+           leaves it out as a user who never set it would)
 (each rank one process, RANK and WORLD_SIZE set as srun sets them; the ranks meet through a
 FileStore in OUT_DIR, so concurrent test jobs need no free port)
 
@@ -29,7 +32,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from collscope.testing.faults import planted
@@ -130,24 +133,26 @@ def dump_files(folder: Path, job: Job, rank: int) -> list[Path]:
             "both": [name, name.with_name(name.name + ".json")]}[job.fmt]
 
 
-def make_dumps(root: Path, env: dict[str, str], deadline_s: float) -> dict[str, Path]:
+def make_dumps(root: Path, env: dict[str, str], deadline_s: float,
+               python: str = sys.executable) -> dict[str, Path]:
     """Every job of JOBS at once under ``root`` (one folder each); a rank is done when it has
     written its dumps or has ended (died, aborted); then the ranks still alive (each blocked
     in its hang) are ended. ``env``: the environment (PYTHONPATH set) the ranks start from.
 
     One launcher process imports torch once and forks every rank (28 of them): each rank
     importing torch itself costs 1.5-2 s of CPU, most of this on 2 cores."""
-    subprocess.run([sys.executable, __file__, "--all", str(root), str(deadline_s)], env=env,
+    subprocess.run([python, __file__, "--all", str(root), str(deadline_s)], env=env,
                    check=True, timeout=deadline_s + 60)
     return {key: root / key for key in JOBS}
 
 
-def _launch_all(root: Path, deadline_s: float) -> None:
-    """The launcher: fork every rank of every job, wait as make_dumps says, end the rest."""
+def _launch_all(root: Path, deadline_s: float, jobs: dict[str, Job], buffer: str | None,
+                ) -> None:
+    """The launcher: fork every rank of ``jobs``, wait as make_dumps says, end the rest."""
     import torch.distributed  # noqa: F401  # imported once, before the forks
 
     ranks: list[tuple[int, list[Path]]] = []
-    for key, job in JOBS.items():
+    for key, job in jobs.items():
         folder = root / key
         folder.mkdir(parents=True)
         for rank in range(job.world):
@@ -160,8 +165,10 @@ def _launch_all(root: Path, deadline_s: float) -> None:
                     os.dup2(quiet, 1)
                     os.dup2(quiet, 2)
                     os.environ.update({"RANK": str(rank), "WORLD_SIZE": str(job.world),
-                                       "TORCH_FR_BUFFER_SIZE": "200",
                                        "COLLSCOPE_FAULT_INJECT": job.fault})
+                    os.environ.pop("TORCH_FR_BUFFER_SIZE", None)
+                    if buffer is not None:
+                        os.environ["TORCH_FR_BUFFER_SIZE"] = buffer
                     main(str(folder), job.layout, job.name, job.fmt)
                     code = 0
                 finally:
@@ -182,12 +189,28 @@ def _launch_all(root: Path, deadline_s: float) -> None:
             if pid not in ended:
                 os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
-    for key in JOBS:
+    for key in jobs:
         (root / key / ".store").unlink(missing_ok=True)
+
+
+def _chosen(argv: list[str]) -> tuple[dict[str, Job], str | None]:
+    """The jobs named in ``argv`` (KEY or KEY:FORMAT; all of JOBS when none is) and the
+    --buffer value (None: unset)."""
+    buffer: str | None = "200"
+    if "--buffer" in argv:
+        at = argv.index("--buffer")
+        buffer = None if argv[at + 1] == "unset" else argv[at + 1]
+        argv = argv[:at] + argv[at + 2:]
+    jobs: dict[str, Job] = {}
+    for item in argv:
+        key, _, fmt = item.partition(":")
+        job = JOBS[key]
+        jobs[key] = replace(job, fmt=fmt) if fmt else job
+    return (jobs or dict(JOBS)), buffer
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "--all":
-        _launch_all(Path(sys.argv[2]), float(sys.argv[3]))
+        _launch_all(Path(sys.argv[2]), float(sys.argv[3]), *_chosen(sys.argv[4:]))
     else:
         main(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] if len(sys.argv) > 4 else "pickle")

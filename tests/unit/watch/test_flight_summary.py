@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from collscope.watch.flight import Entry, FlightReader, fr_env
+from collscope.watch.flight import Entry, FlightReader
 from collscope.watch.summary import MAX_PER_GROUP, Counter, Summary, summarise
 from tests.conftest import fixture_path
 
@@ -62,9 +62,3 @@ def test_a_busy_interval_keeps_the_newest_entries_per_group():
     assert [seq for seq, _ in summary.arrivals["0"]] == list(range(200 - MAX_PER_GROUP, 200))
     text = summary.encode()
     assert len(text) < 600 and Summary.decode(text).arrivals == summary.arrivals
-
-
-def test_flight_recorder_is_switched_on_only_when_the_user_did_not():
-    assert fr_env({}) == {"TORCH_FR_BUFFER_SIZE": "256"}
-    assert fr_env({"TORCH_NCCL_TRACE_BUFFER_SIZE": "2000"}) == {}
-    assert fr_env({"TORCH_FR_BUFFER_SIZE": "20000"}) == {}
