@@ -4,6 +4,7 @@ from PyTorch Flight Recorder dumps and ncclras output."""
 from __future__ import annotations
 
 import argparse
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
@@ -11,6 +12,7 @@ from collscope.cli._common import check_writable, command_parser
 from collscope.config_flags import add_flags, config_from
 from collscope.errors import ExitCode
 from collscope.hang.config import HangConfig
+from collscope.runtime import flight_recorder as fr
 
 EXAMPLES = """\
 examples:
@@ -21,11 +23,7 @@ examples:
   ncclras -f json > ras.json; collscope hang ras.json
   collscope report hang.jsonl -o hang.html     # groups x ranks: where each stopped
 
-PATH: Flight Recorder dumps as PyTorch writes them (TORCH_FR_BUFFER_SIZE=2000 and
-TORCH_FR_DUMP_TEMP_FILE=/shared/fr/trace_ with TORCH_NCCL_DUMP_ON_TIMEOUT=1, or
-torch._C._distributed_c10d._dump_fr_trace / _dump_fr_trace_json), pickle or JSON, plain or
-gzip/bzip2/xz; collscope watch's dump folders; ncclras text or -f json output. Pickles are
-read with every class refused: a dump holding an object is refused, never loaded.
+{path}
 method: per process group, entries matched across members by collective_seq_id (p2p by
 p2p_seq_id and peer); the first number not completed on every member is classified per
 member (never entered, other op/size/dtype, issued but never completed, no dump); a hang
@@ -36,13 +34,33 @@ is empty (the Flight Recorder was off; the warning says what to set).
 NOTHING_RECORDED_EXIT = 3
 
 
+def _path_help() -> str:
+    """PATH's paragraph: how each supported torch writes its dumps, from
+    runtime.flight_recorder's table."""
+    def how(row: fr.Release, torch: str) -> str:
+        return (f"torch {torch}: {row.buffer_variable}=2000 and "
+                f"{row.dump_file_variable}=/shared/fr/trace_ with {fr.DUMP_ON_TIMEOUT}=1, or "
+                f"torch._C._distributed_c10d.{row.dump_pickle} / {row.dump_json}")
+    oldest, newest = fr.RELEASES[0], fr.RELEASES[-1]
+    old = [r for r in fr.RELEASES if r.dump_json == oldest.dump_json]
+    new = next(r for r in fr.RELEASES if r.dump_json == newest.dump_json)
+    old_span = f"{old[0].since[0]}.{old[0].since[1]}-{old[-1].until[0]}.{old[-1].until[1]}"
+    return textwrap.fill(
+        f"PATH: Flight Recorder dumps as PyTorch writes them ("
+        f"{how(newest, f'>= {new.since[0]}.{new.since[1]}')}; {how(oldest, old_span)}, NCCL/RCCL "
+        "only), pickle or JSON, plain or gzip/bzip2/xz; collscope watch's dump folders; ncclras "
+        "text or -f json output. Pickles are read with every class refused: a dump holding an "
+        "object is refused, never loaded.", 92, break_on_hyphens=False, break_long_words=False)
+
+
 def add_parser(commands: Any) -> None:
     p = command_parser(
         commands, "hang",
         help="my job hung: which rank, host and collective (Flight Recorder dumps, ncclras)",
         description="Name the rank, host and collective that a hung or timed-out job waits "
                     "on, from PyTorch Flight Recorder dumps and ncclras output: one verdict "
-                    "first, then the evidence.", epilog=EXAMPLES)
+                    "first, then the evidence.",
+        epilog=EXAMPLES.replace("{path}", _path_help()))
     add_flags(p, HangConfig)
     p.set_defaults(handler=handle)
 

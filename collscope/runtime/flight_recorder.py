@@ -10,9 +10,11 @@ Checked on the wheels themselves (the names in their ``libtorch_*.so`` and
 ``_dump_nccl_trace`` / ``_dump_nccl_trace_json`` and TORCH_NCCL_TRACE_BUFFER_SIZE /
 TORCH_NCCL_DEBUG_INFO_TEMP_FILE; 2.8.0 adds ``_dump_fr_trace`` / ``_dump_fr_trace_json`` and
 TORCH_FR_BUFFER_SIZE / TORCH_FR_DUMP_TEMP_FILE, keeping the old functions and reading the old
-variables as deprecated aliases; the 2.13.0 CPU wheel has only the new functions. Defaults
-(not visible in a binary) from torch's sources and pull requests, named in each row's
-``source``; gloo recording from 2.8 and with the variable unset on 2.13 were run here.
+variables as deprecated aliases; the 2.13.0 CPU wheel has only the new functions. Run here
+(one gloo rank, an all_reduce, then the JSON dump): 2.5.1, 2.6.0, 2.7.1 have no gloo ring;
+2.8.0 and 2.9.1 record it only with TORCH_FR_BUFFER_SIZE set; 2.13.0 and 2.15.0 with it unset.
+NCCL's defaults, and gloo's for 2.10-2.12 (not run), come from torch's sources and pull
+requests, named in each row's ``source``.
 TORCH_NCCL_DUMP_ON_TIMEOUT (NCCL's watchdog writes the dumps) kept its name throughout.
 
 Two ways to ask: :func:`release` is pure (a version string in, the table's row out: for docs

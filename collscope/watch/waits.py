@@ -109,7 +109,7 @@ class MainThreadReader:
 
     def read(self) -> Read:
         started = time.thread_time()
-        top = self._frames().get(self.thread_id)
+        top = self._frames().get(self.thread_id) if self.thread_id is not None else None
         walked = list(_frames(top)) if top is not None else []
         site = wait_site((f for _, f in walked), ddp=DDP_MODULE in sys.modules)
         del top

@@ -119,8 +119,9 @@ def first(folder):
 
 @pytest.fixture(scope="module")
 def second(folder, first):
-    """A stalled rank (--on-hang kill), the healthy job again, srun-style ranks with several
-    groups and their own sitecustomize, and a script that never makes a process group."""
+    """A stalled rank (--on-hang kill), the same on 2 ranks with the Flight Recorder off, the
+    healthy job again, srun-style ranks with several groups and their own sitecustomize, and a
+    script that never makes a process group."""
     user_site = folder / "user-site"
     user_site.mkdir()
     (user_site / "sitecustomize.py").write_text(
@@ -134,6 +135,12 @@ def second(folder, first):
             STALL_AT="30", STEPS="200"),
         "healthy2": start(folder, "healthy2", watch("--interval", "0.5", "--json",
                                                     "healthy2.jsonl") + torchrun(4, DDP)),
+        # no ring to read (the user's buffer of 0; gloo before torch 2.8 is the same case):
+        # the main-thread watch
+        "noring": start(folder, "noring", watch(
+            "--interval", "0.5", "--hang-after", "6", "--on-hang", "kill", "--dump-dir",
+            "dumps-noring", "--json", "noring.jsonl") + torchrun(2, DDP), STALL_RANK="1",
+            STALL_AT="10", STEPS="200", TORCH_FR_BUFFER_SIZE="0"),
         **{f"srun{r}": start(folder, f"srun{r}", watch("--interval", "0.3") + [
             sys.executable, str(SCRIPTS / "watch_groups.py")], RANK=str(r), WORLD_SIZE="3",
             MASTER_ADDR="127.0.0.1", MASTER_PORT=port, STEPS="30",
@@ -238,6 +245,30 @@ def test_a_stalled_rank_ends_the_job_with_dumps_and_a_verdict(second, folder):
     (same,) = [r for r in read_records(folder / "hang.jsonl") if r["kind"] == "hang_verdict"]
     keys = ("culprit_ranks", "waiting_ranks", "cause", "group", "collective", "seq")
     assert {k: same[k] for k in keys} == {k: verdict[k] for k in keys}
+
+
+def test_without_a_ring_the_stalled_rank_is_named_from_the_stacks_once(second, folder):
+    """TORCH_FR_BUFFER_SIZE=0: each agent watches its main thread; rank 0 (in DDP's backward)
+    waits past --hang-after, the stacks name rank 1 at its sleep, and the job is ended."""
+    jobs, _ = second
+    job = jobs["noring"]
+    assert job.returncode == 124, job.stderr[-3000:]
+    lines = Path(DDP).read_text().splitlines()
+    line = next(n for n, text in enumerate(lines, 1) if "STALL-LINE" in text)
+    backward = next(n for n, text in enumerate(lines, 1) if ".backward()" in text)
+    assert job.stderr.count("no Flight Recorder for this job: TORCH_FR_BUFFER_SIZE=0 keeps "
+                            "no entries") == 1
+    assert "agent switched off" not in job.stderr
+    assert sorted(p.name for p in (folder / "dumps-noring").iterdir()) == \
+        ["stack_rank_0.json", "stack_rank_1.json"]
+    records = read_records(folder / "noring.jsonl")
+    (stall,) = [r for r in records if r["kind"] == "watch_stall"]
+    assert (stall["detected_by"], stall["collective"], stall["seq"]) == (0, "backward", -1)
+    (verdict,) = [r for r in records if r["kind"] == "watch_stack_verdict"]
+    assert verdict["culprit_ranks"] == [1] and verdict["waiting"] == {
+        f"backward at {DDP}:{backward} in <module>": [0]}
+    assert verdict["elsewhere"] == {"1": f"{DDP}:{line} in <module>"}
+    assert verdict["title"] in job.stderr
 
 
 def test_srun_style_ranks_with_groups_send_recv_and_their_own_sitecustomize(second, folder):

@@ -301,10 +301,10 @@ def check_flight_recorder(facts: Facts) -> Iterable[Verdict]:
     version = facts.torch.version if facts.torch else None
     row = fr.release(version)
     fix = _fr_fix(row)
-    for name in fr.ignored_buffer_variables(facts.env, row):
-        yield Verdict("warn", f"{name} is not read by torch {version}",
+    for ignored in fr.ignored_buffer_variables(facts.env, row):
+        yield Verdict("warn", f"{ignored} is not read by torch {version}",
                       f"torch {version} sizes its Flight Recorder with "
-                      f"{row.buffer_variable if row else '?'}; {name} has no effect.", fix)
+                      f"{row.buffer_variable if row else '?'}; {ignored} has no effect.", fix)
     name, value = fr.buffer_setting(facts.env, row)
     if name is not None:
         try:

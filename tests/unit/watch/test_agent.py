@@ -60,3 +60,50 @@ def test_every_agent_ticks_on_one_wall_clock_grid():
             wait = next_tick_s(now, interval)
             assert 0 < wait <= interval
             assert abs(round((now + wait) / interval) * interval - (now + wait)) < 1e-6
+
+
+def test_an_old_nccl_torch_is_read_through_its_own_dump_functions(tmp_path, monkeypatch):
+    """torch 2.5-2.7 (stand-in shaped like its torch._C._distributed_c10d): the agent reads
+    _dump_nccl_trace_json, dumps _dump_nccl_trace, and says TORCH_NCCL_TRACE_BUFFER_SIZE."""
+    from types import SimpleNamespace
+
+    from collscope.runtime import flight_recorder as fr
+    from collscope.watch import agent as agent_module
+
+    ring = fixture_path("own", "watch", "fr_gloo_pending.json").read_bytes()
+    old = SimpleNamespace(_dump_nccl_trace=lambda: b"old pickle",
+                          _dump_nccl_trace_json=lambda **kw: ring)
+    monkeypatch.setattr(fr, "_running", lambda: (old, "2.6.0+rocm6.2"))
+    for name in fr.BUFFER_VARIABLES:        # set first, so that the test's end restores them
+        monkeypatch.setenv(name, "1")
+        monkeypatch.delenv(name)
+    monkeypatch.setattr(agent_module, "_switched_on", {})
+    agent_module.switch_on_flight_recorder()            # as the hook does, before the group
+    assert agent_module.os.environ["TORCH_NCCL_TRACE_BUFFER_SIZE"] == "256"
+    assert "TORCH_FR_BUFFER_SIZE" not in agent_module.os.environ
+    agent = _agent(tmp_path, iter([]))
+    agent = Agent(1, 2, "nccl", agent._default_store, agent.settings, agent.channel)
+    agent.store = agent._default_store
+    assert agent.fr_info == {"variable": "TORCH_NCCL_TRACE_BUFFER_SIZE", "entries": "256",
+                             "set_by": "collscope", "ignored": [], "torch": "2.6.0+rocm6.2",
+                             "dump": "_dump_nccl_trace_json", "reads": "flight_recorder",
+                             "why": ""}
+    agent._tick()                      # the fixture's pending collective is long past 180 s
+    assert (tmp_path / "dumps" / "fr_trace_rank_1").read_bytes() == b"old pickle"
+    # gloo on that torch: no ring; the main thread is watched instead
+    gloo = Agent(0, 2, "gloo", agent._default_store, agent.settings, agent.channel)
+    assert gloo.fr_info["reads"] == "main_thread" and type(gloo.reader).__name__ == \
+        "MainThreadReader"
+    assert gloo.fr_info["why"] == ("torch 2.6.0+rocm6.2's Flight Recorder records nccl only, "
+                                   "not gloo (gloo from torch 2.8)")
+
+
+def test_a_buffer_of_zero_is_watched_from_the_main_thread(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCH_FR_BUFFER_SIZE", "0")
+    agent = _agent(tmp_path, iter([]))
+    fresh = Agent(1, 2, "gloo", agent._default_store, agent.settings, agent.channel)
+    assert fresh.fr_info["reads"] == "main_thread" and fresh.fr_info["set_by"] == "user"
+    assert fresh.fr_info["why"] == "TORCH_FR_BUFFER_SIZE=0 keeps no entries"
+    fresh.store = fresh._default_store
+    fresh._tick()                      # the test's main thread is in no collective
+    assert not fresh.dumped

@@ -75,3 +75,46 @@ def test_an_nccl_job_without_durations_is_told_how_to_get_busbw(capsys):
         watch.finish()
         err = capsys.readouterr().err
         assert ("TORCH_NCCL_ENABLE_TIMING=1" in err) is said
+
+
+def test_a_job_without_a_ring_is_said_once_and_its_stall_judged_from_stacks(tmp_path, capsys):
+    """gloo on torch 2.6: rank 0's watch_job says there is no Flight Recorder (one line for
+    the job, with what is lost); the stall is then judged from the dumped stacks."""
+    kept = Kept()
+    watch = Watch(WatchConfig(command=["true"], hang_after_s=10), kept)
+    fr = {"variable": "TORCH_NCCL_TRACE_BUFFER_SIZE", "entries": "256", "set_by": "collscope",
+          "ignored": [], "torch": "2.6.0", "dump": "_dump_nccl_trace_json",
+          "reads": "main_thread", "why": "torch 2.6.0's Flight Recorder records nccl only, not "
+                                         "gloo (gloo from torch 2.8)"}
+    watch.handle({"kind": "watch_job", "time": 1.0, "world_size": 2, "backend": "gloo",
+                  "ranks": [{"rank": 0, "host": "node-0"}, {"rank": 1, "host": "node-1"}],
+                  "hosts": ["node-0", "node-1"], "clock": {"reason": "one host"},
+                  "flight_recorder": fr})
+    err = capsys.readouterr().err
+    assert err.count("no Flight Recorder for this job") == 1
+    assert "records nccl only, not gloo" in err and "Lost: straggler windows" in err
+    frames = [{"filename": "train.py", "name": "<module>", "line": 20}]
+    c10d = {"filename": "/sp/torch/distributed/distributed_c10d.py", "name": "all_reduce",
+            "line": 2800}
+    for rank, stack in ((0, frames + [c10d]), (1, frames)):
+        (tmp_path / f"stack_rank_{rank}.json").write_text(json.dumps(
+            {"kind": "main_thread_stack", "rank": rank, "frames": stack}))
+    watch.handle({"kind": "watch_stall", "time": 2.0, "detected_by": 0, "group": "",
+                  "collective": "all_reduce", "seq": -1, "pending_s": 10.5,
+                  "dump_dir": str(tmp_path), "answered": [0, 1], "no_answer": []})
+    err = capsys.readouterr().err
+    assert "stall: rank 0's main thread in all_reduce pending 10.5 s" in err
+    assert "HANG: rank 1 (node-1)'s main thread is not in a collective (at train.py:20 in " \
+           "<module>). Rank(s) 0 wait in all_reduce at train.py:20 in <module> on it" in err
+    assert [r["kind"] for r in kept.records] == ["watch_job", "watch_stall",
+                                                 "watch_stack_verdict"]
+    assert kept.records[-1]["culprit_ranks"] == [1]
+
+
+def test_a_buffer_variable_the_torch_ignores_is_said(capsys):
+    watch = Watch(WatchConfig(command=["true"]), Kept())
+    watch.flight_recorder({"variable": "TORCH_NCCL_TRACE_BUFFER_SIZE", "entries": "5000",
+                           "ignored": ["TORCH_FR_BUFFER_SIZE"], "torch": "2.6.0",
+                           "reads": "flight_recorder"})
+    assert "torch 2.6.0 does not read TORCH_FR_BUFFER_SIZE; it reads " \
+           "TORCH_NCCL_TRACE_BUFFER_SIZE=5000" in capsys.readouterr().err
