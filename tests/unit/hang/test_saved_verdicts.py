@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -38,6 +37,18 @@ def verdict_text(parts: tuple[str, ...], **reading: int) -> str:
 def test_streamed_verdict_is_the_saved_one(case):
     saved = (SAVED / f"{case}.txt").read_text(encoding="utf-8")
     assert verdict_text(CASES[case]) == saved
+
+
+@pytest.mark.parametrize("case", [c for c in sorted(CASES) if c.startswith("fr__")])
+def test_worker_processes_give_the_saved_verdict(case):
+    saved = (SAVED / f"{case}.txt").read_text(encoding="utf-8")
+    assert verdict_text(CASES[case], workers=2) == saved
+
+
+def test_the_streamed_reading_keeps_a_few_entries_per_lane():
+    analysis = analyse_paths([fixture_path("flight-recorder", "gloo_skip_4ranks")])
+    assert all(d.dropped for d in analysis.dumps)
+    assert sum(len(d.entries) for d in analysis.dumps) < 36
 
 
 def write() -> None:
