@@ -12,6 +12,7 @@ import io
 import json
 import pickle
 import re
+from itertools import repeat
 from operator import itemgetter, or_
 from typing import Any
 
@@ -133,11 +134,9 @@ def _ranks_text(text: str) -> tuple[int, ...]:
         return ()
 
 
-_INT_FIELDS = ("record_id", "collective_seq_id", "p2p_seq_id", "op_id", "pg_id")
-
-
-def _same_type(values: list[Any], kind: type) -> bool:
-    return set(map(type, values)) == {kind}
+_COLUMNS = itemgetter("record_id", "collective_seq_id", "p2p_seq_id", "op_id", "pg_id",
+                      "process_group", "profiling_name", "retired", "state")
+_COLUMN_TYPES = (int, int, int, int, int, None, str, bool, str)
 
 
 def entry_columns(raw_entries: list[dict[str, Any]]) -> EntryColumns | None:
@@ -145,32 +144,32 @@ def entry_columns(raw_entries: list[dict[str, Any]]) -> EntryColumns | None:
     object per entry); None when an entry lacks one of these fields or holds another type
     than torch writes: such a dump is read whole, entry by entry (``_entry``)."""
     try:
-        ints = [list(map(itemgetter(name), raw_entries)) for name in _INT_FIELDS]
-        groups = list(map(itemgetter("process_group"), raw_entries))
-        names = list(map(itemgetter("profiling_name"), raw_entries))
-        retired = list(map(itemgetter("retired"), raw_entries))
-        states = list(map(itemgetter("state"), raw_entries))
+        columns = list(zip(*map(_COLUMNS, raw_entries)))
     except KeyError:
         return None
-    if not raw_entries or not all(_same_type(c, int) for c in ints) or not (
-            _same_type(names, str) and _same_type(retired, bool) and _same_type(states, str)):
+    if not columns or any(kind is not None and set(map(type, column)) != {kind}
+                          for kind, column in zip(_COLUMN_TYPES, columns)):
         return None
+    record_ids, seqs, p2p_seqs, op_ids, pg_ids, groups, names, retired, states = columns
     if not set(map(type, groups)) <= {tuple, list} or min(map(len, groups)) < 2:
         return None
     group_names = list(map(itemgetter(0), groups))
-    if not _same_type(group_names, str):
+    if set(map(type, group_names)) != {str}:
         return None
-    record_ids, seqs, p2p_seqs, op_ids, pg_ids = ints
-    ops = list(map(_op, names))
-    p2p = [op in P2P_OPS for _, op, _ in ops]
-    peers = [peer if is_p2p else None for is_p2p, (_, _, peer) in zip(p2p, ops)]
-    if any(is_p2p and peer is None for is_p2p, peer in zip(p2p, peers)):
+    ops = {name: _op(name) for name in set(names)}
+    p2p_names = {name for name, (_, op, _) in ops.items() if op in P2P_OPS}
+    if any(ops[name][2] is None for name in p2p_names):
         return None      # "send" without a peer: counted as peer 0 by the channels; read whole
+    if p2p_names:
+        p2p = list(map(p2p_names.__contains__, names))
+        peers = [ops[name][2] if is_p2p else None for name, is_p2p in zip(names, p2p)]
+        numbers = [p if is_p2p else s for is_p2p, s, p in zip(p2p, seqs, p2p_seqs)]
+    else:
+        peers, numbers = [None] * len(names), list(seqs)
     return EntryColumns(
-        record_ids=record_ids, group_names=group_names, peers=peers,
-        numbers=[p if is_p2p else s for is_p2p, s, p in zip(p2p, seqs, p2p_seqs)],
-        done=list(map(or_, retired, map("completed".__eq__, states))), op_ids=op_ids,
-        pg_ids=pg_ids, backend=next((b for b, _, _ in ops if b), ""))
+        record_ids=list(record_ids), group_names=group_names, peers=peers, numbers=numbers,
+        done=list(map(or_, retired, map("completed".__eq__, states))), op_ids=list(op_ids),
+        pg_ids=list(pg_ids), backend=next((ops[n][0] for n in names if ops[n][0]), ""))
 
 
 def parse_dump(dump: Any, path: str, fmt: str, reduce: bool = False) -> RankDump:
@@ -182,7 +181,8 @@ def parse_dump(dump: Any, path: str, fmt: str, reduce: bool = False) -> RankDump
         raise ValueError("not a Flight Recorder dump (no 'version' with 'entries', "
                          "'pg_config' or 'pg_status')")
     raw_entries = dump.get("entries") or []
-    if not isinstance(raw_entries, list) or not all(isinstance(e, dict) for e in raw_entries):
+    if not isinstance(raw_entries, list) or not all(map(isinstance, raw_entries,
+                                                         repeat(dict))):
         raise ValueError("a Flight Recorder dump whose 'entries' is not a list of objects")
     rank, host = rank_and_host(path, dump.get("rank"))
     groups: dict[str, tuple[int, ...]] = {}

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
-from operator import lt
+from operator import itemgetter, lt
 from types import SimpleNamespace
 from typing import cast
 
@@ -124,10 +124,10 @@ def _lane_statuses(c: EntryColumns, lanes: dict[LaneKey, list[int]],
 def _kept_in_lane(positions: list[int], c: EntryColumns, status: GroupStatus | None,
                   p2p: bool) -> set[int] | None:
     """Lane-local indices to keep; None where a number repeats or falls (read whole)."""
-    numbers = [c.numbers[p] for p in positions]
+    numbers, done, op_ids = (_picked(column, positions)
+                             for column in (c.numbers, c.done, c.op_ids))
     if not all(map(lt, numbers, numbers[1:])):
         return None
-    done = [c.done[p] for p in positions]
     lane = Lane(issued=numbers[-1])
     keep = {0, len(numbers) - 1}
     if True in done:
@@ -137,10 +137,10 @@ def _kept_in_lane(positions: list[int], c: EntryColumns, status: GroupStatus | N
     if status is not None:
         # pg_status in the lane's numbers, by the same code as the channels (groups.py): it
         # reads the last entry and the entries whose op_id is the completed count.
-        named = [j for j, p in enumerate(positions) if c.op_ids[p] == status.completed]
+        named = _indices(op_ids, status.completed)
         keep.update(named)
         read = {numbers[j]: SimpleNamespace(seq=numbers[j], p2p_seq=numbers[j],
-                                            op_id=c.op_ids[positions[j]])
+                                            op_id=op_ids[j])
                 for j in sorted({len(numbers) - 1, *named})}
         lane.entries = cast("dict[int, Entry]", read)    # the three fields _status reads
         lane_status(lane, status, p2p)
@@ -151,6 +151,20 @@ def _kept_in_lane(positions: list[int], c: EntryColumns, status: GroupStatus | N
     keep.update(range(bisect_left(numbers, completed - WINDOW + 2),
                       bisect_right(numbers, completed + 1)))
     return keep
+
+
+def _picked(column: list, positions: list[int]) -> list:
+    """The lane's values of a column (C-speed: the whole column when the lane is the dump)."""
+    if len(positions) == len(column):
+        return column
+    return [column[positions[0]]] if len(positions) == 1 else list(itemgetter(*positions)(column))
+
+
+def _indices(values: list[int], wanted: int) -> list[int]:
+    found: list[int] = []
+    for _ in range(values.count(wanted)):
+        found.append(values.index(wanted, found[-1] + 1 if found else 0))
+    return found
 
 
 def _left_out(positions: list[int], kept: list[int], numbers: list[int]) -> list[tuple[int, int]]:
