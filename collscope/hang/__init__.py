@@ -17,15 +17,18 @@ __all__ = ["Cause", "HangAnalysis", "HangVerdict", "analyse_paths", "render_text
 
 
 def analyse_paths(paths: Sequence[str | os.PathLike[str]],
-                  hosts: Mapping[int, str] | None = None) -> HangAnalysis:
+                  hosts: Mapping[int, str] | None = None, workers: int | None = None,
+                  memory_mib: int | None = None, reduce: bool = True) -> HangAnalysis:
     """Read dump files and folders (any mix of formats) and judge them; UsageError (exit 2,
     one line naming the file) on bad input, NothingRecorded (a UsageError; the CLI's exit 3)
-    when every dump is empty."""
-    from collscope.hang.dumps import read_inputs
+    when every dump is empty. The dumps are streamed (reading.py): ``workers`` processes
+    (default: as many as ``memory_mib`` holds) each decode one dump at a time and keep what
+    the analysis reads (``reduce``; False keeps every entry, the same verdict)."""
+    from collscope.hang.reading import DEFAULT_MEMORY_MIB, read_inputs
 
     if not paths:
         raise UsageError("PATH: give at least one dump file or folder")
-    inputs = read_inputs(list(paths))
+    inputs = read_inputs(list(paths), workers, memory_mib or DEFAULT_MEMORY_MIB, reduce)
     if inputs.dumps:
         from collscope.hang.formats import (
             NothingRecorded,

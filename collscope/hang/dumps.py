@@ -1,7 +1,8 @@
-"""Reading the files `collscope hang` is given: Flight Recorder dumps (pickle and JSON, any
-compression the shared decoder knows), `collscope watch`'s stack and no-answer files, and
-``ncclras`` output. Files from other machines are data: the pickle reader refuses every class,
-so a dump holding an object is refused, never loaded (pickle's own loader would run it)."""
+"""The Flight Recorder's format, decoded (pure): a dump's pickle or JSON -> ``RankDump``, and
+`collscope watch`'s stack files -> ``StackDump``. Files from other machines are data: the
+pickle reader refuses every class, so a dump holding an object is refused, never loaded
+(pickle's own loader would run it). Which file is which, and reading many of them, is
+:mod:`collscope.hang.reading`'s."""
 
 from __future__ import annotations
 
@@ -9,17 +10,15 @@ import ast
 import functools
 import io
 import json
-import os
 import pickle
 import re
-from dataclasses import dataclass, field
-from pathlib import Path
+from itertools import repeat
+from operator import itemgetter, or_
 from typing import Any
 
-from collscope.errors import UsageError
-from collscope.hang.model import Entry, Frame, GroupStatus, NoAnswer, RankDump, StackDump
+from collscope.hang.model import P2P_OPS, Entry, Frame, GroupStatus, RankDump, StackDump
 from collscope.hang.names import rank_and_host
-from collscope.parsers.decode import DecodeError, decompress
+from collscope.hang.reduce import EntryColumns, kept_entries
 
 MAX_DUMP_BYTES = 512 << 20     # a ring buffer of 20 000 entries with stacks is a few MiB
 
@@ -35,7 +34,9 @@ class _NoClassUnpickler(pickle.Unpickler):
 def load_pickle(data: bytes) -> Any:
     """The plain data in ``data``; ValueError (message: what is wrong) otherwise."""
     try:
-        return _NoClassUnpickler(io.BytesIO(data)).load()
+        # Buffered: protocol 2 (torch's) has no frames, and a reader without peek() is asked
+        # for every opcode, 2.5x slower than pickle.loads; with it the same speed.
+        return _NoClassUnpickler(io.BufferedReader(io.BytesIO(data), 1 << 20)).load()
     except pickle.UnpicklingError as error:
         text = str(error)
         if text.startswith("holds a Python object"):
@@ -48,106 +49,6 @@ def load_pickle(data: bytes) -> Any:
     except (IndexError, KeyError, TypeError, ValueError, OverflowError, MemoryError,
             AttributeError, RecursionError) as error:
         raise ValueError(f"not a readable pickle ({type(error).__name__})") from None
-
-
-@dataclass
-class Inputs:
-    """Everything read from the given paths, by kind."""
-
-    dumps: list[RankDump] = field(default_factory=list)
-    stacks: dict[int, StackDump] = field(default_factory=dict)
-    no_answer: list[NoAnswer] = field(default_factory=list)
-    ras: list[tuple[str, str, Any]] = field(default_factory=list)   # (path, format, data)
-    skipped: list[str] = field(default_factory=list)                # "path: why"
-
-
-def expand(paths: list[str | os.PathLike[str]]) -> list[tuple[Path, bool]]:
-    """(file, given explicitly) for every file of ``paths`` (folders walked, hidden files
-    and SOURCES/README notes left out)."""
-    found: list[tuple[Path, bool]] = []
-    for item in paths:
-        path = Path(item)
-        if path.is_dir():
-            for root, dirs, files in os.walk(path):
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                found += [(Path(root) / f, False) for f in sorted(files)
-                          if not f.startswith(".") and not f.endswith(".md")]
-        elif path.exists():
-            found.append((path, True))
-        else:
-            raise UsageError(f"PATH: {item} does not exist; give dump files or folders")
-    return found
-
-
-def read_inputs(paths: list[str | os.PathLike[str]]) -> Inputs:
-    inputs = Inputs()
-    for path, explicit in expand(paths):
-        try:
-            try:
-                _read_one(path, inputs)
-            except (TypeError, KeyError, AttributeError, IndexError) as odd:
-                raise ValueError(f"a dump of an unexpected shape ({type(odd).__name__}: "
-                                 f"{odd}); not a Flight Recorder dump as torch writes "
-                                 "them") from None
-        except ValueError as error:
-            if explicit:
-                raise UsageError(f"{path}: {error}") from None
-            inputs.skipped.append(f"{path}: {error}")
-    return inputs
-
-
-def _read_one(path: Path, inputs: Inputs) -> None:
-    raw = path.read_bytes()
-    if len(raw) > MAX_DUMP_BYTES:
-        raise ValueError(f"{len(raw) >> 20} MiB is larger than any dump")
-    try:
-        data = decompress(raw, MAX_DUMP_BYTES)
-    except DecodeError as error:
-        raise ValueError(str(error)) from None
-    if not data.strip():
-        raise ValueError("empty file, not a dump")
-    if data[:1] == b"\x80":
-        dump = load_pickle(data)
-        inputs.dumps.append(parse_dump(dump, str(path), "pickle"))
-        return
-    text = data.decode("utf-8", errors="replace")
-    from collscope.hang.ras import looks_like_ras_text
-
-    if text.lstrip().startswith("{") or (text.lstrip().startswith("[")
-                                         and not looks_like_ras_text(text)):
-        _read_json(text, path, inputs)
-        return
-
-    if looks_like_ras_text(text):
-        inputs.ras.append((str(path), "text", text))
-        return
-    raise ValueError("not a dump: neither a Flight Recorder pickle or JSON, nor ncclras "
-                     "output, nor a collscope watch stack file")
-
-
-def _read_json(text: str, path: Path, inputs: Inputs) -> None:
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as error:
-        from collscope.hang.ras import looks_like_ras_json
-
-        if looks_like_ras_json(text):
-            inputs.ras.append((str(path), "json", text))
-            return
-        raise ValueError(f"not valid JSON ({error.msg} at line {error.lineno})") from None
-    if not isinstance(document, dict):
-        raise ValueError("JSON that is not an object: not a dump")
-    kind = document.get("kind")
-    if kind == "main_thread_stack":
-        stack = parse_stack(document, str(path))
-        inputs.stacks[stack.rank] = stack
-    elif kind == "no_answer":
-        inputs.no_answer.append(NoAnswer(str(path), [int(r) for r in document.get("ranks", [])],
-                                         str(document.get("why", ""))))
-    elif "communicators" in document or ("event" in document and "peer" in document):
-        inputs.ras.append((str(path), "json", text))
-    else:
-        inputs.dumps.append(parse_dump(document, str(path), "json"))
 
 
 def parse_stack(document: dict[str, Any], path: str) -> StackDump:
@@ -207,23 +108,82 @@ def _entry(raw: dict[str, Any]) -> Entry:
 
 
 def _ranks(text: Any) -> tuple[int, ...]:
+    if isinstance(text, str):
+        return _ranks_text(text)
     try:
-        value = ast.literal_eval(text) if isinstance(text, str) else text
-        return tuple(sorted(int(r) for r in value))
+        return tuple(sorted(int(r) for r in text))
+    except (ValueError, TypeError):
+        return ()
+
+
+@functools.lru_cache(maxsize=64)
+def _ranks_text(text: str) -> tuple[int, ...]:
+    """A pg_config's ranks text as a sorted tuple, read once per process: every rank of a job
+    repeats the world's list (16 384 numbers at 16k ranks), and one tuple object is shared
+    (also by the pickle that carries a worker's dumps back). A plain list of whole numbers is
+    read as JSON (what literal_eval gives too, 20x faster); anything else by literal_eval."""
+    try:
+        value = json.loads(text)
+        if isinstance(value, list) and all(type(r) is int for r in value):
+            return tuple(sorted(value))
+    except (ValueError, RecursionError):
+        pass
+    try:
+        return tuple(sorted(int(r) for r in ast.literal_eval(text)))
     except (ValueError, SyntaxError, TypeError):
         return ()
 
 
-def parse_dump(dump: Any, path: str, fmt: str) -> RankDump:
-    """A RankDump from the decoded dump; ValueError when it is not a Flight Recorder dump."""
+_COLUMNS = itemgetter("record_id", "collective_seq_id", "p2p_seq_id", "op_id", "pg_id",
+                      "process_group", "profiling_name", "retired", "state")
+_COLUMN_TYPES = (int, int, int, int, int, None, str, bool, str)
+
+
+def entry_columns(raw_entries: list[dict[str, Any]]) -> EntryColumns | None:
+    """What the reduction reads of every entry, a column per field (C-speed ``map``s, no
+    object per entry); None when an entry lacks one of these fields or holds another type
+    than torch writes: such a dump is read whole, entry by entry (``_entry``)."""
+    try:
+        columns = list(zip(*map(_COLUMNS, raw_entries)))
+    except KeyError:
+        return None
+    if not columns or any(kind is not None and set(map(type, column)) != {kind}
+                          for kind, column in zip(_COLUMN_TYPES, columns)):
+        return None
+    record_ids, seqs, p2p_seqs, op_ids, pg_ids, groups, names, retired, states = columns
+    if not set(map(type, groups)) <= {tuple, list} or min(map(len, groups)) < 2:
+        return None
+    group_names = list(map(itemgetter(0), groups))
+    if set(map(type, group_names)) != {str}:
+        return None
+    ops = {name: _op(name) for name in set(names)}
+    p2p_names = {name for name, (_, op, _) in ops.items() if op in P2P_OPS}
+    if any(ops[name][2] is None for name in p2p_names):
+        return None      # "send" without a peer: counted as peer 0 by the channels; read whole
+    if p2p_names:
+        p2p = list(map(p2p_names.__contains__, names))
+        peers = [ops[name][2] if is_p2p else None for name, is_p2p in zip(names, p2p)]
+        numbers = [p if is_p2p else s for is_p2p, s, p in zip(p2p, seqs, p2p_seqs)]
+    else:
+        peers, numbers = [None] * len(names), list(seqs)
+    return EntryColumns(
+        record_ids=list(record_ids), group_names=group_names, peers=peers, numbers=numbers,
+        done=list(map(or_, retired, map("completed".__eq__, states))), op_ids=list(op_ids),
+        pg_ids=list(pg_ids), backend=next((ops[n][0] for n in names if ops[n][0]), ""))
+
+
+def parse_dump(dump: Any, path: str, fmt: str, reduce: bool = False) -> RankDump:
+    """A RankDump from the decoded dump; ValueError when it is not a Flight Recorder dump.
+    ``reduce``: keep only the entries the analysis can read (:mod:`collscope.hang.reduce`)
+    where the dump's shape allows; the others' sequence numbers are kept in ``dropped``."""
     if not isinstance(dump, dict) or "version" not in dump or not (
             "entries" in dump or "pg_config" in dump or "pg_status" in dump):
         raise ValueError("not a Flight Recorder dump (no 'version' with 'entries', "
                          "'pg_config' or 'pg_status')")
     raw_entries = dump.get("entries") or []
-    if not isinstance(raw_entries, list) or not all(isinstance(e, dict) for e in raw_entries):
+    if not isinstance(raw_entries, list) or not all(map(isinstance, raw_entries,
+                                                         repeat(dict))):
         raise ValueError("a Flight Recorder dump whose 'entries' is not a list of objects")
-    entries = sorted((_entry(e) for e in raw_entries), key=lambda e: e.record_id)
     rank, host = rank_and_host(path, dump.get("rank"))
     groups: dict[str, tuple[int, ...]] = {}
     descs: dict[str, str] = {}
@@ -234,13 +194,21 @@ def parse_dump(dump: Any, path: str, fmt: str) -> RankDump:
     status = {_int(pg): GroupStatus(_int(s.get("last_enqueued_collective"), -1),
                                     _int(s.get("last_completed_collective"), -1))
               for pg, s in (dump.get("pg_status") or {}).items() if isinstance(s, dict)}
-    backend = next((e.backend for e in entries if e.backend), "")
+    columns = entry_columns(raw_entries) if reduce else None
+    kept = kept_entries(columns, status) if columns is not None else None
+    if kept is None or columns is None:
+        entries = sorted((_entry(e) for e in raw_entries), key=lambda e: e.record_id)
+        backend = next((e.backend for e in entries if e.backend), "")
+        dropped = {}
+    else:
+        entries = [_entry(raw_entries[i]) for i in kept.positions]
+        backend, dropped = columns.backend, kept.dropped
     return RankDump(rank=rank, path=path, host=host, version=str(dump.get("version")),
                     fmt=fmt, backend=backend,
                     lib_version=str(dump.get("nccl_version") or dump.get("comm_lib_version")
                                     or ""),
                     groups=groups, group_descs=descs, entries=entries, status=status,
-                    missing_fields=missing_fields(raw_entries, backend, fmt))
+                    missing_fields=missing_fields(raw_entries, backend, fmt), dropped=dropped)
 
 
 def missing_fields(raw_entries: list[dict[str, Any]], backend: str, fmt: str) -> list[str]:

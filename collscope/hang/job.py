@@ -10,10 +10,10 @@ from typing import Any
 from collscope.errors import UsageError
 from collscope.hang.analysis import ChannelFinding, analyse_channel
 from collscope.hang.cascade import origins
-from collscope.hang.dumps import Inputs
 from collscope.hang.groups import Group, build_channels, build_groups, world_ranks
 from collscope.hang.model import RankDump
 from collscope.hang.names import hosts_from_names
+from collscope.hang.reading import Inputs, read_whole
 from collscope.hang.verdict import HangVerdict, judge
 
 METHOD = ("per group: entries matched across members by collective_seq_id (p2p: p2p_seq_id "
@@ -42,13 +42,17 @@ class HangAnalysis:
 
 def _one_per_rank(dumps: list[RankDump]) -> list[RankDump]:
     """A rank dumped twice (pickle and JSON of one moment) is kept once, frames preferred;
-    two different dumps of one rank are two jobs mixed."""
+    two different dumps of one rank are two jobs mixed (compared whole, never reduced)."""
     kept: dict[int, RankDump] = {}
     for dump in dumps:
         other = kept.get(dump.rank)
         if other is None:
             kept[dump.rank] = dump
             continue
+        if other.dropped:
+            other = kept[dump.rank] = read_whole(other)
+        if dump.dropped:
+            dump = read_whole(dump)
         same = [(e.record_id, e.group_name, e.seq, e.op) for e in other.entries] == \
             [(e.record_id, e.group_name, e.seq, e.op) for e in dump.entries]
         if not same:
@@ -76,6 +80,38 @@ def _hosts(inputs: Inputs, dumps: list[RankDump], given: Mapping[int, str] | Non
     return dict(sorted(hosts.items()))
 
 
+def _matched(dumps: list[RankDump], missing: dict[int, str],
+             ) -> tuple[dict[str, Group], list[ChannelFinding]]:
+    groups = build_groups(dumps)
+    channels = build_channels(dumps, groups)
+    first_pending = {d.rank: min((e.record_id for e in d.entries if not e.done),
+                                 default=1 << 62) for d in dumps}
+    return groups, [analyse_channel(c, missing, first_pending) for c in channels]
+
+
+def _needing_whole(findings: list[ChannelFinding], by_rank: dict[int, RankDump]) -> set[int]:
+    """Ranks whose reduced dump left out the entry at a stuck number that their full dump has
+    (a rank ahead of another by more than reduce.WINDOW): they are read again whole."""
+    ranks = set()
+    for finding in findings:
+        if not finding.stuck or finding.seq is None:
+            continue
+        group, channel = finding.channel.group, finding.channel
+        for rank, lane in channel.lanes.items():
+            dropped = by_rank[rank].dropped
+            if not dropped or finding.seq in lane.entries:
+                continue
+            lanes: list[tuple[str, int | None]] = [(group.key.name, None)]
+            if channel.kind != "collectives":
+                other = channel.members[1] if rank == channel.members[0] else channel.members[0]
+                lanes = [key for key in dropped if key[0] == group.key.name and
+                         key[1] is not None and group.key.local_to_global(key[1]) == other]
+            if any(low <= finding.seq <= high for key in lanes
+                   for low, high in dropped.get(key, ())):
+                ranks.add(rank)
+    return ranks
+
+
 def analyse_dumps(inputs: Inputs, given_hosts: Mapping[int, str] | None) -> HangAnalysis:
     dumps = _one_per_rank(inputs.dumps)
     versions = sorted({d.version for d in dumps})
@@ -88,11 +124,16 @@ def analyse_dumps(inputs: Inputs, given_hosts: Mapping[int, str] | None) -> Hang
         for rank in answer.ranks:
             missing[rank] = f"did not answer the dump request: {answer.why}" if answer.why \
                 else "did not answer the dump request"
-    groups = build_groups(dumps)
-    channels = build_channels(dumps, groups)
-    first_pending = {d.rank: min((e.record_id for e in d.entries if not e.done),
-                                 default=1 << 62) for d in dumps}
-    findings = [analyse_channel(c, missing, first_pending) for c in channels]
+    groups, findings = _matched(dumps, missing)
+    if any(d.dropped for d in dumps) and any(len(set(g.key.ranks)) < len(g.key.ranks)
+                                             for g in groups.values()):
+        # A group listing one rank twice joins two of a rank's p2p lanes: read whole.
+        dumps = [read_whole(d) if d.dropped else d for d in dumps]
+        groups, findings = _matched(dumps, missing)
+    again = _needing_whole(findings, {d.rank: d for d in dumps})
+    if again:
+        dumps = [read_whole(d) if d.rank in again else d for d in dumps]
+        groups, findings = _matched(dumps, missing)
     edges = [edge for f in findings for edge in f.edges]
     culprits = {r for f in findings for r in f.culprits}
     roots, waiting = origins(edges, culprits)

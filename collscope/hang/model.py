@@ -74,7 +74,8 @@ class Entry:
         return self.op in P2P_OPS
 
     def describe(self) -> str:
-        sizes = ",".join(str(list(s)) for s in self.input_sizes) if self.input_sizes else "[]"
+        sizes = ",".join(str(list(s)) if isinstance(s, (list, tuple)) else str(s)
+                         for s in self.input_sizes) if self.input_sizes else "[]"
         dtypes = ",".join(map(str, self.input_dtypes)) or "?"
         return f"{self.op} {sizes} {dtypes}"
 
@@ -132,6 +133,9 @@ class RankDump:
     entries: list[Entry]
     status: dict[int, GroupStatus]        # pg_id -> status
     missing_fields: list[str] = field(default_factory=list)
+    # Read reduced (hang/reduce.py): per lane, (group name, p2p peer or None) -> the runs of
+    # sequence numbers whose entries were left out; empty: every entry is kept.
+    dropped: dict[tuple[str, int | None], list[tuple[int, int]]] = field(default_factory=dict)
 
 
 @dataclass

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 from collscope.hang.model import Cause
 
 if TYPE_CHECKING:
-    from collscope.hang.dumps import Inputs
     from collscope.hang.job import HangAnalysis
+    from collscope.hang.reading import Inputs
 
 _TEXT_MARKS = ("Job summary", "Communicators...", "RAS Monitor Mode", "PEER_DEAD",
                "Missing communicator data", "ranks have launched up to operation",

@@ -109,3 +109,14 @@ def test_beside_fr_trace_on_the_cascade_collscope_analyses_what_it_cannot(dumps)
     case = compare("cascade", dumps["cascade"], (5,))
     assert case.fr.status != "analysed"      # gloo's pg_config: KeyError on ('1', rank)
     assert case.holds and case.collscope == [5]
+
+
+def test_every_job_gives_the_same_verdict_streamed_reduced_and_read_whole(dumps):
+    from collscope.hang import render_text
+
+    def outcome(folder: Path, **reading) -> str:
+        analysis = analyse_paths([folder], **reading)
+        return render_text(analysis) + repr(analysis.records())
+
+    for key, folder in dumps.items():
+        assert outcome(folder, workers=2) == outcome(folder, reduce=False), key
