@@ -283,9 +283,14 @@ def main(argv: list[str] | None = None) -> int:
                         "and one detection_summary")
     parser.add_argument("--quick", action="store_true", help="a fifth of the streams (a "
                         "check that it runs, not the measurement)")
+    parser.add_argument("--only", metavar="NAME", help="only the streams whose name starts "
+                        "so (e.g. tp_dp8-pair): to look at one case")
     args = parser.parse_args(argv)
     begun = time.perf_counter()
     labelled, healthy = plan(args.seed, 0.2 if args.quick else 1.0)
+    if args.only:
+        labelled = [(s, tp) for s, tp in labelled if s.name.startswith(args.only)]
+        healthy = [(s, tp) for s, tp in healthy if s.name.startswith(args.only)]
     outcomes = []
     for index, (stream, tp) in enumerate(labelled):
         outcome = replay(stream, tp, args.interval)
@@ -328,8 +333,9 @@ def main(argv: list[str] | None = None) -> int:
                        "seed": args.seed, "wall_s": round(time.perf_counter() - begun, 1),
                        "recall_counts": "episodes with lateness >= 5 % of the step"}
             records.append(summary)
+    per_hour = alarms / (healthy_s / 3600) if healthy_s else 0.0
     print(f"healthy: {alarms} false alarm(s) over {healthy_s / 3600:.1f} h of "
-          f"{len(healthy)} streams ({alarms / (healthy_s / 3600):.3f} per hour); "
+          f"{len(healthy)} streams ({per_hour:.3f} per hour); "
           f"wall {time.perf_counter() - begun:.0f} s; precision over all findings, recall "
           f"over episodes with lateness >= 5 % of the step, interval {args.interval:g} s")
     if args.json:

@@ -90,7 +90,8 @@ def finding(change: detect.Change, now: float, host: Callable[[int], str],
     who = (f"rank {_names(s.ranks, host)}" if s.kind == "rank"
            else f"{s.kind} of ranks {_names(s.ranks, host)}")
     groups = ", ".join(s.groups)
-    cost = f"{v.cost_ms_per_s:.0f} ms per s ({v.share * 100:.1f} % of the job's time)"
+    cost = (f"{s.cost_ms_per_s:.0f} ms per s ({s.cost_ms_per_s / 10:.1f} % of the job's "
+            f"time)")
     if change.state == "started":
         title = f"straggler ({change.shape}): {who} in group(s) {groups}"
         if s.link is not None:
@@ -116,7 +117,7 @@ def finding(change: detect.Change, now: float, host: Callable[[int], str],
         v.since_us / 1e6, round(v.delay_ms, 3), round(change.baseline_ms, 3),
         round(v.cost_ms, 3), v.hits, v.window, v.p, change.p_rise, title, test, change.shape,
         list(s.ranks), list(s.groups), list(s.followers), s.link, layout(members),
-        round(v.cost_ms_per_s, 3), round(v.share * 100, 3))
+        round(s.cost_ms_per_s, 3), round(s.cost_ms_per_s / 10, 3))
 
 
 class Aggregator:

@@ -21,11 +21,11 @@ is over). Then
             others' wait per second, or as a share, of the job's time while it is slow;
   candidates, the costliest first, cost share >= MIN_SHARE and >= MIN_HITS late collectives;
   the test, for the top j candidates (j = 1, 2, ... up to MAX_SET and n/2, the largest j that
-  passes is kept; two stragglers at once): were the K late collectives of all members since
-  the earliest of their runs began (at least the last MIN_WINDOW collectives: peers at the
-  same time) spread over the n members at random, the top j would hold their share j/n:
-  one-sided binomial,
-  Bonferroni x C(n, j), p < ALPHA; and each of them against the members outside the set
+  passes is kept; two stragglers at once): were the K collectives late by at least half the
+  set's median delay, of all members since the earliest of their runs began (at least the
+  last MIN_WINDOW collectives: peers at the same time), spread over the n members at random,
+  the top j would hold their share j/n: one-sided binomial, Bonferroni x C(n, j), p < ALPHA;
+  and each of them against the members outside the set
   (binomial at 1 / (n - j + 1), Bonferroni x n), p < ALPHA: no healthy rank rides along.
 A flagged rank stays flagged while its cost share is >= MIN_SHARE / 2 and its own test
 p < END_P; a run that is over ends it.
@@ -72,8 +72,9 @@ PERSISTENT_SHARE = 0.7
 # A straggler of a rank in several groups is said once it has held for this many rounds (a
 # follower can look like an origin for a round while its origin's group fills).
 CONFIRM_ROUNDS = 2
-# Ranks of a straggler named, and its followers, are not named again on their own while it is
-# named and for WINDOW_S after it ended: their flags outlast the origin's by up to a window.
+# The ranks of a straggler named are not named again while it is named and for WINDOW_S after
+# it ended, its followers not as a pair or group for 2 x WINDOW_S: their flags can outlast
+# the origin's (a pipeline stage downstream keeps its own runs).
 
 METHOD = (f"per collective: delay = arrival - the lower median arrival (clocks aligned); late "
           f"when >= max({FLOOR_MS:g} ms, {NOISE_FACTOR:g} x the on-time half's spread); over "
@@ -227,10 +228,14 @@ def judge(state: GroupState, group: str, flagged: set[int]) -> tuple[
     n = len(window)
 
     def counted(ranks: list[int]) -> tuple[dict[int, int], int]:
-        """Each member's late collectives, and all of them, since the earliest run of
-        ``ranks`` began (at least the last MIN_WINDOW collectives): peers at the same time."""
+        """Each member's collectives late by as much as ``ranks`` are (at least half the
+        median delay of their runs), and all of them, since the earliest of their runs
+        began (at least the last MIN_WINDOW collectives): peers at the same time."""
         start = min([runs[r][0] for r in ranks] + [n - MIN_WINDOW])
-        hits = {r: sum(i >= start for i in v) for r, v in late.items()}
+        level = min(statistics.median(d for i, d in zip(late[r], delays[r]) if i >= runs[r][0])
+                    for r in ranks) / 2
+        hits = {r: sum(i >= start and d >= level for i, d in zip(v, delays[r]))
+                for r, v in late.items()}
         return hits, sum(hits.values())
 
     members = state.members
@@ -316,8 +321,9 @@ class Detector:
         self.members: dict[str, set[int]] = {}
         self.named: dict[tuple[int, ...], Change] = {}
         self.seen: dict[tuple[int, ...], int] = {}      # key -> rounds it has held
-        # ranks of stragglers named (and their followers), and until when (data time, us)
+        # ranks of stragglers named, and until when (data time, us); their followers
         self.covered: dict[int, float] = {}
+        self.trailing: dict[int, float] = {}
 
     @property
     def history(self) -> dict[str, deque[Matched]]:
@@ -360,23 +366,27 @@ class Detector:
         found: list[Change] = []
         newest = max((s.scored[-1].first_us for s in self.groups.values() if s.scored),
                      default=0.0)
-        for change in self.named.values():
-            for rank in change.straggler.ranks + change.straggler.followers:
+        for key, change in self.named.items():
+            latest = now.get(key, change.straggler)
+            for rank in latest.ranks:
                 self.covered[rank] = newest + WINDOW_S * 1e6
+            for rank in set(latest.followers) | set(change.straggler.followers):
+                self.trailing[rank] = newest + 2 * WINDOW_S * 1e6
         self.covered = {r: until for r, until in self.covered.items() if until >= newest}
+        self.trailing = {r: until for r, until in self.trailing.items() if until >= newest}
         for key in [k for k in self.named if k not in now]:
             old = self.named.pop(key)
             found.append(Change("ended", old.straggler, old.shape, old.p_rise,
                                 old.baseline_ms))
         self.seen = {k: self.seen.get(k, 0) + 1 for k in now}
         for key, straggler in now.items():
-            if key in self.named:
-                self.named[key].straggler = straggler
+            if key in self.named:       # said once, with the numbers that decided it
                 continue
             several = any(len([g for g, m in self.members.items() if r in m]) > 1
                           for r in straggler.ranks)
-            if several and self.seen[key] < CONFIRM_ROUNDS or \
-                    all(r in self.covered for r in key):
+            covered = self.covered if straggler.kind == "rank" else \
+                self.covered | self.trailing
+            if several and self.seen[key] < CONFIRM_ROUNDS or all(r in covered for r in key):
                 continue
             v = straggler.verdict
             p_rise, baseline = onset_p(self.groups[v.group], v.rank, v.since_us)

@@ -5,12 +5,14 @@ applies to a cascade.
 In sub-group layouts a late rank holds up its group (a tensor-parallel group, say); its peers
 wait there, then enter their next collective (the data-parallel one) late together, and are
 flagged there. So a flagged rank f *waits on* a member o of a group H they share when, in H,
-f was on time (not flagged, its own cost below half of o's) and o held H up (o's cost there is
-at least half of f's largest cost where f is flagged). A flagged rank that waits on nobody is
-an origin; the others are its followers (named in its finding, not as stragglers); a rank that
-waits on a rank not flagged yet is left out until that rank is decided.
+f was on time (not flagged, its own load below half of o's) and o held H up (o's load there is
+at least half of f's largest load where f is flagged). A load is every delay of the rank over
+the group's window per second (collscope.watch.detect.judge), the same measure on both
+sides. A flagged rank that waits on nobody is an origin; the others are its followers (named
+in its finding, not as stragglers); a rank that waits on a rank not flagged yet is left out
+until that rank is decided.
 
-A slow pair: an origin on time in one of its groups (not flagged there, its cost there below
+A slow pair: an origin on time in one of its groups (not flagged there, its load there below
 half of its own largest) is late because that group's collective is slow (their link), and
 so are the group's other members: once all of them are flagged origins they are one
 straggler, ``pair`` (``group`` for more ranks), the ranks and that group, not two
@@ -40,10 +42,7 @@ class Straggler:
     groups: list[str]               # where it or its followers are flagged
     followers: list[int] = field(default_factory=list)
     link: str | None = None         # pair / group: the group between its ranks
-
-    @property
-    def cost_ms_per_s(self) -> float:
-        return self.verdict.cost_ms_per_s
+    cost_ms_per_s: float = 0.0      # the largest of its ranks' costs where they are flagged
 
 
 def explain(flags: dict[tuple[str, int], GroupVerdict], costs: dict[str, dict[int, float]],
@@ -52,7 +51,8 @@ def explain(flags: dict[tuple[str, int], GroupVerdict], costs: dict[str, dict[in
     for (_, rank), verdict in sorted(flags.items()):
         by_rank.setdefault(rank, []).append(verdict)
     groups_of = {r: sorted(g for g, m in members.items() if r in m) for r in by_rank}
-    best = {r: max(v.cost_ms_per_s for v in vs) for r, vs in by_rank.items()}
+    # loads (every delay over the window, per s) on both sides of each comparison
+    best = {r: max(costs.get(v.group, {}).get(r, 0.0) for v in vs) for r, vs in by_rank.items()}
 
     def waits_on(f: int) -> int | None:
         found = []
@@ -97,15 +97,18 @@ def explain(flags: dict[tuple[str, int], GroupVerdict], costs: dict[str, dict[in
         link = next((g for g in sorted(groups_of[o], key=lambda g: (len(members[g]), g))
                      if 2 <= len(members[g]) < world and (g, o) not in flags
                      and costs.get(g, {}).get(o, 0.0) < WAIT_RATIO * best[o]), None)
-        if link is not None and not members[link] <= origin_set:
-            continue           # on time in its group, whose other members are not flagged yet
         ranks = sorted(members[link]) if link is not None else [o]
-        merged.update(ranks)
+        flagged = [r for r in ranks if r in by_rank]
         kind = "rank" if link is None else ("pair" if len(ranks) == 2 else "group")
-        trail = sorted({f for r in ranks for f in followers.get(r, [])} - set(ranks))
-        out.append(Straggler(kind, ranks, strongest(ranks), flagged_groups(ranks + trail),
-                             trail, link))
-    return downstream(out, members)
+        if link is not None and not members[link] <= origin_set:
+            kind = "pending"   # on time in its group, whose other members are not flagged yet
+        merged.update(flagged)
+        trail = sorted({f for r in flagged for f in followers.get(r, [])} - set(ranks))
+        out.append(Straggler(kind, ranks, strongest(flagged), flagged_groups(flagged + trail),
+                             trail, link,
+                             max(v.cost_ms_per_s for r in flagged for v in by_rank[r])))
+    # a pending group may already be downstream of a straggler; it is never said on its own
+    return [s for s in downstream(out, members) if s.kind != "pending"]
 
 
 def _share_a_group(a: list[int], b: list[int], members: dict[str, set[int]]) -> bool:
@@ -120,7 +123,7 @@ def downstream(found: list[Straggler], members: dict[str, set[int]]) -> list[Str
     """Pair and group stragglers that share no group with a straggler of at least
     1 / (1 + DOWNSTREAM_RATIO) of their cost (a rank first, then the costliest) are taken as
     its followers through point-to-point calls: a delay passed down a pipeline is not made
-    larger on the way."""
+    larger on the way. A pending group (its ranks not all flagged yet) may be attached too."""
     leads = sorted(found, key=lambda s: (s.kind != "rank", -s.cost_ms_per_s))
     kept: list[Straggler] = []
     for s in leads:
