@@ -39,8 +39,8 @@ EXIT_MEANINGS = {
     ExitCode.OK: "ok", ExitCode.FOUND: "a rank failed or timed out, or the command found what "
     "it looks for (a failed check, a regression, a hang)", ExitCode.USAGE: "bad input",
     ExitCode.VERIFY: "no trustworthy result (bench: wrong values; hang: every dump empty)",
-    ExitCode.HANG_KILLED: "watch --on-hang kill ended the job", ExitCode.INTERRUPTED: "interrupted", ExitCode.PIPE_CLOSED:
-    "stdout's reader went away"}
+    ExitCode.HANG_KILLED: "watch --on-hang kill ended the job",
+    ExitCode.INTERRUPTED: "interrupted", ExitCode.PIPE_CLOSED: "stdout's reader went away"}
 
 
 def exit_codes_help() -> str:

@@ -108,10 +108,17 @@ class ClockRecord:
 
 @dataclass
 class StragglerFinding:
-    """A rank whose lateness rose, against the other ranks and against its own earlier window.
+    """A rank (or a pair of ranks) that costs the others time, against its peers in the same
+    group at the same time (collscope.watch.detect).
 
     ``state`` is ``started`` (printed once) or ``ended`` (printed once, or at the end of the
-    job). ``test`` says which tests decided it, with their p-values."""
+    job). ``shape``: persistent (late from the first collective watch saw), onset (its delays
+    rose against its own earlier ones: ``p_rise``), intermittent (late in fewer than 70 % of
+    the collectives since it started), pair / group (ranks on time against each other in
+    ``link``'s group, late together everywhere else). ``rank`` is the first of ``ranks``;
+    ``group`` the group whose test decided, ``groups`` every group it or its ``followers``
+    (the ranks that wait on it, then arrive late elsewhere) are flagged in. ``test`` says which
+    test decided, with its numbers."""
 
     state: str                        # started | ended
     time: float
@@ -119,16 +126,24 @@ class StragglerFinding:
     host: str
     local_rank: int | None
     group: str
-    since: float                      # the first late collective of the episode
-    lateness_ms: float                # median over the window
-    baseline_ms: float                # the rank's median lateness in its earlier window
-    wait_caused_ms: float             # over the window
-    arrived_last: int
-    window: int
+    since: float                      # its first late collective in the window
+    lateness_ms: float                # median delay of its late collectives
+    baseline_ms: float                # its median delay before ``since`` (0: nothing before)
+    wait_caused_ms: float             # its late collectives' delays summed over the window
+    arrived_last: int                 # its late collectives in the window
+    window: int                       # collectives in the window
     p_last: float                     # binomial, Bonferroni-corrected for the group's ranks
-    p_rise: float                     # Mann-Whitney U, window against the earlier window
+    p_rise: float | None              # Mann-Whitney U, since against before (None: no before)
     title: str
     test: str
+    shape: str = "persistent"
+    ranks: list[int] = field(default_factory=list)
+    groups: list[str] = field(default_factory=list)
+    followers: list[int] = field(default_factory=list)
+    link: str | None = None
+    layout: str = ""
+    cost_ms_per_s: float = 0.0        # the others' wait it caused, per second of the window
+    cost_pct: float = 0.0             # the same as a share of the job's time, in %
     id: str = STRAGGLER_ID
     level: str = "warn"
     kind: str = "finding"

@@ -1,9 +1,12 @@
 """Rank 0's agent: joins every rank's summary, runs the detectors, and sends the records.
 
-Each round it reads all ranks' latest summaries in one ``multi_get``, matches collectives by
-(group, seq) on aligned clocks, feeds the sliding windows, and sends a ``watch_window``
-record per rank and group, a ``finding`` per straggler that starts or ends, and, when a stall
-was flagged, collects the dumps (waiting at most DUMP_DEADLINE_S) and sends ``watch_stall``.
+Each round it reads all ranks' latest summaries in one ``multi_get`` and hands them to
+:class:`Rounds`, the pure core (summaries as the store holds them -> collectives matched by
+(group, seq) on aligned clocks -> the detector's changes), then sends a ``watch_window``
+record per rank and group, a ``finding`` per straggler that starts or ends
+(:func:`finding`, pure), and, when a stall was flagged, collects the dumps (waiting at most
+DUMP_DEADLINE_S) and sends ``watch_stall``. The detection benchmark
+(benchmarks/watch_detection.py) drives the same Rounds and finding.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import json
 import os
 import statistics
 import time
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from collscope.records.watch import StallRecord, StragglerFinding, WatchJobRecord, WatchWindowRecord
@@ -19,6 +23,7 @@ from collscope.versions import library_versions
 from collscope.watch import detect, dumps, exchange
 from collscope.watch.bandwidth import Timed
 from collscope.watch.clocks import NO_ANSWER, Clocks
+from collscope.watch.match import Matcher
 from collscope.watch.summary import Summary
 
 DUMP_DEADLINE_S = 8.0
@@ -40,21 +45,93 @@ def _clock(unix_s: float) -> str:
     return time.strftime("%H:%M:%S", time.localtime(unix_s))
 
 
+class Rounds:
+    """The pure core of an aggregation round: each rank's summary as the store holds it ->
+    matched collectives -> the stragglers that started or ended. A levelled aggregation can
+    feed matched collectives to ``detector`` itself."""
+
+    def __init__(self, ranks: Iterable[int]) -> None:
+        self.matcher = Matcher(ranks)
+        self.detector = detect.Detector()
+        self.summaries: dict[int, Summary] = {}
+
+    def take(self, texts: Sequence[str | bytes], ranks: Sequence[int],
+             offset_us: Callable[[int], float], number: int) -> list[detect.Change]:
+        for rank, text in zip(ranks, texts):
+            summary = Summary.decode(text)
+            self.summaries[rank] = summary
+            self.matcher.add(rank, summary.arrivals, offset_us(rank), number)
+        self.detector.feed(self.matcher.close(number))
+        return self.detector.changes()
+
+
+def layout(members: dict[str, set[int]]) -> str:
+    """e.g. '8 ranks, 6 groups (1 of 8, 4 of 2, 1 of 4), up to 3 per rank'."""
+    ranks = set().union(*members.values()) if members else set()
+    sizes: dict[int, int] = {}
+    for m in members.values():
+        sizes[len(m)] = sizes.get(len(m), 0) + 1
+    per_rank = max((sum(r in m for m in members.values()) for r in ranks), default=0)
+    return (f"{len(ranks)} ranks, {len(members)} group(s) ("
+            + ", ".join(f"{n} of {size}" for size, n in sorted(sizes.items(), reverse=True))
+            + f"), up to {per_rank} per rank")
+
+
+def _names(ranks: list[int], host: Callable[[int], str]) -> str:
+    return ", ".join(f"{r} ({host(r)})" for r in ranks)
+
+
+def finding(change: detect.Change, now: float, host: Callable[[int], str],
+            local: Callable[[int], int | None], members: dict[str, set[int]]
+            ) -> StragglerFinding:
+    """The ``finding`` record (and its printed title) of a straggler that started or ended."""
+    s, v = change.straggler, change.verdict
+    who = (f"rank {_names(s.ranks, host)}" if s.kind == "rank"
+           else f"{s.kind} of ranks {_names(s.ranks, host)}")
+    groups = ", ".join(s.groups)
+    cost = (f"{s.cost_ms_per_s:.0f} ms per s ({s.cost_ms_per_s / 10:.1f} % of the job's "
+            f"time)")
+    if change.state == "started":
+        title = f"straggler ({change.shape}): {who} in group(s) {groups}"
+        if s.link is not None:
+            title += f" (on time against each other in group {s.link}: its collective is slow)"
+        title += (f": costs the others {cost}, late {v.delay_ms:.1f} ms (median) in "
+                  f"{v.hits}/{v.window} collectives of group {v.group}")
+        if change.p_rise is not None and change.shape == "onset":
+            title += f", a rise on its own earlier delays (Mann-Whitney p={change.p_rise:.2g})"
+        if s.followers:
+            title += (f"; delays rank(s) {', '.join(map(str, s.followers))} (they wait on it, "
+                      f"then arrive late)")
+        title += f"; since {_clock(v.since_us / 1e6)}"
+    else:
+        title = (f"straggler ended: {who} in group(s) {groups}: cost now below "
+                 f"{detect.MIN_SHARE * 50:.0f} % or no longer above its peers")
+    test = (f"binomial p={v.p:.2g} (Bonferroni x {v.members} ranks; {v.hits} of {v.late_total} "
+            f"late collectives of {v.window} in the window, threshold {v.theta_ms:.1f} ms; "
+            f"cost {v.cost_ms:.0f} ms over its {v.span_s:.1f} s run)"
+            + (f", Mann-Whitney p={change.p_rise:.2g}" if change.p_rise is not None else "")
+            + "; " + detect.METHOD)
+    return StragglerFinding(
+        change.state, now, s.ranks[0], host(s.ranks[0]), local(s.ranks[0]), v.group,
+        v.since_us / 1e6, round(v.delay_ms, 3), round(change.baseline_ms, 3),
+        round(v.cost_ms, 3), v.hits, v.window, v.p, change.p_rise, title, test, change.shape,
+        list(s.ranks), list(s.groups), list(s.followers), s.link, layout(members),
+        round(s.cost_ms_per_s, 3), round(s.cost_ms_per_s / 10, 3))
+
+
 class Aggregator:
     def __init__(self, agent: Any) -> None:
         self.agent = agent
         self.store = agent.store
         self.hellos: dict[int, exchange.Hello] = {}
         self.offset_us: dict[str, float] = {}
-        self.matcher = detect.Matcher(range(agent.world_size))
-        self.detector = detect.Detector()
-        self.summaries: dict[int, Summary] = {}
+        self.rounds = Rounds(range(agent.world_size))
         self.collected = False
         self.clocks = Clocks(None, lambda: None, {}, lambda: True)   # begin() makes the real one
 
     def begin(self, hellos: list[exchange.Hello]) -> None:
         self.hellos = {h.rank: h for h in hellos}
-        self.matcher = detect.Matcher(sorted(self.hellos))
+        self.rounds = Rounds(sorted(self.hellos))
         lead = exchange.leaders(hellos)
         host0 = self.hellos[0].host if 0 in self.hellos else ""
         followers = {rank: host for host, rank in lead.items() if host != host0}
@@ -94,15 +171,12 @@ class Aggregator:
             self.agent.channel.send(clock.to_dict())
         ranks = sorted(self.hellos)
         texts = self.store.multi_get([exchange.summary_key(r) for r in ranks]) if ranks else []
-        for rank, text in zip(ranks, texts):
-            summary = Summary.decode(text)
-            self.summaries[rank] = summary
-            self.matcher.add(rank, summary.arrivals, self.offset_us.get(self.host(rank), 0.0),
-                             number)
-        self.detector.feed(self.matcher.close(number))
+        changes = self.rounds.take(texts, ranks,
+                                   lambda r: self.offset_us.get(self.host(r), 0.0), number)
         now = time.time()
-        for change in self.detector.changes():
-            self.agent.channel.send(self._finding(change, now).to_dict())
+        for change in changes:
+            self.agent.channel.send(finding(change, now, self.host, self._local,
+                                            self.rounds.detector.members).to_dict())
         for record in self._windows(now):
             self.agent.channel.send(record.to_dict())
         if not self.collected and self.store.check([exchange.HANG_KEY]):
@@ -110,10 +184,12 @@ class Aggregator:
 
     def _windows(self, now: float) -> list[WatchWindowRecord]:
         out = []
-        for group in sorted(self.detector.history):
-            window = self.detector.window(group)
+        detector = self.rounds.detector
+        active = detector.active
+        for group in sorted(detector.history):
+            window = detector.window(group)
             for rank in sorted(window[-1].arrivals_us) if window else []:
-                summary = self.summaries.get(rank)
+                summary = self.rounds.summaries.get(rank)
                 pending = summary.pending if summary else None
                 out.append(WatchWindowRecord(
                     now, rank, self.host(rank), self._local(rank), group, len(window),
@@ -122,31 +198,13 @@ class Aggregator:
                     round(sum(m.wait_caused_ms(rank) for m in window), 3),
                     dict(summary.completed.get(group, {})) if summary else {},
                     pending.age_s if pending else None,
-                    (group, rank) in self.detector.active,
+                    (group, rank) in active,
                     *_bandwidth(summary.timed.get(group) if summary else None)))
         return out
 
     def _local(self, rank: int) -> int | None:
         hello = self.hellos.get(rank)
         return hello.local_rank if hello else None
-
-    def _finding(self, change: detect.Change, now: float) -> StragglerFinding:
-        v = change.verdict
-        where = f"rank {v.rank} ({self.host(v.rank)})"
-        if change.state == "started":
-            title = (f"straggler: {where} in group {change.group}: median lateness "
-                     f"{v.lateness_ms:.1f} ms (was {v.baseline_ms:.1f} ms), entered last "
-                     f"{v.hits}/{v.window}, made the others wait {v.wait_caused_ms:.0f} ms "
-                     f"over the window; since {_clock(v.since_us / 1e6)}")
-        else:
-            title = (f"straggler ended: {where} in group {change.group}: median lateness "
-                     f"{v.lateness_ms:.1f} ms, entered last {v.hits}/{v.window}")
-        test = (f"binomial p={v.p_last:.2g} (Bonferroni x ranks), Mann-Whitney p={v.p_rise:.2g}; "
-                + detect.METHOD)
-        return StragglerFinding(change.state, now, v.rank, self.host(v.rank), self._local(v.rank),
-                                change.group, v.since_us / 1e6, round(v.lateness_ms, 3),
-                                round(v.baseline_ms, 3), round(v.wait_caused_ms, 3), v.hits,
-                                v.window, v.p_last, v.p_rise, title, test)
 
     def _collect(self) -> None:
         """Every rank was told (the hang key); wait for their dumps, name the silent ones."""

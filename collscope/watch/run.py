@@ -88,7 +88,7 @@ class Watch:
         self.process: Any = None
         self.hosts: dict[int, str] = {}
         self.windows: dict[tuple[int, str], dict[str, Any]] = {}
-        self.active: dict[tuple[str, int], dict[str, Any]] = {}
+        self.active: dict[tuple[Any, ...], dict[str, Any]] = {}   # (group, *ranks)
         self.killed = False
         self.first_dump_at: float | None = None
         self.verdict_done = False
@@ -129,7 +129,7 @@ class Watch:
                      f"host(s) ({record['backend']}); clocks: {clock['reason']}")
             self.flight_recorder(record["flight_recorder"])
         elif kind == "finding":
-            key = (record["group"], record["rank"])
+            key = (record["group"], *(record.get("ranks") or [record["rank"]]))
             if record["state"] == "started":
                 self.active[key] = record
             else:
@@ -222,16 +222,14 @@ class Watch:
 
     def live(self) -> str:
         return sinks.live_line(list(self.windows.values()), self.rate_per_s,
-                               [f"rank {f['rank']} ({f['host']})"
-                                for _, f in sorted(self.active.items())],
+                               [sinks.straggler_text(f) for _, f in sorted(self.active.items())],
                                self.metrics.busbw())
 
     def finish(self) -> None:
         """Stragglers still flagged when the job ended get their 'ended' record."""
         for record in self.active.values():
             ended = {**record, "state": "ended", "time": time.time(),
-                     "title": f"straggler ended with the job: rank {record['rank']} "
-                              f"({record['host']}) in group {record['group']}"}
+                     "title": f"straggler ended with the job: {sinks.straggler_text(record)}"}
             self.record(ended)
             self.say(ended["title"])
         self.active.clear()

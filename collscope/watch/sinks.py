@@ -103,11 +103,28 @@ class Metrics:
         return "\n".join(out) + "\n" if out else ""
 
 
+def straggler_text(finding: dict[str, Any]) -> str:
+    """A straggler finding in a few words, e.g. 'rank 2 (node1) persistent, 31.2 % of the
+    job's time (binomial p=2.4e-07)' or 'pair of ranks 4, 5 (group 7), ...'."""
+    ranks = finding.get("ranks") or [finding.get("rank")]
+    who = (f"rank {ranks[0]} ({finding.get('host', '?')})" if len(ranks) == 1 else
+           f"{finding.get('shape', 'group')} of ranks {', '.join(map(str, ranks))}"
+           + (f" (group {finding['link']})" if finding.get("link") else ""))
+    shape = finding.get("shape")
+    text = who + (f" {shape}" if shape and len(ranks) == 1 else "")
+    if finding.get("cost_pct"):
+        text += f", {finding['cost_pct']:.1f} % of the job's time"
+    if isinstance(finding.get("p_last"), (int, float)):
+        text += f" (binomial p={finding['p_last']:.2g})"
+    return text
+
+
 def live_line(windows: list[dict[str, Any]], rate_per_s: float | None,
               stragglers: list[str],
               busbw: list[tuple[int, str, str, str, float]] | None = None) -> str:
     """e.g. 'watch: 4 ranks, 18.2 collectives/s, latest rank 2 (node1) +30.4 ms median,
-    stragglers: rank 2 (node1)', then, where durations are known (``Metrics.busbw``), per
+    stragglers: rank 2 (node1) persistent, 31.2 % of the job's time (binomial p=2.4e-07)'
+    (``straggler_text`` of each), then, where durations are known (``Metrics.busbw``), per
     collective the lowest rank's busbw: ', lowest busbw: all_reduce 182.4 GB/s rank 3
     (node1) group 0'."""
     ranks = sorted({w["rank"] for w in windows})

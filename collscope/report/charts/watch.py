@@ -331,11 +331,22 @@ def _episode_detail(episode: Episode, start: float) -> str:
     ended = episode.ended
     end = (f"ended {_since(ended.get('time'), start)} ({_clock(ended.get('time'))})"
            if ended is not None else "still flagged at the file's end")
-    return (f"{_rank_name(episode.rank, episode.host)} in group {episode.group}: late since "
+    ranks = [r for r in _list(s.get("ranks")) if isinstance(r, int)]
+    who = (f"{s.get('shape', 'group')} of ranks {', '.join(map(str, ranks))}" if len(ranks) > 1
+           else _rank_name(episode.rank, episode.host))
+    shape = f" ({s['shape']})" if isinstance(s.get("shape"), str) and len(ranks) <= 1 else ""
+    groups = [str(g) for g in _list(s.get("groups"))] or [str(episode.group)]
+    cost = as_number(s.get("cost_pct"))
+    followers = [r for r in _list(s.get("followers")) if isinstance(r, int)]
+    return (f"{who}{shape} in group(s) {', '.join(groups)}: late since "
             f"{_since(s.get('since'), start)} ({_clock(s.get('since'))}), named "
-            f"{_since(s.get('time'), start)}, {end}; {numbers}; entered last "
-            f"{s.get('arrived_last')}/{s.get('window')}; binomial p={_p(s.get('p_last'))} "
-            f"(Bonferroni x ranks), Mann-Whitney p={_p(s.get('p_rise'))}")
+            f"{_since(s.get('time'), start)}, {end}; {numbers}"
+            + (f"; cost {format_number(cost)} % of the job's time" if cost else "")
+            + (f"; delays rank(s) {', '.join(map(str, followers))}" if followers else "")
+            + (f"; layout {s['layout']}" if isinstance(s.get("layout"), str) and s["layout"]
+               else "")
+            + f"; late in {s.get('arrived_last')}/{s.get('window')}; binomial "
+            f"p={_p(s.get('p_last'))} (Bonferroni x ranks), Mann-Whitney p={_p(s.get('p_rise'))}")
 
 
 def _stall_text(stall: dict[str, Any], start: float) -> str:

@@ -84,10 +84,11 @@ def test_the_straggler_headline_says_who_when_how_late_and_the_p_values() -> Non
     job, episode, test, rounds = headline.details
     assert job == ("job: 4 ranks on 1 host(s) (vm), backend gloo; clocks: every rank on one "
                    "host: one clock")
-    assert episode.startswith("rank 2 (vm) in group 0: late since +2.2 s (00:13:24 UTC), "
+    # a file written before findings carried shape, groups and cost still reads
+    assert episode.startswith("rank 2 (vm) in group(s) 0: late since +2.2 s (00:13:24 UTC), "
                               "named +3.0 s, ended +7.6 s (00:13:30 UTC); median lateness "
-                              "30.1 ms, baseline 0.227 ms, made the others wait 647 ms; entered "
-                              "last 10/12;")
+                              "30.1 ms, baseline 0.227 ms, made the others wait 647 ms; late "
+                              "in 10/12;")
     assert episode.endswith("binomial p=0.00015 (Bonferroni x ranks), Mann-Whitney p=0.00033")
     assert test.startswith("test: per (group, seq): lateness = enqueue time")
     assert rounds.startswith("18 rounds of windows from 4 ranks over 8.6 s")
@@ -141,7 +142,7 @@ def test_a_stall_is_the_headline_with_hangs_blame_and_the_waits_climbing() -> No
     assert page.index('<section id="hang">') < page.index('<section id="watch">')
 
 
-def _many_ranks(ranks: int = 16, slow: int = 5) -> str:
+def _many_ranks(ranks: int = 16, slow: int = 5, finding: dict | None = None) -> str:
     """A 16-rank job on two hosts, rank 5 30 ms late in rounds 10-29 and flagged in 15-29."""
     records: list[dict] = [{"kind": "run", "command": "watch"}, WatchJobRecord(
         1000.0, ranks, "nccl", [], ["a", "b"], {"reason": "2 hosts"}, {}, {}).to_dict()]
@@ -155,8 +156,19 @@ def _many_ranks(ranks: int = 16, slow: int = 5) -> str:
             state = "started" if i == 15 else "ended"
             records.append(StragglerFinding(
                 state, 1000 + i, slow, "a", slow, "0", 1010.0, 30.0, 0.5, 300.0, 12, 12,
-                1e-5, 2e-5, "title", "binomial p=1e-05, Mann-Whitney p=2e-05; method").to_dict())
+                1e-5, 2e-5, "title", "binomial p=1e-05, Mann-Whitney p=2e-05; method").to_dict()
+                | (finding or {}))
     return "".join(json.dumps(r) + "\n" for r in records)
+
+
+def test_the_episode_says_its_shape_groups_followers_and_cost() -> None:
+    text = _many_ranks(finding={"shape": "onset", "ranks": [5], "groups": ["0", "3"],
+                                "followers": [4], "cost_pct": 31.2,
+                                "layout": "16 ranks, 3 group(s) (1 of 16, 2 of 8)"})
+    (_, episode, *_) = ch.watch_headline(parse_input(text, "big.jsonl").runs[0]).details
+    assert episode.startswith("rank 5 (a) (onset) in group(s) 0, 3: late since")
+    assert "; cost 31.2 % of the job's time; delays rank(s) 4; layout 16 ranks, 3 group(s) " \
+           "(1 of 16, 2 of 8); late in 12/12; binomial p=1e-05" in episode
 
 
 def test_many_ranks_keep_the_flagged_one_and_draw_the_rest_as_median_and_highest() -> None:

@@ -1,28 +1,32 @@
-"""The straggler test on synthetic arrivals: a planted fail-slow rank is named within a window
-of its start and released when it recovers; jitter, random stalls and a rank that is always
-a little late name nobody; the matcher joins repeated, late and sub-group arrivals."""
+"""The straggler test on synthetic arrivals: a rank late from the first collective and one
+turning late mid-run are named and released when they recover; two at once, an intermittent
+one; jitter, random stalls and a rank a little late name nobody; in a TP x DP layout the rank
+where the delay starts is named, not the peers that wait on it; a slow pair is one straggler.
+The matcher joins repeated, late and sub-group arrivals."""
 
 from __future__ import annotations
 
 import random
 
-from collscope.watch import detect
-from collscope.watch.detect import Detector, Matched, Matcher
+from collscope.watch import detect, match
+from collscope.watch.detect import Detector
+from collscope.watch.match import Matched, Matcher
+
+PERIOD_US = 100_000.0          # one collective every 100 ms
 
 
 def _stream(n: int, ranks: int = 4, late: dict[int, float] | None = None,
             start: int = 40, stop: int | None = None, seed: int = 1,
-            spike_every: int = 0) -> list[Matched]:
-    """``n`` collectives 80 ms apart; jitter 0-1.5 ms per rank; ``late`` rank -> extra ms
-    from collective ``start`` (until ``stop``); every ``spike_every``-th collective one
-    random rank is 40 ms late (a descheduled process)."""
+            spike_every: int = 0, every: int = 1) -> list[Matched]:
+    """``n`` collectives 100 ms apart; jitter 0-1.5 ms per rank; ``late`` rank -> extra ms
+    from collective ``start`` (until ``stop``), in every ``every``-th collective; every
+    ``spike_every``-th collective one random rank is 40 ms late (a descheduled process)."""
     rnd = random.Random(seed)
     out = []
     for seq in range(n):
-        base = seq * 80_000.0
-        times = {r: base + rnd.uniform(0, 1500) for r in range(ranks)}
+        times = {r: seq * PERIOD_US + rnd.uniform(0, 1500) for r in range(ranks)}
         for r, ms in (late or {}).items():
-            if seq >= start and (stop is None or seq < stop):
+            if seq >= start and (stop is None or seq < stop) and seq % every == 0:
                 times[r] += ms * 1000
         if spike_every and seq % spike_every == 0:
             times[rnd.randrange(ranks)] += 40_000
@@ -30,48 +34,99 @@ def _stream(n: int, ranks: int = 4, late: dict[int, float] | None = None,
     return out
 
 
-def _run(stream: list[Matched]) -> list[tuple[int, str, int]]:
-    """(collective index, state, rank) of every change, feeding one collective at a time."""
+def _run(stream: list[Matched], per_round: int = 1) -> list[detect.Change]:
+    """Every change, feeding ``per_round`` collectives per round; each change's ``at`` is
+    the index of the last collective fed."""
     detector, changes = Detector(), []
-    for index, matched in enumerate(stream):
-        detector.feed([matched])
-        changes += [(index, c.state, c.verdict.rank) for c in detector.changes()]
+    for index in range(0, len(stream), per_round):
+        detector.feed(stream[index:index + per_round])
+        for change in detector.changes():
+            change.at = index + per_round - 1          # type: ignore[attr-defined]
+            changes.append(change)
     return changes
 
 
-def test_a_rank_30_ms_late_from_collective_40_is_named_within_12_and_released():
-    changes = _run(_stream(120, late={2: 30}, start=40, stop=80))
-    started = [c for c in changes if c[1] == "started"]
-    ended = [c for c in changes if c[1] == "ended"]
-    assert [c[2] for c in started] == [2] and [c[2] for c in ended] == [2]
-    assert 40 <= started[0][0] <= 40 + detect.WINDOW
-    assert 80 <= ended[0][0] <= 80 + detect.WINDOW
+def _said(changes: list[detect.Change]) -> list[tuple[str, list[int], str]]:
+    return [(c.state, c.straggler.ranks, c.shape) for c in changes]
 
 
-def test_the_verdict_carries_the_lateness_baseline_and_the_wait_it_caused():
-    detector = Detector()
-    detector.feed(_stream(2 * detect.WINDOW, late={1: 30}, start=detect.WINDOW))
-    (change,) = detector.changes()
-    v = change.verdict
-    assert v.rank == 1 and 28 < v.lateness_ms < 32 and v.baseline_ms < 1.5
-    assert v.hits == detect.WINDOW and v.p_last < detect.ALPHA and v.p_rise < detect.ALPHA
-    # Each of the 3 others waited ~30 ms in each of the window's collectives.
-    assert 3 * 28 * detect.WINDOW < v.wait_caused_ms < 3 * 32 * detect.WINDOW
+def test_a_rank_30_ms_late_from_the_first_collective_is_named_as_persistent():
+    changes = _run(_stream(200, late={2: 30}, start=0))
+    assert _said(changes) == [("started", [2], "persistent")]
+    v = changes[0].verdict
+    assert changes[0].at < 12 and changes[0].p_rise is None      # type: ignore[attr-defined]
+    # 30 ms of the others' wait every 100 ms: 300 ms per s, 30 % of the job's time.
+    assert 280 < v.cost_ms_per_s < 320 and 28 < v.delay_ms < 32
+    assert v.p < detect.ALPHA and v.hits >= detect.MIN_HITS
+
+
+def test_an_onset_mid_run_is_named_within_12_collectives_and_released_within_a_window():
+    window = int(detect.WINDOW_S * 1e6 / PERIOD_US)
+    changes = _run(_stream(500, late={2: 30}, start=200, stop=300))
+    assert _said(changes) == [("started", [2], "onset"), ("ended", [2], "onset")]
+    started, ended = changes
+    assert 200 <= started.at <= 212                               # type: ignore[attr-defined]
+    assert 300 <= ended.at <= 300 + window                        # type: ignore[attr-defined]
+    assert started.p_rise is not None and started.p_rise < detect.ALPHA
+    assert started.baseline_ms < 1.5
+
+
+def test_two_stragglers_at_once_are_both_named():
+    changes = _run(_stream(300, ranks=8, late={3: 30, 5: 25}, start=100))
+    assert sorted(c.straggler.ranks for c in changes) == [[3], [5]]
+    assert {c.state for c in changes} == {"started"}
+
+
+def test_a_rank_late_in_every_third_collective_is_intermittent():
+    changes = _run(_stream(300, ranks=8, late={6: 40}, start=100, every=3))
+    assert _said(changes) == [("started", [6], "intermittent")]
+    assert 0.25 < changes[0].verdict.late_share < 0.45
 
 
 def test_healthy_jitter_and_random_stalls_name_nobody():
-    for seed in range(6):
-        assert _run(_stream(150, seed=seed, spike_every=3)) == []
+    for seed in range(4):
+        assert _run(_stream(400, seed=seed, spike_every=3), per_round=10) == []
 
 
-def test_a_rank_always_slightly_late_is_not_fail_slow():
-    """Late in every collective, but by 2 ms from the start: no rise, below the floor."""
-    assert _run(_stream(100, late={3: 2}, start=0)) == []
+def test_a_rank_always_slightly_late_costs_too_little_to_be_named():
+    """1 ms late in every collective of 100 ms: 1 % of the job's time, below MIN_SHARE."""
+    assert _run(_stream(300, late={3: 1}, start=0), per_round=10) == []
 
 
-def test_two_ranks_one_late_from_the_start_of_the_window_is_named():
-    changes = _run(_stream(80, ranks=2, late={1: 30}, start=30))
-    assert [(s, r) for _, s, r in changes] == [("started", 1)]
+def _tp_dp(steps: int, tp_late: dict[int, float], link_ms: float = 0.0,
+           seed: int = 3) -> list[Matched]:
+    """A 2 x 2 TP x DP job: TP groups 'tp0' {0, 1}, 'tp1' {2, 3}, DP groups 'dp0' {0, 2},
+    'dp1' {1, 3}. Per step a TP collective (``tp_late``: rank -> ms late into it;
+    ``link_ms``: tp0's collective takes that much longer), then the DP one, entered when
+    the TP one ended."""
+    rnd = random.Random(seed)
+    out = []
+    for step in range(steps):
+        start = step * PERIOD_US
+        ready = {r: start + rnd.uniform(0, 800) + tp_late.get(r, 0.0) * 1000 for r in range(4)}
+        for name, members in (("tp0", (0, 1)), ("tp1", (2, 3))):
+            out.append(Matched(name, step + 1, {r: ready[r] for r in members}))
+            end = max(ready[r] for r in members) + 2000 + (link_ms * 1000 if name == "tp0"
+                                                           else 0)
+            for r in members:
+                ready[r] = end + rnd.uniform(0, 800)
+        for name, members in (("dp0", (0, 2)), ("dp1", (1, 3))):
+            out.append(Matched(name, step + 1, {r: ready[r] for r in members}))
+    return out
+
+
+def test_tp_dp_names_the_rank_where_the_delay_starts_not_its_waiting_peer():
+    changes = _run(_tp_dp(200, {1: 30}), per_round=40)
+    assert _said(changes) == [("started", [1], "persistent")]
+    s = changes[0].straggler
+    assert s.kind == "rank" and s.followers == [0]
+    assert s.groups == ["dp0", "dp1", "tp0"]
+
+
+def test_a_slow_link_between_two_ranks_is_one_pair():
+    changes = _run(_tp_dp(200, {}, link_ms=30), per_round=40)
+    assert _said(changes) == [("started", [0, 1], "pair")]
+    assert changes[0].straggler.link == "tp0"
 
 
 def test_matcher_joins_repeats_and_drops_what_never_completes():
@@ -85,7 +140,7 @@ def test_matcher_joins_repeats_and_drops_what_never_completes():
     assert [(m.seq, m.last, m.lateness_ms(2)) for m in done] == [(1, 2, 0.06), (2, 2, 0.06)]
     matcher.add(1, {"0": [(2, 210)]}, 0.0, 3)              # a repeat after the match
     matcher.add(0, {"0": [(3, 300)]}, 0.0, 3)              # never seen elsewhere
-    assert matcher.close(3 + detect.STALE_ROUNDS + 1) == [] and matcher.dropped == 1
+    assert matcher.close(3 + match.STALE_ROUNDS + 1) == [] and matcher.dropped == 1
 
 
 def test_matcher_applies_clock_offsets_and_learns_subgroup_members():
@@ -97,6 +152,6 @@ def test_matcher_applies_clock_offsets_and_learns_subgroup_members():
     matcher.add(1, {"0": [(1, 1020)]}, 0.0, 1)
     (default,) = matcher.close(1)                          # group 1 not settled yet
     assert default.lateness_ms(3) == 0.0
-    (sub,) = matcher.close(1 + detect.SETTLE_ROUNDS)
+    (sub,) = matcher.close(1 + match.SETTLE_ROUNDS)
     assert sub.group == "1" and set(sub.arrivals_us) == {2, 3}
     assert abs(sub.lateness_ms(3) - 0.05) < 1e-9

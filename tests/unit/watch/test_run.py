@@ -36,12 +36,14 @@ def test_records_are_kept_counted_and_open_stragglers_closed(capsys):
                                {"all_reduce": 50}, None, True).to_dict()
     finding = StragglerFinding("started", 1.0, 2, "node-1", 0, "0", 0.5, 31.0, 0.8, 900.0,
                                12, 12, 1e-6, 1e-4, "straggler: rank 2 (node-1) ...",
-                               "test").to_dict()
+                               "test", "onset", [2], ["0"], [], None, "4 ranks",
+                               310.0, 31.0).to_dict()
     for record in (window, finding, {"kind": "watch_dumped", "rank": 2, "time": 1.0}):
         watch.handle(json.loads(json.dumps(record)))
     assert 'collscope_watch_straggler{rank="2",host="node-1",group="0"} 1' in \
         watch.metrics.render()
-    assert "stragglers: rank 2 (node-1)" in watch.live()
+    assert watch.live().endswith("stragglers: rank 2 (node-1) onset, 31.0 % of the job's time "
+                                 "(binomial p=1e-06)")
     watch.finish()
     assert [(r["kind"], r.get("state")) for r in kept.records] == [
         ("watch_window", None), ("finding", "started"), ("finding", "ended")]

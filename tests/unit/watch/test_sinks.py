@@ -7,7 +7,7 @@ import shutil
 import subprocess
 
 from collscope.records.watch import WatchWindowRecord
-from collscope.watch.sinks import Metrics, live_line
+from collscope.watch.sinks import Metrics, live_line, straggler_text
 
 
 def _window(rank: int, lateness_ms: float, straggler: bool = False) -> dict:
@@ -32,6 +32,15 @@ def test_metrics_hold_one_series_per_rank_with_its_labels():
     assert 'collscope_watch_straggler{rank="3",host="node-1",group="0"} 1' in text
     assert 'collscope_watch_oldest_pending_seconds{rank="0",host="node-0"} 0' in text
     assert text.count("collscope_watch_lateness_seconds{") == 4
+
+
+def test_a_pair_is_said_as_a_pair_with_its_link_and_cost():
+    pair = {"rank": 4, "ranks": [4, 5], "shape": "pair", "link": "7", "host": "node-0",
+            "cost_pct": 12.04, "p_last": 3e-9}
+    assert straggler_text(pair) == ("pair of ranks 4, 5 (group 7), 12.0 % of the job's time "
+                                    "(binomial p=3e-09)")
+    # a finding written before shapes and costs existed still reads
+    assert straggler_text({"rank": 2, "host": "vm"}) == "rank 2 (vm)"
 
 
 def test_live_line_names_the_latest_rank_and_the_stragglers():

@@ -1,0 +1,123 @@
+"""`collscope watch` verdicts on the straggler shapes real jobs have, on plain 4-rank gloo jobs
+the tests write (tests/dist/scripts/watch_layouts.py: it imports torch once and forks its
+ranks, which meet on a free port; the watch bootstrap is inherited by every fork): DDP with a
+rank 30 ms late from the first step, a 2 x 2 TP x DP layout (``new_group``) with a rank slow
+from the start, FSDP2 (``fully_shard``) with a rank 40 ms late once per step, and healthy TP x
+DP and FSDP2 runs, twice each (the healthy DDP runs are test_watch.py's). One batch of jobs,
+run side by side; every assertion shares it."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import REPO, cli_env, read_records
+
+pytestmark = [pytest.mark.dist, pytest.mark.serial]   # judges lateness in ms
+
+SCRIPT = str(REPO / "tests" / "dist" / "scripts" / "watch_layouts.py")
+JOB_TIMEOUT_S = 150
+
+
+class Job:
+    """One 4-rank job under `collscope watch --interval 0.5 --json NAME.jsonl`."""
+
+    def __init__(self, folder: Path, name: str, **env: str) -> None:
+        self.folder, self.name = folder, name
+        with (folder / f"{name}.out").open("wb") as out, \
+                (folder / f"{name}.err").open("wb") as err:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "collscope", "watch", "--interval", "0.5", "--json",
+                 f"{name}.jsonl", "--", sys.executable, SCRIPT], stdout=out, stderr=err,
+                cwd=folder, env=cli_env(FORK_RANKS="4", OMP_NUM_THREADS="1", **env))
+        self.started_at = time.monotonic()
+
+    def wait(self) -> Job:
+        try:
+            self.process.wait(timeout=max(1.0, JOB_TIMEOUT_S - (time.monotonic() -
+                                                                self.started_at)))
+        finally:
+            if self.process.poll() is None:
+                self.process.kill()
+        assert self.process.returncode == 0, self.stderr[-3000:]
+        return self
+
+    @property
+    def stderr(self) -> str:
+        return (self.folder / f"{self.name}.err").read_text()
+
+    @property
+    def steps(self) -> list[tuple[int, float]]:
+        text = (self.folder / f"{self.name}.out").read_text()
+        return [(int(i), float(t)) for i, t in re.findall(r"^step (\d+) (\S+)$", text, re.M)]
+
+    @property
+    def records(self) -> list[dict]:
+        return read_records(self.folder / f"{self.name}.jsonl")
+
+    def started(self) -> list[dict]:
+        return [r for r in self.records if r["kind"] == "finding" and r["state"] == "started"]
+
+
+@pytest.fixture(scope="module")
+def jobs() -> Iterator[dict[str, Job]]:
+    """A folder of our own: other checkouts' pytest sessions prune basetemps mid-run."""
+    with tempfile.TemporaryDirectory(prefix="collscope-watch-layouts-") as name:
+        folder = Path(name)
+        started = {
+            "ddp_slow": Job(folder, "ddp_slow", LAYOUT="ddp", SLOW_RANK="2", SLOW_MS="30",
+                            STEPS="50"),
+            "tpdp_slow": Job(folder, "tpdp_slow", LAYOUT="tpdp", SLOW_RANK="1", SLOW_MS="30",
+                             STEPS="50"),
+            "fsdp_slow": Job(folder, "fsdp_slow", LAYOUT="fsdp", SLOW_RANK="2", SLOW_MS="40",
+                             STEPS="30"),
+            **{f"{layout}_healthy{n}": Job(folder, f"{layout}_healthy{n}", LAYOUT=layout,
+                                           STEPS=steps)
+               for layout, steps in (("tpdp", "40"), ("fsdp", "25")) for n in (1, 2)},
+        }
+        yield {name: job.wait() for name, job in started.items()}
+
+
+def _step_at(job: Job, when: float) -> int:
+    return max((i for i, t in job.steps if t <= when), default=-1)
+
+
+def test_a_ddp_rank_late_from_the_first_step_is_named_and_stays_flagged(jobs):
+    job = jobs["ddp_slow"]
+    started = job.started()
+    assert [(f["rank"], f["shape"]) for f in started] == [(2, "persistent")], job.stderr[-3000:]
+    assert _step_at(job, started[0]["time"]) <= 20
+    assert started[0]["cost_pct"] > 10 and started[0]["p_last"] < 1e-3
+    later = [w for w in job.records if w["kind"] == "watch_window" and w["rank"] == 2
+             and w["time"] > started[0]["time"] and w["time"] <= job.steps[-1][1]]
+    assert later and sum(w["straggler"] for w in later) >= 0.8 * len(later)
+    assert "straggler (persistent): rank 2" in job.stderr
+
+
+def test_tp_dp_names_the_slow_rank_not_the_peers_that_wait_on_it(jobs):
+    job = jobs["tpdp_slow"]
+    started = job.started()
+    assert [f["ranks"] for f in started] == [[1]], job.stderr[-3000:]
+    finding = started[0]
+    # its TP peer (rank 0) waits on it, then enters the DP collective late: a follower
+    assert finding["followers"] == [0] and len(finding["groups"]) >= 2
+    assert finding["layout"] == "4 ranks, 4 group(s) (4 of 2), up to 2 per rank"
+
+
+def test_fsdp2_rank_late_once_per_step_is_named(jobs):
+    job = jobs["fsdp_slow"]
+    assert [f["ranks"] for f in job.started()] == [[2]], job.stderr[-3000:]
+
+
+def test_healthy_tp_dp_and_fsdp2_runs_name_nobody_repeatedly(jobs):
+    for name in ("tpdp_healthy1", "tpdp_healthy2", "fsdp_healthy1", "fsdp_healthy2"):
+        job = jobs[name]
+        assert job.started() == [], (name, job.stderr[-3000:])
+        assert sum(r["kind"] == "watch_window" for r in job.records) >= 8, name
