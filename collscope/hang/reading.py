@@ -10,12 +10,10 @@ Files are judged and reported in the order they were given, whoever read them.""
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +25,7 @@ from collscope.hang.dumps import load_pickle, parse_dump, parse_stack
 from collscope.hang.model import NoAnswer, RankDump, StackDump
 from collscope.hang.ras import looks_like_ras_json, looks_like_ras_text
 from collscope.parsers.decode import DecodeError, decompress
+from collscope.runtime.gc_pause import gc_paused
 
 MAX_DUMP_BYTES = 512 << 20     # a ring buffer of 20 000 entries with stacks is a few MiB
 DEFAULT_MEMORY_MIB = 1536
@@ -206,19 +205,6 @@ def read_whole(dump: RankDump) -> RankDump:
     _read_checked(Path(dump.path), inputs, reduce=False)
     return next(d for d in inputs.dumps if d.rank == dump.rank)
 
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """The cycle collector paused while dumps are decoded: they form no cycles, yet each
-    collection walks every object kept so far (30 % of a 2 000-entry dump's decoding).
-    Restored as it was."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _decode_json(text: str) -> Any:

@@ -3,18 +3,16 @@ cross-rank lateness, efficiency against a baseline, findings, records."""
 
 from __future__ import annotations
 
-import gc
 import os
 import re
-from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from collscope.records.finding import FindingRecord
 from collscope.records.trace import TraceCollectiveRecord, TraceRankRecord, TraceStepRecord
+from collscope.runtime.gc_pause import gc_paused
 from collscope.trace.across import Across, match
 from collscope.trace.baseline import Baseline
 from collscope.trace.collect import RankEvents
@@ -103,19 +101,6 @@ def read_rank(path: str, selection: StepSelection) -> RankTrace:
             collected.add(outside.traceEvents)
         return analyse_events(collected, outside, path, rank_from_name(Path(path)), selection)
 
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """The cycle collector paused while a trace is read: the events and what is kept of them
-    form no cycles, yet each collection walks every object kept so far, which took 40% of the
-    time on a 100 MB trace (benchmarks/trace_scale.py). Restored as it was."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def read_ranks(files: list[Path], selection: StepSelection, workers: int | None = None,
