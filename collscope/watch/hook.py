@@ -39,7 +39,7 @@ def wrap(module: ModuleType) -> None:
         return result
 
     setattr(init_process_group, _WRAPPED, True)
-    module.init_process_group = init_process_group
+    vars(module)["init_process_group"] = init_process_group   # a module's attributes are its dict
 
 
 class _PostImportFinder(importlib.abc.MetaPathFinder):
