@@ -2,6 +2,7 @@
 #   make demo   collscope bench on the embedded default (local ranks: GPUs, else 2 gloo ranks)
 #   make test       the whole test suite (unit, dist, e2e; under 10 minutes on 2 cores)
 #   make test-fast  the unit tests only: the inner loop (under a minute on 2 cores)
+#   make lint       ruff and mypy, as CI runs them
 # The venv sees system site-packages, so a ROCm or CUDA torch already installed is used as is;
 # torch is installed only when none is importable, and then the CPU build
 # (tools/install_torch.py: PyTorch's CPU index where reachable, else the registry's torch).
@@ -38,9 +39,15 @@ test: setup
 test-fast: setup
 	$(BIN)/python -m pytest -q -n auto --dist loadfile tests/unit
 
-lint: setup
-	$(BIN)/python -m pip install -q ruff
+# ruff and mypy (their releases held by the lint extra; mypy's settings in pyproject.toml).
+# CI runs it after the tests; either reporting anything fails it.
+lint: $(VENV)/.lint-done
 	$(BIN)/ruff check collscope tests benchmarks tools
+	$(BIN)/mypy
+
+$(VENV)/.lint-done: $(VENV)/.setup-done
+	$(BIN)/python -m pip install -q -e ".[lint]"
+	touch $@
 
 bench-overhead: setup
 	$(BIN)/python benchmarks/harness_overhead.py

@@ -23,11 +23,12 @@ def table_console(tty_width: int, plain_width: int, markup: bool = True) -> Iter
     from rich.console import Console
 
     tty = sys.stdout.isatty()
-    console = Console(highlight=False, markup=markup, file=None if tty else io.StringIO())
+    buffer = None if tty else io.StringIO()
+    console = Console(highlight=False, markup=markup, file=buffer)
     console.width = max(console.width, tty_width) if tty else plain_width
     yield console, box.SIMPLE_HEAD if tty else box.MARKDOWN
-    if not tty:
-        text = console.file.getvalue()  # type: ignore[attr-defined]
+    if buffer is not None:
+        text = buffer.getvalue()
         sys.stdout.write("\n".join(line.rstrip() for line in text.splitlines()) + "\n")
     sys.stdout.flush()
 

@@ -6,6 +6,7 @@ import argparse
 import sys
 import textwrap
 from collections.abc import Sequence
+from typing import NoReturn
 
 from collscope import __version__
 from collscope.errors import ExitCode, OutputError, RankFailure, UsageError, exit_codes_help
@@ -32,7 +33,7 @@ each command's --help says which exit codes it returns and what they mean there.
 class OneLineErrorParser(argparse.ArgumentParser):
     """argparse that reports bad input on one line (flag and accepted values) and exits 2."""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         sys.stderr.write(f"{self.prog}: {message} (see {self.prog} --help)\n")
         raise SystemExit(ExitCode.USAGE)
 

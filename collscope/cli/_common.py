@@ -3,7 +3,13 @@ arguments no config field holds (--nproc for bench, train, overlap, links; the C
 for bench, tune), the check that output files can be written, for the commands that launch
 ranks (made where they will be written: see collscope.runtime.entry.Job.output_check); every
 other flag comes from its command's config dataclass through collscope.config_flags. Output
-helpers live in collscope.console. No torch at import."""
+helpers live in collscope.console. No torch at import.
+
+Every cli/<command>.py has one shape on purpose: ``add_parser`` (command_parser with the
+command's help, description and examples, its config's flags, set_defaults) and ``handle``
+(config_from, the checks, then the feature's run). `duplicates` pairs these modules by that
+shape (monitor ~ watch, links ~ overlap, ...): a deliberate parallel, whose differences are each
+command's words and config."""
 
 from __future__ import annotations
 

@@ -43,6 +43,29 @@ the model, node counts < 1, inputs without result rows).
 EXIT_CODES = EXAMPLES[EXAMPLES.index("exit codes:"):]
 
 
+# Each subcommand: its name, one-line help, description (with an example) and request config.
+SUBCOMMANDS: list[tuple[str, str, str, type]] = [
+    ("fit", "measurements -> model file",
+     "Fit one robust alpha-beta model per measured group (collective x nodes x ranks per "
+     "node). Example: collscope model fit a.log b.jsonl -o m.json --holdout-nodes 8",
+     FitRequest),
+    ("predict", "time and busbw per size and node count",
+     "Predicted time and busbw per size for each node count, in nccl-tests' table shape, with "
+     "the typical band and how far each row extrapolates. Example: collscope model predict "
+     "h100.json --collective all_reduce --nodes 8,16 --ranks-per-node 8 --sizes 1M-8G",
+     PredictRequest),
+    ("plan", "one training step's communication at each node count",
+     "The collectives of one DDP or FSDP step (collscope train's parameter accounting), their "
+     "predicted time, step time, tokens/s, scaling efficiency and the DDP knob that helps "
+     "most, per node count. Example: collscope model plan m.json --preset llama2-7b --nodes "
+     "1,2,4 --ranks-per-node 8 --step-compute-ms 900 --overlap 0.5", PlanRequest),
+    ("check", "predictions against held-out measurements",
+     "Busbw error of the model's predictions against measured rows, median and max per "
+     "collective, layout and size band, and how many measured medians lie in the typical "
+     "band. Example: collscope model check h100.json h100_8node.log", CheckRequest),
+]
+
+
 def add_parser(commands: Any) -> None:
     p = command_parser(
         commands, "model", help="fit a cost model from measurements; predict collectives and steps",
@@ -50,30 +73,9 @@ def add_parser(commands: Any) -> None:
                     "rccl-tests logs; predict collectives and training steps at scale.",
         epilog=EXAMPLES)
     sub = p.add_subparsers(dest="model_command", metavar="SUBCOMMAND")
-    add_flags(sub.add_parser(
-        "fit", epilog=EXIT_CODES, help="measurements -> model file",
-        description="Fit one robust alpha-beta model per measured group (collective x nodes x "
-                    "ranks per node). Example: collscope model fit a.log b.jsonl -o m.json "
-                    "--holdout-nodes 8"), FitRequest)
-    add_flags(sub.add_parser(
-        "predict", epilog=EXIT_CODES, help="time and busbw per size and node count",
-        description="Predicted time and busbw per size for each node count, in nccl-tests' "
-                    "table shape, with the typical band and how far each row extrapolates. "
-                    "Example: collscope model predict h100.json --collective all_reduce "
-                    "--nodes 8,16 --ranks-per-node 8 --sizes 1M-8G"), PredictRequest)
-    add_flags(sub.add_parser(
-        "plan", epilog=EXIT_CODES, help="one training step's communication at each node count",
-        description="The collectives of one DDP or FSDP step (collscope train's parameter "
-                    "accounting), their predicted time, step time, tokens/s, scaling "
-                    "efficiency and the DDP knob that helps most, per node count. Example: "
-                    "collscope model plan m.json --preset llama2-7b --nodes 1,2,4 "
-                    "--ranks-per-node 8 --step-compute-ms 900 --overlap 0.5"), PlanRequest)
-    add_flags(sub.add_parser(
-        "check", epilog=EXIT_CODES, help="predictions against held-out measurements",
-        description="Busbw error of the model's predictions against measured rows, median and "
-                    "max per collective, layout and size band, and how many measured medians "
-                    "lie in the typical band. Example: collscope model check h100.json "
-                    "h100_8node.log"), CheckRequest)
+    for name, summary, description, request in SUBCOMMANDS:
+        add_flags(sub.add_parser(name, epilog=EXIT_CODES, help=summary, description=description),
+                  request)
     p.set_defaults(handler=handle)
 
 

@@ -47,6 +47,7 @@ class CollectiveSpec:
         return count, count * element_size
 
 
+# One row per collective, every row the same shape on purpose (a table, not repeated logic).
 COLLECTIVES: dict[str, CollectiveSpec] = {
     spec.name: spec
     for spec in (

@@ -20,6 +20,7 @@ from typing import Any
 
 from collscope.doctor.checks import VISIBLE_DEVICES, Finding, exit_code, run_checks, sort_findings
 from collscope.doctor.facts import Facts
+from collscope.doctor.rules.registry import Level
 
 # Interfaces that legitimately differ between nodes (containers, bridges, tunnels).
 VIRTUAL_IFACES = ("lo", "docker", "veth", "virbr", "br-", "cni", "flannel", "cali", "vxlan",
@@ -82,7 +83,7 @@ def differences(nodes: list[NodeReport], envs: dict[int, dict[str, str]],
     for key in keys:
         values = {n.node: n.summary.get(key, "absent") for n in nodes}
         if len(set(values.values())) > 1:
-            level = "fail" if key in FAIL_KEYS else "warn"
+            level: Level = "fail" if key in FAIL_KEYS else "warn"
             detail = "; ".join(f"node {n.node} ({n.host}): {values[n.node]}" for n in nodes)
             found.append(Finding("cluster.differences", level, "cluster",
                                  f"{key} differs between nodes", detail,
@@ -110,8 +111,8 @@ def differences(nodes: list[NodeReport], envs: dict[int, dict[str, str]],
 
 def merge_findings(nodes: list[NodeReport]) -> list[Finding]:
     """Every node's findings once, tagged with the nodes they apply to when not all."""
-    order: list[tuple[str, str, str, str, str, str]] = []
-    where: dict[tuple[str, str, str, str, str, str], list[int]] = {}
+    order: list[tuple[str, Level, str, str, str, str]] = []
+    where: dict[tuple[str, Level, str, str, str, str], list[int]] = {}
     for node in nodes:
         for f in node.findings:
             key = (f["id"], f["level"], f["area"], f["title"], f["detail"], f["fix"])

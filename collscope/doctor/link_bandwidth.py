@@ -61,7 +61,7 @@ def pcie_generation(link_speed: str | None) -> int | None:
 def pcie_peak(generation: int | None, width: int | None) -> LinkPeak | None:
     if generation not in PCIE_LANE_GBS or not width:
         return None
-    rate = PCIE_LANE_GBS[generation]  # type: ignore[index]
+    rate = PCIE_LANE_GBS[generation]
     return LinkPeak(rate * width, f"PCIe gen{generation} x{width}: {width} x {rate} GB/s")
 
 

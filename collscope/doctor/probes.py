@@ -238,7 +238,7 @@ def host_info(root: str | os.PathLike[str] = "/") -> dict[str, Any]:
 
 def _addresses() -> dict[str, list[str]]:
     try:
-        import psutil  # type: ignore[import-untyped]
+        import psutil
 
         return {name: [a.address for a in addrs if a.family in (socket.AF_INET, socket.AF_INET6)]
                 for name, addrs in sorted(psutil.net_if_addrs().items())}

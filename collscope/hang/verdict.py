@@ -48,7 +48,7 @@ def ranks_text(ranks: list[int] | tuple[int, ...]) -> str:
         return "none"
     parts: list[str] = []
     start = prev = ranks[0]
-    for rank in list(ranks[1:]) + [None]:  # type: ignore[list-item]
+    for rank in list(ranks[1:]) + [None]:
         if rank is not None and rank == prev + 1:
             prev = rank
             continue

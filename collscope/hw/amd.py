@@ -41,7 +41,7 @@ def load_amdsmi() -> Any:
 
     try:
         with captured("amdsmi"):
-            import amdsmi  # type: ignore[import-not-found]  # optional: collscope[amd]
+            import amdsmi  # optional: collscope[amd]
     except ModuleNotFoundError as error:
         if error.name == "amdsmi":
             raise ImportError(INSTALL_HINT) from error

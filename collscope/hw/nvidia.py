@@ -33,7 +33,7 @@ def load_pynvml() -> Any:
 
     try:
         with captured("pynvml"):
-            import pynvml  # type: ignore[import-not-found]  # optional: collscope[nvidia]
+            import pynvml  # optional: collscope[nvidia]
     except ImportError as error:
         raise ImportError(INSTALL_HINT) from error
     return pynvml

@@ -105,7 +105,9 @@ def _exchange(session: Session, partner: int, send: torch.Tensor, recv: torch.Te
     started = time.perf_counter()
     pace = _sendrecv(session, partner, send[:probe], recv[:probe], delay) * size / (probe * 4)
     state = 0 if limit_s is None else 1        # 0 not under test, 1 undecided, 2 decided
-    warmups, times, latencies = 0, [], []
+    warmups = 0
+    times: list[float] = []         # seconds per timed exchange
+    latencies: list[float] = []
     while True:
         control.copy_(torch.tensor([time.perf_counter() - started, pace, state],
                                    dtype=torch.float64))

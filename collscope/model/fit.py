@@ -191,7 +191,7 @@ def _robust_fit(x: Sequence[float], t: Sequence[float]) -> tuple[float, float, b
     """(alpha_us, 1/B, whether 1/B ended at its lower bound) minimising the soft_l1 loss of
     log residuals; x = S f(n) / 1e3."""
     import numpy as np
-    from scipy.optimize import least_squares, nnls  # type: ignore[import-untyped]
+    from scipy.optimize import least_squares, nnls
 
     xs, ts = np.asarray(x, dtype=float), np.asarray(t, dtype=float)
     # Start from the non-negative least-squares fit of relative errors.

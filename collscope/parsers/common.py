@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -21,6 +22,21 @@ class Parsed(Generic[T]):
 
     value: T
     warnings: list[str] = field(default_factory=list)
+
+
+# A key of a tool's output -> the record field it fills and how its value text is read.
+FieldReader = tuple[str, Callable[[str], object]]
+
+
+def set_field(record: object, fields: dict[str, FieldReader], key: str, value: str) -> bool:
+    """Fills the field of ``record`` that ``key`` names in ``fields``; False when it names
+    none (the caller decides where an unknown key goes)."""
+    known = fields.get(key)
+    if known is None:
+        return False
+    name, read = known
+    setattr(record, name, read(value))
+    return True
 
 
 def to_int(text: str) -> int | None:

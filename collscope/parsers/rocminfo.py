@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from collscope.parsers.common import GpuInfo, Parsed, to_int
+from collscope.parsers.common import FieldReader, GpuInfo, Parsed, set_field, to_int
 
 _AGENT = re.compile(r"^\s*Agent\s+(\d+)\s*$", re.IGNORECASE)
 _POOL = re.compile(r"^\s*Pool\s+(\d+)\s*$", re.IGNORECASE)
@@ -132,46 +132,21 @@ def _present(value: str) -> str | None:
     return value if value and value.upper() not in ("N/A", "NONE") else None
 
 
-def _set_agent_field(agent: HsaAgent, key: str, value: str) -> None:
-    low = key.lower()
-    if low == "name":
-        agent.name = _present(value)
-    elif low == "uuid":
-        agent.uuid = _present(value)
-    elif low == "marketing name":
-        agent.marketing_name = _present(value)
-    elif low == "vendor name":
-        agent.vendor_name = _present(value)
-    elif low == "device type":
-        agent.device_type = _present(value)
-    elif low == "node":
-        agent.node = _leading_int(value)
-    elif low == "compute unit":
-        agent.compute_units = _leading_int(value)
-    elif low == "simds per cu":
-        agent.simds_per_cu = _leading_int(value)
-    elif low == "chip id":
-        agent.chip_id = _leading_int(value)
-    elif low == "bdfid":
-        agent.bdf_id = _leading_int(value)
-    elif low == "max clock freq. (mhz)":
-        agent.max_clock_mhz = _leading_int(value)
-    elif low == "wavefront size":
-        agent.wavefront_size = _leading_int(value)
-    else:
-        agent.extra.setdefault(key, value)
-
-
-def _set_pool_field(pool: HsaPool, key: str, value: str) -> None:
-    low = key.lower()
-    if low == "segment":
-        pool.segment = _present(value)
-    elif low == "size":
-        pool.size_bytes = _size_bytes(value)
-    elif low == "allocatable":
-        pool.allocatable = _bool(value)
-    elif low == "accessible by all":
-        pool.accessible_by_all = _bool(value)
+# rocminfo's keys (lower case) -> the field each fills and how its value is read; a key of an
+# agent that neither table knows is kept in the agent's ``extra``, one of a pool is dropped.
+_AGENT_FIELDS: dict[str, FieldReader] = {
+    "name": ("name", _present), "uuid": ("uuid", _present),
+    "marketing name": ("marketing_name", _present), "vendor name": ("vendor_name", _present),
+    "device type": ("device_type", _present), "node": ("node", _leading_int),
+    "compute unit": ("compute_units", _leading_int),
+    "simds per cu": ("simds_per_cu", _leading_int), "chip id": ("chip_id", _leading_int),
+    "bdfid": ("bdf_id", _leading_int), "max clock freq. (mhz)": ("max_clock_mhz", _leading_int),
+    "wavefront size": ("wavefront_size", _leading_int),
+}
+_POOL_FIELDS: dict[str, FieldReader] = {
+    "segment": ("segment", _present), "size": ("size_bytes", _size_bytes),
+    "allocatable": ("allocatable", _bool), "accessible by all": ("accessible_by_all", _bool),
+}
 
 
 def parse_rocminfo(text: str) -> Parsed[RocmInfo]:
@@ -239,7 +214,8 @@ def parse_rocminfo(text: str) -> Parsed[RocmInfo]:
                 section, pool = key.lower(), None  # 'Cache Info:', 'Pool Info:', ...
                 continue
             section, pool = None, None
-            _set_agent_field(agent, key, value)
+            if not set_field(agent, _AGENT_FIELDS, key.lower(), value):
+                agent.extra.setdefault(key, value)
             continue
         if pair is None:
             continue  # 'x   1024(0x400)' under '... per Dimension:'
@@ -249,7 +225,7 @@ def parse_rocminfo(text: str) -> Parsed[RocmInfo]:
             if size is not None:
                 agent.cache_kb[key] = size
         elif section == "pool" and pool is not None:
-            _set_pool_field(pool, key, value)
+            set_field(pool, _POOL_FIELDS, key.lower(), value)
         elif section == "isa" and key.lower() == "name" and value:
             agent.isas.append(value)
     if not info.agents:

@@ -15,6 +15,7 @@ import base64
 import hashlib
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -171,7 +172,7 @@ def report_sections(inputs: list[Input]) -> list[Section | None]:
     ]
 
 
-def _charts_section(section_id: str, title: str, charts: list[ch.Chart],
+def _charts_section(section_id: str, title: str, charts: Sequence[ch.Chart],
                     headlines: list[ch.Headline], legend: bool = True) -> Section | None:
     if not charts and not headlines:
         return None

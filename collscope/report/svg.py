@@ -71,7 +71,7 @@ def line_chart(chart: LineChart) -> str:
                    f'y2="{HEIGHT - BOTTOM}"/>')
         out.append(f'<text class="tick" x="{x:.1f}" y="{HEIGHT - BOTTOM + 18}" '
                    f'text-anchor="middle">{esc(tick_label(tick, chart.x_format))}</text>')
-    for tick in y_ticks:
+    for tick in y_ticks:            # the x axis's grid line and label, turned for the y axis
         y = sy(tick)
         out.append(f'<line class="grid" x1="{LEFT}" y1="{y:.1f}" x2="{WIDTH - RIGHT}" '
                    f'y2="{y:.1f}"/>')

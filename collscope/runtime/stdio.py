@@ -17,6 +17,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TextIO
 
 # Descriptor 1 is process-wide: the outermost block redirects, nested ones (a rank's doctor
 # probes) change nothing.
@@ -32,9 +33,9 @@ def _flush() -> None:
             pass
 
 
-def _writes_to_fd1(stream: object) -> bool:
+def _writes_to_fd1(stream: TextIO) -> bool:
     try:
-        return stream.fileno() == 1  # type: ignore[attr-defined]
+        return stream.fileno() == 1
     except (OSError, ValueError, AttributeError):      # a StringIO, a test's capture
         return False
 

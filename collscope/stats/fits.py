@@ -25,7 +25,7 @@ def theil_sen(x: Sequence[float], y: Sequence[float], confidence: float = 0.95) 
     """Theil-Sen slope (the median of the pairwise slopes: robust to ~29% outliers) with its
     distribution-free CI (``scipy.stats.theilslopes``: Kendall's-tau ranks of the pairwise
     slopes). O(n^2) pairs: callers subsample long series. Needs two distinct x."""
-    from scipy.stats import theilslopes  # type: ignore[import-untyped]
+    from scipy.stats import theilslopes
 
     if len(set(x)) < 2 or len(x) != len(y):
         raise ValueError("theil_sen needs as many y as x and at least two distinct x")
@@ -36,7 +36,7 @@ def theil_sen(x: Sequence[float], y: Sequence[float], confidence: float = 0.95) 
 def rising_slope(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
     """(least-squares slope of y on x, one-sided t-test p that it is > 0), by
     ``scipy.stats.linregress``; (nan, 1) when there are fewer than 3 points or no slope."""
-    from scipy.stats import linregress  # type: ignore[import-untyped]
+    from scipy.stats import linregress
 
     if len(x) < 3:
         return math.nan, 1.0

@@ -47,7 +47,7 @@ def median_ci(values: Sequence[float], confidence: float = 0.95) -> MedianCI:
     assumption about the distribution), with the largest j whose coverage
     1 - 2 P(Binom(n, 1/2) <= j - 1) is at least ``confidence``. With too few values for that
     coverage the interval is [min, max] and ``confidence`` says what it covers."""
-    from scipy.stats import binom  # type: ignore[import-untyped]
+    from scipy.stats import binom
 
     ordered = sorted(values)
     n = len(ordered)
@@ -63,7 +63,7 @@ def median_ci(values: Sequence[float], confidence: float = 0.95) -> MedianCI:
 def mean_ci_halfwidth(values: Sequence[float], confidence: float) -> float:
     """Half-width of the two-sided Student's t interval of the mean of ``values`` (n >= 2):
     t_{(1+confidence)/2, n-1} x s / sqrt(n)."""
-    from scipy import stats  # type: ignore[import-untyped]
+    from scipy import stats
 
     n = len(values)
     if n < 2:

@@ -55,7 +55,7 @@ def min_late_trials(ranks: int, alpha: float) -> int:
 def signed_rank_p(differences: Sequence[float], alternative: Alternative = "greater") -> float:
     """Wilcoxon signed-rank test that the differences lie above (below) 0; zeros are dropped
     first, and with none left there is no evidence (p = 1)."""
-    from scipy.stats import wilcoxon  # type: ignore[import-untyped]
+    from scipy.stats import wilcoxon
 
     nonzero = [d for d in differences if d != 0]
     return float(wilcoxon(nonzero, alternative=alternative).pvalue) if nonzero else 1.0

@@ -65,6 +65,6 @@ def robust_sigma(values: Sequence[float]) -> float:
     scale="normal"); 0 for fewer than two values."""
     if len(values) < 2:
         return 0.0
-    from scipy.stats import median_abs_deviation  # type: ignore[import-untyped]
+    from scipy.stats import median_abs_deviation
 
     return float(median_abs_deviation(values, scale="normal"))

@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 from collscope.records.finding import FindingRecord
 from collscope.records.trace import TraceCollectiveRecord
@@ -91,7 +91,7 @@ class Verdict(NamedTuple):
     detail: str
     fix: str
     test: str
-    level: str = "warn"
+    level: Literal["info", "warn"] = "warn"
 
 
 @dataclass

@@ -142,7 +142,7 @@ def _gpu_part(collected: RankEvents, all_steps: list[StepSpan], steps: list[Step
         launched = launch[0] if launch is not None else None
         items.append((launched, kernel.kind, (kernel.start, kernel.end)))
         if kernel.event is not None:
-            around = spans.around(launch[1], launch[2], launched) if launch else []
+            around = spans.around(launch[1], launch[2], launch[0]) if launch else []
             call = metadata_call(kernel.event, around, world_size, pg_sizes)
             call.step = step_of(launched)
             calls.append(call)

@@ -77,17 +77,16 @@ def stream_events(path: Path, consume: Callable[[list[Event]], None]) -> TraceDo
     lies outside the events (a ``TraceDoc`` with an empty ``traceEvents``)."""
     blocks = json_blocks(path)
     buffer = bytearray()
-    start = None                          # where the array's elements begin in ``buffer``
+    found = None                          # the array's opening, once ``buffer`` holds it
     for block in blocks:
         buffer += block
         found = _ARRAY_START.search(buffer)
         if found is not None:
-            start = found.end()
             break
-    if start is None:
+    if found is None:
         raise NotStreamable("no traceEvents array")
     head = bytes(buffer[:found.start()])
-    del buffer[:start]
+    del buffer[:found.end()]              # the array's elements begin here
     window = 1 << 16                      # how far back from the end cuts are looked for
     for block in blocks:
         buffer += block

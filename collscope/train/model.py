@@ -72,8 +72,8 @@ def build_model(spec: ModelSpec, device: torch.device, dtype: torch.dtype,
 
 def decoder_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
     """The transformer blocks: the unit FSDP shards one by one."""
-    layers: Any = model.model.layers  # type: ignore[union-attr]
-    return list(layers)
+    layers = model.get_submodule("model.layers")     # LlamaForCausalLM.model.layers
+    return list(layers.children())
 
 
 def synthetic_batch(spec: ModelSpec, seed: int, rank: int, step: int,

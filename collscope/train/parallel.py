@@ -68,7 +68,7 @@ def one_bucket_at_a_time(hook: Callable[..., Any]) -> Callable[..., Any]:
     executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="collscope-hook")
 
     def serial_hook(state, bucket):  # no annotations: DDP checks real types only
-        future = torch.futures.Future()  # type: ignore[var-annotated]
+        future = torch.futures.Future()
 
         def work() -> None:
             try:

@@ -30,6 +30,7 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 STORE_TIMEOUT_S = 10.0
@@ -158,7 +159,7 @@ def clock_master(store: Any, followers: Sequence[int], epoch: int = 0,
                         stop, POLL_S if k == 0 else CLOCK_POLL_S):
             return None
         time.sleep(0.005)      # let the followers be polling before the key appears
-        stamp, _ = _mid_ns(lambda k=k: store.set(f"clk/{epoch}/{k}", "1"))
+        stamp, _ = _mid_ns(partial(store.set, f"clk/{epoch}/{k}", "1"))
         stamps.append(stamp)
     if not wait_for(store, [f"clkres/{epoch}/{r}" for r in followers], CLOCK_WAIT_S, stop):
         return None
@@ -180,7 +181,7 @@ def clock_follower(store: Any, rank: int, epoch: int = 0,
         store.set(f"clkready/{epoch}/{k}/{rank}", "1")
         previous, end = None, time.monotonic() + CLOCK_WAIT_S
         while True:
-            now, found = _mid_ns(lambda key=key: store.check([key]), now_ns)
+            now, found = _mid_ns(partial(store.check, [key]), now_ns)
             if found:
                 if previous is None:      # already there: no bracket; use this check alone
                     previous = now

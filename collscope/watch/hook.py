@@ -39,7 +39,7 @@ def wrap(module: ModuleType) -> None:
         return result
 
     setattr(init_process_group, _WRAPPED, True)
-    module.init_process_group = init_process_group
+    vars(module)["init_process_group"] = init_process_group   # a module's attributes are its dict
 
 
 class _PostImportFinder(importlib.abc.MetaPathFinder):
@@ -64,7 +64,7 @@ class _PostImportFinder(importlib.abc.MetaPathFinder):
             except Exception as error:  # noqa: BLE001 (never break the user's import)
                 sys.stderr.write(f"collscope watch: agent not armed: {error}\n")
 
-        loader.exec_module = exec_module  # type: ignore[method-assign]
+        loader.exec_module = exec_module  # type: ignore[method-assign]  # wrapped on purpose
         return spec
 
 

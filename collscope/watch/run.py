@@ -65,10 +65,10 @@ class Tail:
         self.folder = folder
         self._offsets: dict[str, int] = {}
 
-    def lines(self) -> list[str]:
+    def lines(self) -> list[dict[str, Any]]:
         import json
 
-        out = []
+        out: list[dict[str, Any]] = []
         for name in sorted(os.listdir(self.folder)):
             path = os.path.join(self.folder, name)
             with open(path, "rb") as handle:
@@ -207,8 +207,12 @@ class Watch:
             self.process.terminate()
         except ProcessLookupError:
             return
-        timer = threading.Timer(KILL_GRACE_S, lambda: self.process.poll() is None and
-                                wrap.kill_tree(self.process))
+
+        def kill_if_alive() -> None:            # the job outlived the grace period
+            if self.process.poll() is None:
+                wrap.kill_tree(self.process)
+
+        timer = threading.Timer(KILL_GRACE_S, kill_if_alive)
         timer.daemon = True
         timer.start()
 

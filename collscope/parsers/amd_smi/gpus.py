@@ -57,6 +57,7 @@ def parse_static(text: str) -> Parsed[list[GpuInfo]]:
 
 
 def _metrics_of(index: int, node: dict[str, Any]) -> GpuMetrics:
+    # amd-smi's metric JSON, a line per field: the lines' one shape is the mapping, not logic.
     m = GpuMetrics(index=index)
     usage = node.get("usage")
     m.gfx_activity_percent = float_of(get_in(usage, "gfx_activity"))

@@ -29,8 +29,8 @@ def parse_command_line(text: str, line: int = 0) -> CommandLine:
     before = argv if program_at is None else argv[:program_at]
     # Leading NAME=VALUE assignments, then the launcher and its options.
     i = 0
-    while i < len(before) and _ENV_ASSIGNMENT.match(before[i]):
-        name, value = _ENV_ASSIGNMENT.match(before[i]).groups()  # type: ignore[union-attr]
+    while i < len(before) and (assignment := _ENV_ASSIGNMENT.match(before[i])):
+        name, value = assignment.groups()
         command.env[name] = value
         i += 1
     if i < len(before) and before[i].rsplit("/", 1)[-1] in patterns.LAUNCHERS:
@@ -40,8 +40,8 @@ def parse_command_line(text: str, line: int = 0) -> CommandLine:
     while j < len(before):
         token = before[j]
         nxt = before[j + 1] if j + 1 < len(before) else ""
-        if token == "-x" and _ENV_ASSIGNMENT.match(nxt):
-            name, value = _ENV_ASSIGNMENT.match(nxt).groups()  # type: ignore[union-attr]
+        if token == "-x" and (assignment := _ENV_ASSIGNMENT.match(nxt)):
+            name, value = assignment.groups()
             command.env[name] = value
             j += 2
             continue

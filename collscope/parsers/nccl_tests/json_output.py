@@ -151,21 +151,20 @@ def json_placement(data: Any, per_iter: Any, where: str,
         return None, "" if data is None else f"{where} is not an object"
     time_key = "time" if "time" in data else "cpu_time"
     texts = [_text(data.get(key)) for key in (time_key, "alg_bw", "bus_bw")]
-    values = [None if t is None else parse_num(t) for t in texts]
+    time_us, algbw, busbw = (None if t is None else parse_num(t) for t in texts)
     problem = ""
-    if values[0] is None:
+    if time_us is None:
         return None, f"{where}: time/alg_bw/bus_bw not numbers ({texts})"
-    if values[1] is None and size_bytes is not None and values[0] > 0:
-        values[1] = size_bytes / values[0] / 1e3
+    if algbw is None and size_bytes is not None and time_us > 0:
+        algbw = size_bytes / time_us / 1e3
         problem = f"{where}: alg_bw {texts[1]!r} not a number: recomputed as size / time"
-    if values[1] is None:
+    if algbw is None:
         return None, f"{where}: time/alg_bw/bus_bw not numbers ({texts})"
-    if values[2] is None:
-        values[2] = math.nan
+    if busbw is None:
+        busbw = math.nan
         problem = (problem + "; " if problem else f"{where}: ") + (
             f"bus_bw {texts[2]!r} not a number: kept with its time, busbw recomputed from "
             "algbw x the bus factor where the collective and world size are known")
-    time_us, algbw, busbw = (float(v) for v in values)  # type: ignore[arg-type]
     wrong_value = _number(data.get("nwrong"))
     more: dict[str, str] = {}
     if isinstance(per_iter, dict):

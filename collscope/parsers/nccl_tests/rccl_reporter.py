@@ -109,13 +109,13 @@ def _placement_row(record: dict[str, str], collective: str, ranks: int | None, l
     redop = record.get("redop", "").strip('"') or "none"
     in_place = record.get("inPlace", "").strip() == "1"
     texts = [record.get(k, "").strip() for k in ("time", "algBw", "busBw")]
-    values = [parse_num(t) for t in texts]
-    if size is None or any(v is None for v in values):
+    time_us, algbw, busbw = (parse_num(t) for t in texts)
+    if size is None or time_us is None or algbw is None or busbw is None:
         return None, f"size/time/algbw/busbw not numbers ({[record.get('size'), *texts]})"
     wrong_text = record.get("wrong", "").strip('"')
     wrong = parse_int(wrong_text)
-    placement = Placement(time_us=values[0], algbw_gbs=values[1],  # type: ignore[arg-type]
-                          busbw_gbs=values[2], wrong=wrong, error=None,  # type: ignore[arg-type]
+    placement = Placement(time_us=time_us, algbw_gbs=algbw, busbw_gbs=busbw, wrong=wrong,
+                          error=None,
                           time_text=texts[0], algbw_text=texts[1], busbw_text=texts[2],
                           check_text=wrong_text or None)
     cycle = parse_int(record.get("numCycle", ""))

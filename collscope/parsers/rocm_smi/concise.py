@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from collscope.parsers.common import MAX_GPUS, Parsed, to_int
+from collscope.parsers.common import MAX_GPUS, FieldReader, Parsed, set_field, to_int
 from collscope.parsers.rocm_smi.common import number_of, numbered, present_of, snake_key
 from collscope.parsers.rocm_smi.records import PERF_LEVELS, SENSOR, GpuStatus
 
@@ -24,14 +24,24 @@ def _cells(line: str) -> list[str]:
     return merged
 
 
+# Headers (lower case) named in full -> the field each fills and how its cell is read; the
+# headers known by a prefix, and the cells that hold two values, are placed by ``_assign``.
+_COLUMNS: dict[str, FieldReader] = {
+    "node": ("node_id", to_int), "sclk": ("sclk_mhz", number_of),
+    "mclk": ("mclk_mhz", number_of), "fan": ("fan_percent", number_of),
+    "perf": ("perf_level", present_of), "pwrcap": ("power_cap_w", number_of),
+    "vram%": ("vram_percent", number_of), "gpu%": ("gpu_percent", number_of),
+}
+
+
 def _assign(status: GpuStatus, column: str, value: str) -> None:
     """Put one concise-table cell into the field its header names."""
     col = column.lower()
     if col in ("device", "gpu"):
         return
-    if col == "node":
-        status.node_id = to_int(value)
-    elif col.startswith("ids"):
+    if set_field(status, _COLUMNS, col, value):
+        return
+    if col.startswith("ids"):
         parts = [p.strip() for p in value.split(",")]
         status.device_id = present_of(parts[0])
         status.guid = present_of(parts[1]) if len(parts) > 1 else None
@@ -46,20 +56,6 @@ def _assign(status: GpuStatus, column: str, value: str) -> None:
         status.power_w = number_of(value)
     elif col.startswith("partition"):
         status.partitions = present_of(value)
-    elif col == "sclk":
-        status.sclk_mhz = number_of(value)
-    elif col == "mclk":
-        status.mclk_mhz = number_of(value)
-    elif col == "fan":
-        status.fan_percent = number_of(value)
-    elif col == "perf":
-        status.perf_level = present_of(value)
-    elif col == "pwrcap":
-        status.power_cap_w = number_of(value)
-    elif col == "vram%":
-        status.vram_percent = number_of(value)
-    elif col == "gpu%":
-        status.gpu_percent = number_of(value)
     else:
         status.extra[snake_key(column) or column] = value
 

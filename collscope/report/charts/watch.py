@@ -122,8 +122,8 @@ def _series(points_by_rank: dict[int, list[_Point]], picked: list[int], unit: st
     if rest:
         by_time: dict[float, list[_Point]] = defaultdict(list)
         for rank in rest:
-            for p in points_by_rank[rank]:
-                by_time[p.t].append(p)
+            for point in points_by_rank[rank]:
+                by_time[point.t].append(point)
         medians = [_Point(t, statistics.median(p.value for p in ps), -1, "", False,
                           f"median of {len(ps)} ranks\n{t:.1f} s: "
                           f"{format_number(statistics.median(p.value for p in ps))} {unit}")
@@ -174,7 +174,8 @@ def full_windows(run: Run) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         if isinstance(w.get("window"), int):
             group = str(w.get("group"))
             sizes[group] = max(sizes.get(group, 0), w["window"])
-    kept, partial = [], []
+    kept: list[dict[str, Any]] = []
+    partial: list[dict[str, Any]] = []
     for w in windows(run):
         size = w.get("window")
         full = not isinstance(size, int) or size >= sizes.get(str(w.get("group")), 0)
