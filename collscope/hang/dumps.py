@@ -19,7 +19,7 @@ from typing import Any
 from collscope.hang.model import P2P_OPS, Entry, Frame, GroupStatus, RankDump, StackDump
 from collscope.hang.names import rank_and_host
 from collscope.hang.reduce import EntryColumns, kept_entries
-from collscope.hang.typed_json import JsonEntry
+from collscope.hang.typed_json import JsonEntry, any_field, any_value
 
 MAX_DUMP_BYTES = 512 << 20     # a ring buffer of 20 000 entries with stacks is a few MiB
 
@@ -222,13 +222,23 @@ def missing_fields(raw_entries: list[dict[str, Any]], backend: str, fmt: str) ->
     if not raw_entries:
         return ["no entries (an empty ring buffer, or dumped without collectives)"]
     notes = []
-    if not any(e.get("frames") for e in raw_entries):
+    typed = type(raw_entries[0]) is JsonEntry
+    if not (any_value if typed else _any_value)(raw_entries, "frames"):
         notes.append("no stack frames" + (" (the JSON dump carries none)" if fmt == "json"
                                           else " (dumped without stack traces)"))
-    if not any(e.get("time_discovered_started_ns") for e in raw_entries):
+    if not (any_value if typed else _any_value)(raw_entries, "time_discovered_started_ns"):
         notes.append("no start/complete times" + (
             " (gloo records none)" if backend == "gloo"
             else " (TORCH_NCCL_ENABLE_TIMING was not set)"))
-    if backend != "gloo" and not any("duration_ms" in e for e in raw_entries):
+    if backend != "gloo" and not (any_field if typed else _any_field)(raw_entries,
+                                                                     "duration_ms"):
         notes.append("no duration_ms")
     return notes
+
+
+def _any_value(raw_entries: list[dict[str, Any]], key: str) -> bool:
+    return any(e.get(key) for e in raw_entries)
+
+
+def _any_field(raw_entries: list[dict[str, Any]], key: str) -> bool:
+    return any(key in e for e in raw_entries)

@@ -13,6 +13,7 @@ and is read by the generic decoder instead: the outcome is the same, only slower
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any
 
 import msgspec
@@ -92,3 +93,14 @@ def typed_dump(data: bytes) -> dict[str, Any] | None:
     if document.entries is not UNSET:
         dump["entries"] = document.entries
     return dump
+
+
+def any_value(entries: list[JsonEntry], key: str) -> bool:
+    """``any(e.get(key) for e in entries)``, decoding only the entries that carry the field
+    (a JSON dump carries no frames: 2 000 Python calls saved per dump)."""
+    return any(map(msgspec.json.decode, filter(None, map(attrgetter(key), entries))))
+
+
+def any_field(entries: list[JsonEntry], key: str) -> bool:
+    """``any(key in e for e in entries)``."""
+    return any(map(attrgetter(key), entries))
