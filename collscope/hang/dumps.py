@@ -187,8 +187,9 @@ def parse_dump(dump: Any, path: str, fmt: str, reduce: bool = False) -> RankDump
         raise ValueError("not a Flight Recorder dump (no 'version' with 'entries', "
                          "'pg_config' or 'pg_status')")
     raw_entries = dump.get("entries") or []
-    if not isinstance(raw_entries, list) or not all(map(isinstance, raw_entries,
-                                                         repeat((dict, JsonEntry)))):
+    typed = bool(raw_entries) and type(raw_entries[0]) is JsonEntry    # all are, by msgspec
+    if not isinstance(raw_entries, list) or not typed and not all(map(isinstance, raw_entries,
+                                                                       repeat(dict))):
         raise ValueError("a Flight Recorder dump whose 'entries' is not a list of objects")
     rank, host = rank_and_host(path, dump.get("rank"))
     groups: dict[str, tuple[int, ...]] = {}
