@@ -173,10 +173,11 @@ def main() -> None:
     args = parser.parse_args()
     print(f"{'form':<7}{'ranks':>7}{'entries':>8}{'MB/rank':>8}{'wall s':>8}{'CPU s':>8}"
           f"{'peak MiB':>9}  culprits  target (<= {TARGET_WALL_S:.0f} s, <= "
-          f"{TARGET_PEAK_MIB} MiB at 16 384)", flush=True)
+          f"{TARGET_PEAK_MIB} MiB at 16 384)  load before-after", flush=True)
     records = []
     for form in args.forms:
         for world in args.ranks:
+            load_before = os.getloadavg()[0]
             with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
                 folder = Path(tmp) / "dumps"
                 folder.mkdir()
@@ -184,12 +185,14 @@ def main() -> None:
                 wall, cpu, peak, culprits = measure(folder, Path(tmp) / "hang.jsonl")
             met = "met" if wall <= TARGET_WALL_S and peak <= TARGET_PEAK_MIB else "NOT met"
             print(f"{form:<7}{world:>7}{args.entries:>8}{size / 1e6:>8.2f}{wall:>8.1f}"
-                  f"{cpu:>8.1f}{peak:>9}  {culprits}  {met}", flush=True)
+                  f"{cpu:>8.1f}{peak:>9}  {culprits}  {met}  {load_before:.1f}-"
+                  f"{os.getloadavg()[0]:.1f}", flush=True)
             records.append({"kind": "hang_scale", "form": form, "ranks": world,
                             "entries": args.entries, "frames": args.frames if form == "pickle"
                             else 0, "bytes_per_rank": size, "wall_s": round(wall, 2),
                             "cpu_s": round(cpu, 2), "peak_mib": peak,
                             "culprit_ranks": culprits, "cores": os.cpu_count(),
+                            "load_1min_before": round(load_before, 1),
                             "load_1min": round(os.getloadavg()[0], 1),
                             "hard_linked": not args.distinct})
             if args.json:

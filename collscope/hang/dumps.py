@@ -13,12 +13,13 @@ import json
 import pickle
 import re
 from itertools import repeat
-from operator import itemgetter, or_
+from operator import attrgetter, itemgetter, or_
 from typing import Any
 
 from collscope.hang.model import P2P_OPS, Entry, Frame, GroupStatus, RankDump, StackDump
 from collscope.hang.names import rank_and_host
 from collscope.hang.reduce import EntryColumns, kept_entries
+from collscope.hang.typed_json import JsonEntry, any_field, any_value
 
 MAX_DUMP_BYTES = 512 << 20     # a ring buffer of 20 000 entries with stacks is a few MiB
 
@@ -137,19 +138,24 @@ def _ranks_text(text: str) -> tuple[int, ...]:
 _COLUMNS = itemgetter("record_id", "collective_seq_id", "p2p_seq_id", "op_id", "pg_id",
                       "process_group", "profiling_name", "retired", "state")
 _COLUMN_TYPES = (int, int, int, int, int, None, str, bool, str)
+_TYPED_COLUMNS = attrgetter("record_id", "collective_seq_id", "p2p_seq_id", "op_id", "pg_id",
+                            "process_group", "profiling_name", "retired", "state")
 
 
 def entry_columns(raw_entries: list[dict[str, Any]]) -> EntryColumns | None:
     """What the reduction reads of every entry, a column per field (C-speed ``map``s, no
     object per entry); None when an entry lacks one of these fields or holds another type
     than torch writes: such a dump is read whole, entry by entry (``_entry``)."""
-    try:
-        columns = list(zip(*map(_COLUMNS, raw_entries)))
-    except KeyError:
-        return None
-    if not columns or any(kind is not None and set(map(type, column)) != {kind}
-                          for kind, column in zip(_COLUMN_TYPES, columns)):
-        return None
+    if raw_entries and type(raw_entries[0]) is JsonEntry:
+        columns = list(zip(*map(_TYPED_COLUMNS, raw_entries)))   # msgspec checked the types
+    else:
+        try:
+            columns = list(zip(*map(_COLUMNS, raw_entries)))
+        except KeyError:
+            return None
+        if not columns or any(kind is not None and set(map(type, column)) != {kind}
+                              for kind, column in zip(_COLUMN_TYPES, columns)):
+            return None
     record_ids, seqs, p2p_seqs, op_ids, pg_ids, groups, names, retired, states = columns
     if not set(map(type, groups)) <= {tuple, list} or min(map(len, groups)) < 2:
         return None
@@ -181,8 +187,9 @@ def parse_dump(dump: Any, path: str, fmt: str, reduce: bool = False) -> RankDump
         raise ValueError("not a Flight Recorder dump (no 'version' with 'entries', "
                          "'pg_config' or 'pg_status')")
     raw_entries = dump.get("entries") or []
-    if not isinstance(raw_entries, list) or not all(map(isinstance, raw_entries,
-                                                         repeat(dict))):
+    typed = bool(raw_entries) and type(raw_entries[0]) is JsonEntry    # all are, by msgspec
+    if not isinstance(raw_entries, list) or not typed and not all(map(isinstance, raw_entries,
+                                                                       repeat(dict))):
         raise ValueError("a Flight Recorder dump whose 'entries' is not a list of objects")
     rank, host = rank_and_host(path, dump.get("rank"))
     groups: dict[str, tuple[int, ...]] = {}
@@ -216,13 +223,23 @@ def missing_fields(raw_entries: list[dict[str, Any]], backend: str, fmt: str) ->
     if not raw_entries:
         return ["no entries (an empty ring buffer, or dumped without collectives)"]
     notes = []
-    if not any(e.get("frames") for e in raw_entries):
+    typed = type(raw_entries[0]) is JsonEntry
+    if not (any_value if typed else _any_value)(raw_entries, "frames"):
         notes.append("no stack frames" + (" (the JSON dump carries none)" if fmt == "json"
                                           else " (dumped without stack traces)"))
-    if not any(e.get("time_discovered_started_ns") for e in raw_entries):
+    if not (any_value if typed else _any_value)(raw_entries, "time_discovered_started_ns"):
         notes.append("no start/complete times" + (
             " (gloo records none)" if backend == "gloo"
             else " (TORCH_NCCL_ENABLE_TIMING was not set)"))
-    if backend != "gloo" and not any("duration_ms" in e for e in raw_entries):
+    if backend != "gloo" and not (any_field if typed else _any_field)(raw_entries,
+                                                                     "duration_ms"):
         notes.append("no duration_ms")
     return notes
+
+
+def _any_value(raw_entries: list[dict[str, Any]], key: str) -> bool:
+    return any(e.get(key) for e in raw_entries)
+
+
+def _any_field(raw_entries: list[dict[str, Any]], key: str) -> bool:
+    return any(key in e for e in raw_entries)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from collscope.errors import UsageError
 from collscope.hang.dumps import load_pickle, parse_dump, parse_stack
 from collscope.hang.model import NoAnswer, RankDump, StackDump
 from collscope.hang.ras import looks_like_ras_json, looks_like_ras_text
+from collscope.hang.typed_json import typed_dump
 from collscope.parsers.decode import DecodeError, decompress
 from collscope.runtime.gc_pause import gc_paused
 
@@ -35,6 +37,7 @@ DEFAULT_MEMORY_MIB = 1536
 WORKER_BASE_MIB = 80
 WORKER_MIB_PER_FILE_MIB = 30   # decoded objects per MiB of (uncompressed) dump
 PARALLEL_MIN_FILES = 64        # fewer: read in this process (a worker costs ~0.1 s to start)
+_JSON_OBJECT = re.compile(rb"[ \t\r\n]*\{")     # JSON's own white space, then an object
 BATCH_FILES = 64               # files a worker reads per task (its reduced dumps come back at once)
 
 
@@ -80,6 +83,10 @@ def _read_one(path: Path, inputs: Inputs, reduce: bool) -> None:
     if data[:1] == b"\x80":
         dump = load_pickle(data)
         inputs.dumps.append(parse_dump(dump, str(path), "pickle", reduce))
+        return
+    typed = typed_dump(data) if reduce and _JSON_OBJECT.match(data) else None
+    if typed is not None:
+        inputs.dumps.append(parse_dump(typed, str(path), "json", reduce))
         return
     text = data.decode("utf-8", errors="replace")
     if text.lstrip().startswith("{") or (text.lstrip().startswith("[")

@@ -14,11 +14,13 @@ from hypothesis import strategies as st
 from collscope.errors import UsageError
 from collscope.hang import analyse_paths, render_text
 from collscope.hang.dumps import load_pickle
+from collscope.hang.typed_json import typed_dump
 from tests.conftest import fixture_path
 
 FOLDERS = ["gloo_skip_4ranks", "gloo_p2p_4ranks", "gloo_dead_4ranks", "nvrx_gpu_error_2nd"]
 FIELDS = ["collective_seq_id", "p2p_seq_id", "op_id", "process_group", "profiling_name",
           "state", "retired", "record_id", "pg_id"]
+FORMS = ["pickle", "json"]
 VALUES = st.one_of(st.none(), st.integers(-3, 90000), st.text(max_size=4), st.booleans(),
                    st.just(("0", "default_pg")), st.just("nccl:send 0->1"))
 
@@ -32,35 +34,40 @@ def _outcome(folder, **reading) -> str:
                                            for r in analysis.records())
 
 
-def _write(folder, source: str, change) -> None:
+def _write(folder, source: str, change, form: str = "pickle") -> None:
+    """The fixture's dumps changed, as pickles or as JSON (read by typed_json when reduced)."""
     for path in sorted(fixture_path("flight-recorder", source).iterdir()):
         if path.name.endswith(".log"):
             continue
         dump = load_pickle(path.read_bytes())
         change(path.name, dump)
-        (folder / path.name).write_bytes(pickle.dumps(dump))
+        if form == "json":
+            (folder / f"{path.name}.json").write_text(json.dumps(dump))
+        else:
+            (folder / path.name).write_bytes(pickle.dumps(dump))
 
 
 @settings(max_examples=40, deadline=None)
 @given(source=st.sampled_from(FOLDERS), victim=st.integers(0, 15), entry=st.integers(0, 10),
-       field=st.sampled_from(FIELDS), value=VALUES)
+       field=st.sampled_from(FIELDS), value=VALUES, form=st.sampled_from(FORMS))
 def test_a_mutated_entry_gives_the_same_outcome_reduced_and_whole(tmp_path_factory, source,
-                                                                  victim, entry, field, value):
+                                                                  victim, entry, field, value,
+                                                                  form):
     folder = tmp_path_factory.mktemp("odd")
 
     def change(name, dump):
         entries = dump.get("entries") or []
         if name.endswith(f"_{victim}") and entry < len(entries):
             entries[entry][field] = value
-    _write(folder, source, change)
+    _write(folder, source, change, form)
     assert _outcome(folder) == _outcome(folder, reduce=False)
 
 
 @settings(max_examples=25, deadline=None)
 @given(source=st.sampled_from(FOLDERS), victim=st.integers(0, 15), shift=st.integers(-6, 6),
-       shuffle=st.booleans())
+       shuffle=st.booleans(), form=st.sampled_from(FORMS))
 def test_a_rank_ahead_or_behind_gives_the_same_outcome_reduced_and_whole(
-        tmp_path_factory, source, victim, shift, shuffle):
+        tmp_path_factory, source, victim, shift, shuffle, form):
     folder = tmp_path_factory.mktemp("ahead")
 
     def change(name, dump):
@@ -74,7 +81,7 @@ def test_a_rank_ahead_or_behind_gives_the_same_outcome_reduced_and_whole(
             status["last_completed_collective"] += shift
         if shuffle:
             random.Random(shift).shuffle(dump["entries"])
-    _write(folder, source, change)
+    _write(folder, source, change, form)
     assert _outcome(folder) == _outcome(folder, reduce=False)
 
 
@@ -95,3 +102,40 @@ def test_a_rank_far_ahead_is_read_again_whole(tmp_path):
     assert analysis.verdict.culprit_ranks == [2]
     assert not analysis.dumps[0].dropped          # read again whole
     assert _outcome(tmp_path) == _outcome(tmp_path, reduce=False)
+
+
+def test_a_typed_json_entry_reads_as_its_dict_does():
+    # Every field the analysis reads, on every entry of the real JSON dumps: the same value,
+    # and present or not alike (missing_fields asks "duration_ms" in entry).
+    wanted = [*FIELDS, "input_sizes", "input_dtypes", "output_sizes", "output_dtypes", "frames",
+              "time_created_ns", "time_discovered_started_ns", "duration_ms", "thread_name"]
+    read = 0
+    for path in sorted(fixture_path("flight-recorder").glob("*/*.json")):
+        typed = typed_dump(path.read_bytes())
+        whole = json.loads(path.read_text())
+        assert typed is not None, path
+        assert {k: v for k, v in typed.items() if k != "entries"} == \
+            {k: whole[k] for k in typed if k != "entries"}
+        for mine, theirs in zip(typed.get("entries") or [], whole.get("entries") or [],
+                                strict=True):
+            for key in wanted:
+                if key != "thread_name":
+                    assert (key in mine) == (key in theirs), (path, key)
+                    assert list_like(mine.get(key)) == theirs.get(key), (path, key)
+                else:
+                    assert key not in mine       # not read, so not decoded
+            read += 1
+    assert read > 100
+
+
+def list_like(value):
+    return list(value) if isinstance(value, tuple) else value
+
+
+def test_a_document_typed_json_does_not_fit_is_left_to_the_generic_reader():
+    assert typed_dump(b'{"kind": "main_thread_stack", "version": "1", "rank": 0}') is None
+    assert typed_dump(b'{"version": "2.10", "entries": [{"record_id": "7"}]}') is None
+    assert typed_dump(b'[1, 2]') is None
+    assert typed_dump(b'{"entries": []}') is None                  # no version: not a dump
+    assert typed_dump(b'{"version": "2.10", "entries": null}') == {"version": "2.10",
+                                                                    "entries": None}
