@@ -24,6 +24,7 @@ from typing import Any
 
 import collscope
 from collscope.monitor import wrap
+from collscope.records.watch import cost_line
 from collscope.watch import sinks
 from collscope.watch.aggregate import DUMP_DEADLINE_S
 from collscope.watch.config import CHANNEL_ENV, SETTINGS_ENV, WatchConfig
@@ -214,7 +215,7 @@ class Watch:
         if "nccl" in self.backend and self.windows and not self.metrics.busbw():
             self.say(NO_DURATIONS)
         if self.costs:
-            self.say(sinks.cost_line(self.costs))
+            self.say(cost_line(self.costs))
 
 
 def _console() -> Any:
