@@ -24,6 +24,8 @@ from collscope.records.train import OverlapResult
 from collscope.stats.summary import iqr
 from collscope.units import parse_size
 
+__all__ = ["OverlapConfig", "measure", "overlap_efficiency"]
+
 # Defaults by device: a matmul and a message that take comparable time there.
 DEFAULT_DIM = {"cpu": 512, "gpu": 8192}
 DEFAULT_BYTES = {"cpu": 4 * 1024**2, "gpu": 256 * 1024**2}
