@@ -22,8 +22,8 @@ def _predictions(nodes: int, busbw: float) -> str:
 def test_predictions_alone_are_an_input() -> None:
     source = parse_input(_predictions(8, 300.0) + '{"kind": "prediction"}\n', "p.jsonl")
     assert [len(run.predictions) for run in source.runs] == [2]
-    assert source.warnings == ["p.jsonl: line 3: prediction record without a collective, a "
-                               "size, nodes and busbw; skipped"]
+    assert source.warnings == ["p.jsonl: line 3: prediction record: Object missing required "
+                               "field `collective`; skipped"]
 
 
 def test_measured_and_predicted_series_per_layout(tmp_path: Path) -> None:
