@@ -40,6 +40,15 @@ from benchmarks.compat_checks import CHECKS, COLUMNS, Cell, Smoke  # noqa: E402
 VERSIONS = ("2.5", "2.6", "2.9", "2.13", "2.15")   # oldest supported, ROCm's, each FR change
 # collscope's own dependencies and its llm extra (train's models come from transformers)
 DEPENDENCIES = ("rich>=13", "psutil>=5", "msgspec>=0.18", "scipy>=1.10", "transformers>=4.40")
+# transformers 5 switches its models off below torch 2.6 (read from its is_torch_available):
+# an environment of an older torch takes the last major release that runs with it, as a user
+# of that torch must (collscope train says so when it finds the newer one).
+OLD_TORCH_TRANSFORMERS = {"2.5": "transformers>=4.40,<5"}
+
+
+def dependencies(version: str) -> tuple[str, ...]:
+    pin = OLD_TORCH_TRANSFORMERS.get(version)
+    return tuple(pin if pin and dep.startswith("transformers") else dep for dep in DEPENDENCIES)
 INSTALL_TIMEOUT_S = 1800
 SMOKE_S = 900            # what one version's smoke may take on a loaded 2-core machine
 
@@ -93,7 +102,7 @@ def ensure_venv(root: Path, version: str, python: str, install_s: float,
             return None, f"pip install torch=={version}.*: {_last(done.stderr)}"
         (venv / ".done").write_text(f"torch {version} installed in "
                                     f"{time.monotonic() - started:.0f} s\n")
-    deps = _pip(bin_python, "install", "-q", *DEPENDENCIES, timeout=600)
+    deps = _pip(bin_python, "install", "-q", *dependencies(version), timeout=600)
     if deps.returncode != 0:
         return None, f"pip install collscope's dependencies: {_last(deps.stderr)}"
     return bin_python, ""

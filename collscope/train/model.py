@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from collscope.errors import UsageError
 from collscope.train.config import ModelSpec
 
 # The synthetic task: each sequence repeats a random pattern of PATTERN_LEN tokens drawn from
@@ -21,11 +22,19 @@ ALPHABET = 64
 
 
 def _transformers() -> Any:
+    """transformers, or a UsageError naming what to install: the extra may be missing, or the
+    installed release may not run with this torch (transformers switches its models off below
+    the torch it needs; a site on an older ROCm torch often has a newer transformers)."""
     try:
         import transformers
-    except ImportError as error:  # the optional extra is missing
-        raise ImportError("collscope train needs transformers: pip install collscope[llm]"
-                          ) from error
+        from transformers.utils import is_torch_available
+    except ImportError:  # the optional extra is missing
+        raise UsageError("train needs transformers: pip install collscope[llm]") from None
+    if not is_torch_available():
+        major = transformers.__version__.split(".")[0]
+        raise UsageError(f"transformers {transformers.__version__} does not run with torch "
+                         f"{torch.__version__} (its models need a newer torch): "
+                         f"pip install 'transformers<{major}', or a newer torch")
     return transformers
 
 

@@ -55,6 +55,8 @@ def preflight_rank(session: Session, config: TrainConfig) -> None:
     from collscope.train import memory
     from collscope.train.model import load_model_code
 
+    load_model_code()  # a transformers that cannot build the model is said before any step;
+    # on the CPU it is also part of the process the estimate counts
     on_gpu = session.device.type == "cuda"
     if on_gpu:
         free, _total = torch.cuda.mem_get_info(session.device)
@@ -66,6 +68,5 @@ def preflight_rank(session: Session, config: TrainConfig) -> None:
         local = max(1, session.launch.local_world_size)
         free, where = available // local, (f"host memory MemAvailable "
                                            f"{memory.format_size(available)} / {local} ranks")
-        load_model_code()  # part of the process the estimate counts
     memory.preflight(config, session.world_size, session.launch.local_world_size, on_gpu,
                      int(free), 0 if on_gpu else resident_bytes(), where)

@@ -51,3 +51,39 @@ def test_table_is_ranked_fastest_first_and_recommendation_reads_the_records():
     assert recommendation([default, faster], None).startswith(
         "recommendation: model = DistributedDataParallel(model, bucket_cap_mb=5); "
         "model.register_comm_hook(None, default_hooks.bf16_compress_hook)  # 1.50x")
+
+
+def _fake_transformers(monkeypatch, version: str, runs_with_torch: bool) -> None:
+    """transformers as its own import exposes it: a version, and utils.is_torch_available,
+    which is False where the installed torch is older than the release needs."""
+    import sys
+    import types
+
+    utils = types.ModuleType("transformers.utils")
+    utils.is_torch_available = lambda: runs_with_torch  # type: ignore[attr-defined]
+    package = types.ModuleType("transformers")
+    package.__version__ = version  # type: ignore[attr-defined]
+    package.utils = utils  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "transformers", package)
+    monkeypatch.setitem(sys.modules, "transformers.utils", utils)
+
+
+def test_a_transformers_too_new_for_this_torch_is_one_line_naming_what_to_install(monkeypatch):
+    from collscope.errors import UsageError
+    from collscope.train import model
+
+    _fake_transformers(monkeypatch, "5.25.0", runs_with_torch=False)
+    with pytest.raises(UsageError, match=r"transformers 5\.25\.0 does not run with torch .*"
+                                         r"pip install 'transformers<5'"):
+        model.load_model_code()
+
+
+def test_a_missing_transformers_names_the_extra(monkeypatch):
+    import sys
+
+    from collscope.errors import UsageError
+    from collscope.train import model
+
+    monkeypatch.setitem(sys.modules, "transformers", None)  # import raises ImportError
+    with pytest.raises(UsageError, match=r"collscope\[llm\]"):
+        model.load_model_code()
