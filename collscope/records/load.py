@@ -235,7 +235,8 @@ def group_records(records: list[tuple[int, dict[str, Any]]], name: str,
             try:
                 getattr(current(), cls.joins).append(read_record(cls, raw))
             except msgspec.ValidationError as error:
-                warnings.append(f"{name}: line {number}: {kind} record: {error}; skipped")
+                warnings.append(f"{name}: line {number}: {kind} record{_unfit(cls, raw, error)}"
+                                "; skipped")
         elif cls is None or cls.summed_in is None:
             read = ", ".join(sorted(k for k, c in KINDS.items()
                                     if any(x.joins or x.opens_run for x in c)))
@@ -246,6 +247,14 @@ def group_records(records: list[tuple[int, dict[str, Any]]], name: str,
         run.label = _run_label(name, index, len(runs),
                                extra.get("label") if isinstance(extra, dict) else None)
     return runs
+
+
+def _unfit(cls: type[Record], raw: dict[str, Any], error: msgspec.ValidationError) -> str:
+    """Why a record does not fit its class: the fields it must have and lacks,
+    in the class's order, else what msgspec says of the field that does not fit."""
+    missing = [f.name for f in msgspec.structs.fields(cls)
+               if f.required and f.name not in cls.read_defaults and f.name not in raw]
+    return f" without {', '.join(missing)}" if missing else f": {error}"
 
 
 def tune_results(run: Run) -> list[BenchResult]:
