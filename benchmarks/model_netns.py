@@ -129,7 +129,7 @@ def main() -> None:
         run_spread = (max(others) - min(others)) / 2 / statistics.median(others) \
             if len(others) > 1 else None
         spread = spreads[shape].get(row.size_bytes) if row.algo == "ring" else None
-        rows.append({**dataclasses.asdict(row), "iteration_spread": spread,
+        rows.append({**row.to_dict(), "iteration_spread": spread,
                      "run_spread": run_spread})
         print(f"| {row.nodes}x{row.ranks_per_node} | {row.size_bytes >> 20} MiB | "
               f"{row.measured_busbw_gbs:.4f} | {row.predicted_busbw_gbs:.4f} | "

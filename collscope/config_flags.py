@@ -284,7 +284,7 @@ def say_deprecated(old: str, new: str) -> None:
     import os
     import sys
 
-    from collscope.runtime.spawn import SPAWNED_ENV
+    from collscope.console import SPAWNED_ENV
 
     if old in _SAID or os.environ.get(SPAWNED_ENV) or os.environ.get("RANK", "0") != "0":
         return

@@ -12,6 +12,10 @@ from typing import Any
 
 from collscope.errors import UsageError
 
+# Set in each local rank collscope.runtime.spawn starts: what a command says once (a
+# deprecation) is said by the process that read the command line, not again by its ranks.
+SPAWNED_ENV = "COLLSCOPE_SPAWNED"
+
 
 @contextmanager
 def table_console(tty_width: int, plain_width: int, markup: bool = True) -> Iterator[Any]:

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from collscope.bench.config import BenchConfig
+from collscope.bench.config import BenchConfig, BenchOutputs, sweep_sizes
 
 if TYPE_CHECKING:
     from collscope.records.bench import BenchResult
 
-__all__ = ["BenchConfig", "run"]
+__all__ = ["BenchConfig", "BenchOutputs", "run", "sweep_sizes"]
 
 
 def run(config: BenchConfig, **kwargs: Any) -> list[BenchResult]:

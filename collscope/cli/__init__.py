@@ -78,6 +78,9 @@ def run() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from collscope.runtime import spawn
+
+    spawn.rank_entry = main             # what local ranks forked by this process run
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args = parser.parse_args(argv)

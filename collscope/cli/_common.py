@@ -19,6 +19,7 @@ from typing import Any
 
 from collscope.collectives.table import COLLECTIVES
 from collscope.config_flags import NPROC_HELP, add_flags
+from collscope.records.jsonl import check_writable, check_writable_folder
 
 
 def command_parser(commands: Any, name: str, help: str, description: str, epilog: str,
@@ -43,42 +44,6 @@ def add_job_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup,
 def add_collectives_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("collectives", nargs="*", default=["all_reduce"], metavar="COLLECTIVE",
                         help=f"{', '.join(COLLECTIVES)} or all (default all_reduce)")
-
-
-def check_writable(flag: str, path: str | None) -> None:
-    """An output FILE given to ``flag`` must be writable before the ranks measure (a run
-    should not end in a traceback after measuring): really opened as the writer will
-    (collscope.records.jsonl.probe_file, which leaves nothing behind); UsageError (exit 2)
-    naming the flag and the path."""
-    import os
-
-    from collscope.errors import UsageError
-    from collscope.records.jsonl import cannot_write, probe_file
-
-    if not path or path == "-":      # "-": stdout (collscope.records.jsonl.JsonlWriter)
-        return
-    if os.path.isdir(path):
-        raise UsageError(f"{flag}: cannot write '{path}': it is a folder; give a file path")
-    try:
-        probe_file(path)
-    except OSError as error:
-        raise UsageError(cannot_write(flag, path, error)) from None
-
-
-def check_writable_folder(flag: str, path: str | None) -> None:
-    """A folder given to ``flag`` (files are written into it) must be creatable and
-    writable: created (and left for the writer) with a file in it, removed again
-    (records.jsonl.probe_folder)."""
-    from collscope.errors import UsageError
-    from collscope.records.jsonl import probe_folder
-
-    if not path:
-        return
-    try:
-        probe_folder(path)
-    except OSError as error:
-        raise UsageError(f"{flag}: cannot write into folder '{path}': "
-                         f"{error.strerror or error}") from None
 
 
 def outputs_check(*outputs: tuple[str, str | None],

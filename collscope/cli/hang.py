@@ -8,10 +8,11 @@ import textwrap
 from collections.abc import Sequence
 from typing import Any
 
-from collscope.cli._common import check_writable, command_parser
+from collscope.cli._common import command_parser
 from collscope.config_flags import add_flags, config_from
 from collscope.errors import ExitCode
 from collscope.hang.config import HangConfig
+from collscope.records.jsonl import check_writable
 from collscope.runtime import flight_recorder as fr
 
 EXAMPLES = """\

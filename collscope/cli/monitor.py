@@ -70,8 +70,8 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
 def _check_outputs(config: MonitorConfig, launch: Any) -> None:
     """Every output path, as this node will name it, is writable before anything runs (on
     every rank, so a bad path stops the whole job alike); UsageError naming the flag."""
-    from collscope.cli._common import check_writable
     from collscope.monitor.run import output_paths
+    from collscope.records.jsonl import check_writable
 
     for flag, path in output_paths(config, socket.gethostname(), launch).items():
         check_writable(flag, path)

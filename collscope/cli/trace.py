@@ -7,9 +7,10 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from collscope.cli._common import check_writable, command_parser
+from collscope.cli._common import command_parser
 from collscope.config_flags import add_flags, config_from
 from collscope.errors import ExitCode
+from collscope.records.jsonl import check_writable
 from collscope.trace.config import TraceConfig
 
 EXAMPLES = """\

@@ -42,8 +42,8 @@ def add_parser(commands: Any) -> None:
 
 
 def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    from collscope.cli._common import check_writable
     from collscope.monitor.wrap import check_command
+    from collscope.records.jsonl import check_writable
     from collscope.watch.run import check_dump_dir, run_watch
 
     config = config_from(WatchConfig, args)

@@ -181,9 +181,9 @@ def rank_main(out_path: str, timeout_s: float) -> int:
 
 def bench_result(config: Any, session: Any) -> SelfTestResult:
     """Run a one-size all_reduce with collscope.bench inside ``session``; as a SelfTestResult."""
-    from collscope import bench
+    from collscope.bench import run
 
-    results = bench.run(config, session=session)
+    results = run(config, session=session)
     timed = [r for r in results if r.in_place] or results
     first = timed[0]
     ok = first.wrong == 0

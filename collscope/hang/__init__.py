@@ -8,12 +8,14 @@ import os
 from collections.abc import Mapping, Sequence
 
 from collscope.errors import UsageError
-from collscope.hang.job import HangAnalysis, analyse_dumps
+from collscope.hang.job import analyse_dumps
 from collscope.hang.model import Cause
-from collscope.hang.report import render_text
+from collscope.hang.outcome import HangAnalysis
+from collscope.hang.report import analysis_records, render_text
 from collscope.hang.verdict import HangVerdict
 
-__all__ = ["Cause", "HangAnalysis", "HangVerdict", "analyse_paths", "render_text"]
+__all__ = ["Cause", "HangAnalysis", "HangVerdict", "analyse_paths", "analysis_records",
+           "render_text"]
 
 
 def analyse_paths(paths: Sequence[str | os.PathLike[str]],

@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
 
 from collscope.errors import UsageError
 from collscope.hang.analysis import ChannelFinding, analyse_channel
@@ -13,31 +11,10 @@ from collscope.hang.cascade import origins
 from collscope.hang.groups import Group, build_channels, build_groups, world_ranks
 from collscope.hang.model import RankDump
 from collscope.hang.names import hosts_from_names
+from collscope.hang.outcome import HangAnalysis
 from collscope.hang.reading import Inputs, read_whole
-from collscope.hang.verdict import HangVerdict, judge
-
-METHOD = ("per group: entries matched across members by collective_seq_id (p2p: p2p_seq_id "
-          "and peer); the first number not completed on every member is classified per "
-          "member; across groups the waits form a graph whose sink components are the origin")
-
-
-@dataclass
-class HangAnalysis:
-    verdict: HangVerdict
-    dumps: list[RankDump] = field(default_factory=list)
-    world: tuple[int, ...] = ()
-    groups: dict[str, Group] = field(default_factory=dict)
-    findings: list[ChannelFinding] = field(default_factory=list)
-    missing: dict[int, str] = field(default_factory=dict)     # rank -> why it has no dump
-    notes: list[str] = field(default_factory=list)
-    group_records: list[dict[str, Any]] = field(default_factory=list)
-    source: str = "flight_recorder"
-
-    def records(self) -> list[dict[str, Any]]:
-        """One hang_group per process group, then exactly one hang_verdict."""
-        from collscope.hang.report import verdict_record
-
-        return [*self.group_records, verdict_record(self)]
+from collscope.hang.report import group_records
+from collscope.hang.verdict import judge
 
 
 def _one_per_rank(dumps: list[RankDump]) -> list[RankDump]:
@@ -153,7 +130,5 @@ def analyse_dumps(inputs: Inputs, given_hosts: Mapping[int, str] | None) -> Hang
                      + " known only from their entries (gloo lists no sub-group members)")
     notes += [f"skipped {s}" for s in inputs.skipped]
     analysis = HangAnalysis(verdict, dumps, world, groups, findings, missing, notes)
-    from collscope.hang.report import group_records
-
     analysis.group_records = group_records(analysis)
     return analysis

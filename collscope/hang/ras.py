@@ -19,24 +19,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from collscope.hang.model import Cause
+from collscope.hang.outcome import HangAnalysis
+from collscope.hang.report import communicator_record
+from collscope.hang.verdict import HangVerdict, next_steps, ranks_text
 
 if TYPE_CHECKING:
-    from collscope.hang.job import HangAnalysis
     from collscope.hang.reading import Inputs
 
-_TEXT_MARKS = ("Job summary", "Communicators...", "RAS Monitor Mode", "PEER_DEAD",
-               "Missing communicator data", "ranks have launched up to operation",
-               "Group     Comms")
 _MISSING_COMMA = re.compile(r'("nvml_devs?"\s*:\s*[^,\s{}\[\]]+|"nvml_devs"\s*:\s*\[[^\]]*\])'
                             r'(\s*\n\s*")')
-
-
-def looks_like_ras_text(text: str) -> bool:
-    return any(mark in text for mark in _TEXT_MARKS)
-
-
-def looks_like_ras_json(text: str) -> bool:
-    return '"communicators"' in text or ('"event"' in text and '"peer"' in text)
 
 
 def repair_json(text: str) -> tuple[Any, str | None]:
@@ -218,9 +209,6 @@ def _judge_text_comm(comm: Comm, blocks: list[tuple[str, int, list[int]]]) -> No
 
 
 def analyse_ras(inputs: Inputs, given_hosts: Mapping[int, str] | None) -> HangAnalysis:
-    from collscope.hang.job import HangAnalysis
-    from collscope.hang.verdict import HangVerdict, next_steps, ranks_text
-
     comms: list[Comm] = []
     dead: list[str] = []
     flagged: list[str] = []
@@ -278,15 +266,6 @@ def analyse_ras(inputs: Inputs, given_hosts: Mapping[int, str] | None) -> HangAn
                           next_steps=next_steps(cause, sorted(set(hosts.values()))))
     analysis = HangAnalysis(verdict, notes=notes + [f"skipped {s}" for s in inputs.skipped],
                             source="ncclras")
-    analysis.group_records = [_comm_record(c) for c in comms]
+    analysis.group_records = [communicator_record(c.name, c.size, c.cause.value, c.culprits)
+                               for c in comms]
     return analysis
-
-
-def _comm_record(comm: Comm) -> dict[str, Any]:
-    from collscope.records.hang import HangGroupRecord
-
-    return HangGroupRecord(group=comm.name, desc="ncclras communicator",
-                           ranks=list(range(comm.size)) if comm.size else [],
-                           members_inferred=False, stuck=comm.cause != Cause.NONE,
-                           cause=comm.cause.value, culprit_ranks=comm.culprits, channels=[],
-                           source="ncclras").to_dict()

@@ -24,7 +24,6 @@ import msgspec
 from collscope.errors import UsageError
 from collscope.hang.dumps import load_pickle, parse_dump, parse_stack
 from collscope.hang.model import NoAnswer, RankDump, StackDump
-from collscope.hang.ras import looks_like_ras_json, looks_like_ras_text
 from collscope.hang.typed_json import typed_dump
 from collscope.parsers.decode import DecodeError, decompress
 from collscope.runtime.gc_pause import gc_paused
@@ -39,6 +38,18 @@ WORKER_MIB_PER_FILE_MIB = 30   # decoded objects per MiB of (uncompressed) dump
 PARALLEL_MIN_FILES = 64        # fewer: read in this process (a worker costs ~0.1 s to start)
 _JSON_OBJECT = re.compile(rb"[ \t\r\n]*\{")     # JSON's own white space, then an object
 BATCH_FILES = 64               # files a worker reads per task (its reduced dumps come back at once)
+
+
+# What tells ncclras output (hang.ras reads it) from a dump, text and JSON.
+_TEXT_MARKS = ("Job summary", "Communicators...", "RAS Monitor Mode", "PEER_DEAD",
+               "Missing communicator data", "ranks have launched up to operation",
+               "Group     Comms")
+def looks_like_ras_text(text: str) -> bool:
+    return any(mark in text for mark in _TEXT_MARKS)
+
+
+def looks_like_ras_json(text: str) -> bool:
+    return '"communicators"' in text or ('"event"' in text and '"peer"' in text)
 
 
 @dataclass

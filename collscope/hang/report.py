@@ -16,7 +16,7 @@ from collscope.records.hang import (
 )
 
 if TYPE_CHECKING:
-    from collscope.hang.job import HangAnalysis
+    from collscope.hang.outcome import HangAnalysis
 
 _WORST = ("op_mismatch", "size_mismatch", "dtype_mismatch", "dead_or_unresponsive",
           "not_entered", "not_completed", "none")
@@ -59,8 +59,24 @@ def group_records(analysis: HangAnalysis) -> list[dict[str, Any]]:
     return records
 
 
+def communicator_record(name: str, size: int | None, cause: str,
+                        culprits: list[int]) -> dict[str, Any]:
+    """An ncclras communicator as a hang_group record (it has no channels: RAS counts
+    operations per rank, it lists no entries)."""
+    return HangGroupRecord(group=name, desc="ncclras communicator",
+                           ranks=list(range(size)) if size else [], members_inferred=False,
+                           stuck=cause != "none", cause=cause, culprit_ranks=culprits,
+                           channels=[], source="ncclras").to_dict()
+
+
+def analysis_records(analysis: HangAnalysis) -> list[dict[str, Any]]:
+    """One hang_group per process group (or ncclras communicator), then exactly one
+    hang_verdict."""
+    return [*analysis.group_records, verdict_record(analysis)]
+
+
 def verdict_record(analysis: HangAnalysis) -> dict[str, Any]:
-    from collscope.hang.job import METHOD
+    from collscope.hang.outcome import METHOD
 
     v = analysis.verdict
     return HangVerdictRecord(
@@ -179,4 +195,4 @@ def write_json_records(target: str, analysis: HangAnalysis, argv: Any) -> None:
                      {d.version for d in dumps})) or None}, env={},
         timing="none: a hang analysis reads dumps, it measures nothing",
         extra={"source": analysis.source}).to_dict()
-    write_records(target, [run, *analysis.records()])
+    write_records(target, [run, *analysis_records(analysis)])

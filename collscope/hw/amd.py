@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from collscope.hw import GpuBackend, GpuMetrics
+from collscope.hw.backend import GpuBackend, GpuMetrics
 from collscope.hw.tools import ToolRunner, tool_output
 from collscope.parsers.common import GpuInfo, Topology
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collscope.hw import GpuBackend, GpuMetrics
+from collscope.hw.backend import GpuBackend, GpuMetrics
 from collscope.parsers.common import GpuInfo
 
 

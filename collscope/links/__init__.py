@@ -8,3 +8,7 @@ is slow.
 * :mod:`expected` - link type per GPU pair from the topology doctor reads, nominal bandwidth;
 * :mod:`run` - the measurement on torch.distributed (sendrecv both ways per pair).
 """
+
+from collscope.links.config import LinksConfig
+
+__all__ = ["LinksConfig"]

@@ -176,8 +176,8 @@ def _train_record(path: str) -> tuple[dict[str, Any], list[str]]:
     records = [r for run in source.runs for r in run.train]
     if not records:
         raise UsageError(f"--train: {path} holds no `collscope train` records")
-    return (next((r for r in records if r.get("is_ddp_default")), records[0]),
-            [f"--train: {line}" for line in source.warnings])
+    chosen = next((r for r in records if r.is_ddp_default), records[0])
+    return chosen.to_dict(), [f"--train: {line}" for line in source.warnings]
 
 
 def _train_mismatches(record: dict[str, Any], request: PlanRequest, path: str) -> list[str]:

@@ -124,7 +124,7 @@ def render(sample: SampleRecord | None) -> str:
     if sample is None:
         return ""
     families: dict[str, tuple[str, list[str]]] = {}
-    for name, value in sample.metrics.items():
+    for name, value in sample.values.items():
         prom, help_text, labels = prometheus_name(name)
         labels["host"] = sample.host
         label_text = ",".join(f'{k}="{escape_label(v)}"' for k, v in labels.items())

@@ -70,7 +70,7 @@ class SummaryBuilder:
         """Count ``sample``, which covers ``seconds`` (the interval before it; the default
         gives every sample the same weight)."""
         self.samples += 1
-        for name, value in sample.metrics.items():
+        for name, value in sample.values.items():
             if name not in self._count:
                 self._count[name] = 0
                 self._sum[name] = self._weighted[name] = self._seconds[name] = 0.0

@@ -64,7 +64,7 @@ def busiest(groups: dict[str, dict[str, float]], limit: int) -> list[str]:
 
 def compact_line(sample: SampleRecord) -> str:
     """One line per sample for logs and pipes: CPU, memory, busy NICs/ports, every GPU."""
-    m = sample.metrics
+    m = sample.values
     clock = time.strftime("%H:%M:%S", time.localtime(sample.ts))
     parts = [f"{clock} {sample.host}"]
     if "cpu.percent" in m:
@@ -121,7 +121,7 @@ class LiveView:
         return self
 
     def __call__(self, sample: SampleRecord) -> None:
-        for name, value in sample.metrics.items():
+        for name, value in sample.values.items():
             self.history[name].append(value)
         self._pending = sample
         if time.monotonic() - self._drawn_at >= self.min_redraw_s:
@@ -146,7 +146,7 @@ class LiveView:
         from rich.table import Table
         from rich.text import Text
 
-        m = sample.metrics
+        m = sample.values
         blocks: list[Any] = [Text(
             f"collscope monitor  {sample.host}  {time.strftime('%H:%M:%S')}  "
             f"every {self.interval:g} s  (Ctrl-C to stop)", style="bold")]

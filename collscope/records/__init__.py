@@ -26,12 +26,15 @@ and the machinery:
 
 - ``jsonl``: the JsonlWriter (flushed per record), ``write_records``, ``parse_jsonl`` (every
   line that is not an object said by its number), bench's CSV writer, output checks
+- ``base``: the Record class every kind is; ``kinds``: the kinds, from the classes
 - ``load``: an input file (collscope JSON Lines, or a log through ``logs``) as runs
 - ``logs``: nccl-tests / rccl-tests text logs and JSON as run and result records
 
-A new family is a module here: dataclasses with a ``kind: str = "<kind>"``
-field and ``to_dict()`` (``dataclasses.asdict``), no logic beyond that; written through
-``jsonl.JsonlWriter`` or ``write_records``. For report and the other readers to take the kind,
-it gets a line in ``load.RUN_FIELD`` (the Run field it joins, added to ``load.Run`` and
-``load.OTHER_KINDS``).
+Every kind is one ``msgspec.Struct`` tagged by its kind (``class X(Record, tag="x")``,
+records.base), used by the writers (``X(...).to_dict()``, through ``jsonl.JsonlWriter`` or
+``write_records``) and by the reader (``load``, which reads each record back as its class).
+The class says where its records join a run when read (``joins``: a field of ``load.Run``)
+and where ``kind`` stands in the written object (``kind_before``); ``kinds`` lists the kinds
+from the classes. A new kind is a class in its family's module (and a row in
+docs/records.md); a new family is a module here and a name in ``kinds.FAMILIES``.
 """

@@ -3,12 +3,12 @@ nccl-tests / rccl-tests log). Field names and units are public interface (record
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
-from typing import Any
+from typing import Any, ClassVar
+
+from collscope.records.base import Record
 
 
-@dataclass
-class BenchResult:
+class BenchResult(Record, tag="result"):
     """One collective x dtype x op x size x placement measurement.
 
     ``time_us`` is the mean time per operation over the timed loop (as nccl-tests prints it);
@@ -42,17 +42,17 @@ class BenchResult:
     # (launch to completion, which shows a late rank), microseconds; see bench/per_rank.py.
     rank_times_us: list[list[float]] | None = None
     rank_op_us: list[list[float]] | None = None
-    kind: str = "result"
     # Relative half-width of the 95% CI of the median per-iteration time (max over ranks;
     # None below 6 iterations or for imported logs), and whether an adaptive run's time
     # budget ended before --target-precision was reached.
     ci_halfwidth: float | None = None
     budget_exhausted: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> BenchResult:
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+    kind_before: ClassVar[str | None] = "ci_halfwidth"
+    joins: ClassVar[str | None] = "results"
+    # A result needs only what matching and charts rely on (collective, size_bytes, dtype,
+    # in_place, time_us, busbw_gbs): hand-made files and tune's medians leave the rest out.
+    read_defaults: ClassVar[dict[str, Any]] = {
+        "count": 0, "op": "none", "root": -1, "world_size": 0, "iters": 0,
+        "time_us_p50": None, "time_us_p95": None, "time_us_min": None, "time_us_max": None,
+        "algbw_gbs": 0.0, "wrong": None, "algo": "flat"}

@@ -3,9 +3,9 @@ and the counts, the exit code's reason), then one ``compare_row`` per matched si
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import ClassVar, Literal
 
+from collscope.records.base import Record
 from collscope.records.run import SCHEMA_VERSION
 
 CompareVerdict = Literal["ok", "regressed", "improved", "n/a"]    # n/a: no usable number
@@ -14,8 +14,7 @@ CompareVerdict = Literal["ok", "regressed", "improved", "n/a"]    # n/a: no usab
 CompareCategory = Literal["regressed", "improved", "within", "not significant", "n/a"]
 
 
-@dataclass
-class CompareRecord:
+class CompareRecord(Record, tag="compare"):
     """BASE and NEW as given on the command line, the settings, and the rows per verdict."""
 
     collscope_version: str
@@ -32,15 +31,12 @@ class CompareRecord:
     sizes: int                    # distinct message sizes among the rows
     unmatched_base: int
     unmatched_new: int            # results of NEW not judged (BASE has none like them)
-    kind: str = "compare"
     schema_version: int = SCHEMA_VERSION
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    kind_before: ClassVar[str | None] = "schema_version"
 
 
-@dataclass
-class CompareRowRecord:
+class CompareRowRecord(Record, tag="compare_row"):
     """One matched size: both sides' numbers, the changes, the verdict and its test."""
 
     collective: str
@@ -68,7 +64,3 @@ class CompareRowRecord:
     runs_new: int
     base_ci_halfwidth: float | None
     new_ci_halfwidth: float | None
-    kind: str = "compare_row"
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)

@@ -3,12 +3,12 @@ and one ``doctor_node`` per node checked, after the run record."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, ClassVar
+
+from collscope.records.base import Record
 
 
-@dataclass
-class DoctorFindingRecord:
+class DoctorFindingRecord(Record, tag="doctor_finding"):
     """One result of one check: what was found, why it matters, how to fix it."""
 
     id: str                           # the check, e.g. env.ib-hca (doctor --explain ID)
@@ -17,22 +17,17 @@ class DoctorFindingRecord:
     title: str
     detail: str = ""
     fix: str = ""
-    kind: str = "doctor_finding"
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    joins: ClassVar[str | None] = "doctor"
 
 
-@dataclass
-class DoctorNodeRecord:
+class DoctorNodeRecord(Record, tag="doctor_node"):
     """One node checked (this host, a bundle, or each node of --all-ranks): what it has."""
 
     node: int
     host: str
-    ranks: list[int] = field(default_factory=list)
-    summary: dict[str, str] = field(default_factory=dict)   # facts that must agree
-    inventory: dict[str, Any] = field(default_factory=dict)
-    kind: str = "doctor_node"
+    ranks: list[int] = []
+    summary: dict[str, str] = {}      # facts that must agree
+    inventory: dict[str, Any] = {}
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    joins: ClassVar[str | None] = "doctor"

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import ClassVar, Literal
+
+from collscope.records.base import Record
 
 
-@dataclass
-class FindingRecord:
+class FindingRecord(Record, tag="finding"):
     """A problem found, with its fix, ranked by the step time at stake (ms per step)."""
 
     id: str
@@ -18,7 +18,5 @@ class FindingRecord:
     at_stake_ms: float
     rank: int | None = None
     test: str = ""                    # the statistical test or rule that made the decision
-    kind: str = "finding"
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    joins: ClassVar[str | None] = "trace"

@@ -4,12 +4,14 @@ RunRecord): one ``hang_group`` per process group (or ncclras communicator), then
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, ClassVar
+
+import msgspec
+
+from collscope.records.base import Record
 
 
-@dataclass
-class HangMemberRecord:
+class HangMemberRecord(msgspec.Struct):
     """What one member did at its group's stuck number (``did``: a cause, waiting, ahead)."""
 
     rank: int
@@ -21,8 +23,7 @@ class HangMemberRecord:
     at: str | None = None            # where its user code called that entry (file:line)
 
 
-@dataclass
-class HangChannelRecord:
+class HangChannelRecord(msgspec.Struct):
     """A group's collectives, or one pair's point-to-point ops in it."""
 
     channel: str                     # "collectives" or "p2p A<->B"
@@ -36,8 +37,7 @@ class HangChannelRecord:
     note: str = ""
 
 
-@dataclass
-class HangGroupRecord:
+class HangGroupRecord(Record, tag="hang_group"):
     """One process group (``source`` flight_recorder) or ncclras communicator (``ncclras``)."""
 
     group: str
@@ -49,14 +49,11 @@ class HangGroupRecord:
     culprit_ranks: list[int]
     channels: list[HangChannelRecord]
     source: str = "flight_recorder"
-    kind: str = "hang_group"
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    joins: ClassVar[str | None] = "hang"
 
 
-@dataclass
-class HangVerdictRecord:
+class HangVerdictRecord(Record, tag="hang_verdict"):
     """The verdict: ``culprit_ranks`` sorted, [] when nothing is wrong; ``cause`` one of
     collscope.hang.Cause; ``hosts`` {rank: host} where known."""
 
@@ -68,12 +65,10 @@ class HangVerdictRecord:
     seq: int | None
     hosts: dict[str, str]
     headline: str
-    origins: list[dict[str, Any]] = field(default_factory=list)
-    missing_ranks: list[int] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    next_steps: list[str] = field(default_factory=list)
+    origins: list[dict[str, Any]] = []
+    missing_ranks: list[int] = []
+    notes: list[str] = []
+    next_steps: list[str] = []
     method: str = ""
-    kind: str = "hang_verdict"
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    joins: ClassVar[str | None] = "hang"

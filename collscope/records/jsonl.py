@@ -14,7 +14,6 @@ import os
 import stat
 import sys
 from collections.abc import Iterable
-from dataclasses import fields
 from pathlib import Path
 from typing import IO, Any
 
@@ -22,8 +21,8 @@ from collscope.errors import OutputError, UsageError
 from collscope.records.bench import BenchResult
 from collscope.testing.faults import planted
 
-CSV_COLUMNS = [f.name for f in fields(BenchResult)
-               if f.name not in ("kind", "rank_times_us", "rank_op_us")]
+CSV_COLUMNS = [name for name in BenchResult.__struct_fields__
+               if name not in ("rank_times_us", "rank_op_us")]
 
 
 def cannot_write(flag: str | None, path: str | os.PathLike[str], error: OSError) -> str:
@@ -84,6 +83,34 @@ def probe_folder(path: str | os.PathLike[str]) -> None:
     handle, name = tempfile.mkstemp(dir=target, prefix=".collscope-write-check-")
     os.close(handle)
     os.unlink(name)
+
+
+def check_writable(flag: str, path: str | None) -> None:
+    """An output FILE given to ``flag`` must be writable before the ranks measure (a run
+    should not end in a traceback after measuring): really opened as the writer will
+    (collscope.records.jsonl.probe_file, which leaves nothing behind); UsageError (exit 2)
+    naming the flag and the path."""
+    if not path or path == "-":      # "-": stdout (collscope.records.jsonl.JsonlWriter)
+        return
+    if os.path.isdir(path):
+        raise UsageError(f"{flag}: cannot write '{path}': it is a folder; give a file path")
+    try:
+        probe_file(path)
+    except OSError as error:
+        raise UsageError(cannot_write(flag, path, error)) from None
+
+
+def check_writable_folder(flag: str, path: str | None) -> None:
+    """A folder given to ``flag`` (files are written into it) must be creatable and
+    writable: created (and left for the writer) with a file in it, removed again
+    (records.jsonl.probe_folder)."""
+    if not path:
+        return
+    try:
+        probe_folder(path)
+    except OSError as error:
+        raise UsageError(f"{flag}: cannot write into folder '{path}': "
+                         f"{error.strerror or error}") from None
 
 
 class _FlushedWriter:
@@ -198,6 +225,12 @@ def looks_like_jsonl(text: str) -> bool:
     return False
 
 
+def _not_json(constant: str) -> float:
+    """NaN and infinity, which Python's json reads but JSON has not (collscope never writes
+    them): the line is not JSON."""
+    raise json.JSONDecodeError(f"{constant} is not a JSON number", constant, 0)
+
+
 def parse_jsonl(text: str, name: str) -> tuple[list[tuple[int, dict[str, Any]]], list[str]]:
     """(line number, record) for every JSON object line, and a warning for every other line."""
     records: list[tuple[int, dict[str, Any]]] = []
@@ -206,7 +239,7 @@ def parse_jsonl(text: str, name: str) -> tuple[list[tuple[int, dict[str, Any]]],
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = json.loads(line, parse_constant=_not_json)
         except json.JSONDecodeError as error:
             warnings.append(f"{name}: line {number}: not JSON ({error.msg}); skipped")
             continue

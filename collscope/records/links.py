@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
+
+from collscope.records.base import Record
 
 # ok | slow | node (a slow endpoint node explains it) | gpu (a slow GPU explains it) |
 # below-link-type (under the nominal bandwidth of its link type)
@@ -12,8 +13,7 @@ NodeVerdict = Literal["ok", "slow"]           # slow: slow on all its links
 GateVerdict = Literal["pass", "fail"]
 
 
-@dataclass
-class LinkRecord:
+class LinkRecord(Record, tag="link"):
     """One direction of one pair's exchange in `collscope links` (receiver-side timing)."""
 
     src_host: str
@@ -35,15 +35,12 @@ class LinkRecord:
     round: int = 0
     src_node: int = 0
     dst_node: int = 0
-    tries_gbs: list[float] = field(default_factory=list)   # each try (re-measured: gbs = best)
-    kind: str = "link"
+    tries_gbs: list[float] = []   # each try (re-measured: gbs = best)
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    joins: ClassVar[str | None] = "links"
 
 
-@dataclass
-class LinkTryRecord:
+class LinkTryRecord(Record, tag="link_try"):
     """One measurement of one direction in `collscope links`, written as its round ends."""
 
     scope: str
@@ -59,14 +56,11 @@ class LinkTryRecord:
     gbs: float                    # size_bytes / time_us (1e9 B/s)
     stop: str = "all"             # all (-n iterations) | decided (early) | budget (--pair-budget)
     latency_us: float = 0.0       # the pair's small control exchange, least of this try's
-    kind: str = "link_try"
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    summed_in: ClassVar[str | None] = "link"
 
 
-@dataclass
-class LinksSummaryRecord:
+class LinksSummaryRecord(Record, tag="links_summary"):
     """The end of a `collscope links` run: thresholds, confirmations and the gate's verdict."""
 
     verdict: GateVerdict
@@ -75,15 +69,12 @@ class LinksSummaryRecord:
     confirmations: list[dict[str, Any]]
     rounds: dict[str, int]        # rounds per scope, confirmations included
     seconds: float
-    round_seconds: list[float] = field(default_factory=list)   # each round run, in order
-    kind: str = "links_summary"
+    round_seconds: list[float] = []   # each round run, in order
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    joins: ClassVar[str | None] = "links"
 
 
-@dataclass
-class NodeRecord:
+class NodeRecord(Record, tag="node"):
     """One host in `collscope links`: its inter-node links summarised, and its verdict."""
 
     host: str
@@ -94,8 +85,6 @@ class NodeRecord:
     best_gbs: float | None        # its fastest inter-node link
     links: int
     verdict: NodeVerdict = "ok"
-    slow_ranks: list[int] = field(default_factory=list)   # GPUs slow on all pairs (verdict gpu)
-    kind: str = "node"
+    slow_ranks: list[int] = []   # GPUs slow on all pairs (verdict gpu)
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    joins: ClassVar[str | None] = "links"

@@ -15,32 +15,42 @@ file.
 from __future__ import annotations
 
 import hashlib
-import math
 import os
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path, PurePath
 from typing import Any
 
+import msgspec
+
 from collscope.collectives.table import COLLECTIVES
 from collscope.parsers.decode import DecodeError, decode_capture, decompress
+from collscope.records.base import R, Record, read_record
 from collscope.records.bench import BenchResult
 from collscope.records.jsonl import looks_like_jsonl, parse_jsonl
+from collscope.records.kinds import class_of, record_classes
 from collscope.records.logs import LogImportError, import_log
-
-# Fields a result record must have to be plotted or compared (the rest may be null or absent).
-_REQUIRED_RESULT_FIELDS = ("collective", "size_bytes", "dtype", "in_place", "time_us",
-                           "busbw_gbs")
+from collscope.records.model import PredictionRecord
+from collscope.records.sample import SampleRecord
+from collscope.records.train import OverlapResult, TrainRecord
+from collscope.records.tune import TuneRecord
 
 
 class InputError(ValueError):
     """An input that holds nothing usable; the message names the file and the reason."""
 
 
+def _holds(label: str) -> Any:
+    """A Run field of records of the kinds whose class ``joins`` it; ``label`` names them
+    in ``Input.holdings``."""
+    return field(default_factory=list, metadata={"label": label})
+
+
 @dataclass
 class Run:
-    """One run record with the measurements that follow it in its input.
+    """One run record with the measurements that follow it in its input, each read back as
+    its record class (records.kinds; a kind's ``joins`` names the field it goes to).
 
     ``context`` is the run record as written (empty when an input has measurements before any
     run record); ``label`` is how charts and tables name the run.
@@ -49,42 +59,26 @@ class Run:
     label: str
     context: dict[str, Any]
     results: list[BenchResult] = field(default_factory=list)
-    train: list[dict[str, Any]] = field(default_factory=list)
-    samples: list[dict[str, Any]] = field(default_factory=list)
-    predictions: list[dict[str, Any]] = field(default_factory=list)   # `model predict --json`
-    tune: list[dict[str, Any]] = field(default_factory=list)      # `tune` sweep records
-    trace: list[dict[str, Any]] = field(default_factory=list)     # `trace` records
-    links: list[dict[str, Any]] = field(default_factory=list)     # `links` link/node records
-    overlap: list[dict[str, Any]] = field(default_factory=list)   # `overlap` records
-    hang: list[dict[str, Any]] = field(default_factory=list)      # `hang` group/verdict records
-    watch: list[dict[str, Any]] = field(default_factory=list)     # `watch` job/window/stall/finding
-    doctor: list[dict[str, Any]] = field(default_factory=list)    # `doctor` finding/node records
+    train: list[TrainRecord] = _holds("train record(s)")
+    samples: list[SampleRecord] = _holds("sample(s)")
+    predictions: list[PredictionRecord] = _holds("prediction(s)")   # `model predict --json`
+    tune: list[TuneRecord] = _holds("tune record(s)")
+    trace: list[Record] = _holds("trace record(s)")     # trace_* and trace's findings
+    links: list[Record] = _holds("links record(s)")     # link, node, links_summary
+    overlap: list[OverlapResult] = _holds("overlap record(s)")
+    hang: list[Record] = _holds("hang record(s)")       # hang_group, hang_verdict
+    watch: list[Record] = _holds("watch record(s)")     # watch_* and watch's findings
+    doctor: list[Record] = _holds("doctor record(s)")   # doctor_finding, doctor_node
+
+    def of(self, cls: type[R]) -> list[R]:
+        """This run's records of one class, in file order (those of the field it joins)."""
+        return [r for r in getattr(self, str(cls.joins), []) if isinstance(r, cls)]
 
 
-# Record kinds `collscope trace` writes (collscope.records.trace); report draws them as they are.
-TRACE_KINDS = ("trace_collective", "trace_step", "trace_rank", "finding")
-# Record kinds `collscope watch --json` writes (collscope.records.watch). Its straggler is a
-# `finding` too, told from trace's by its id (watch.straggler): those join `watch`, the rest
-# of the findings stay with `trace`. A watch file on a stall also holds hang's records.
-WATCH_KINDS = ("watch_job", "watch_window", "watch_stall", "watch_agent", "watch_notice",
-               "watch_clock")
-WATCH_FINDING_PREFIX = "watch."
-# The Run field each record kind other than run and result joins (a new kind: a line here, a
-# Run field above and a line in OTHER_KINDS).
-RUN_FIELD = {"train": "train", **dict.fromkeys(TRACE_KINDS, "trace"),
-             **dict.fromkeys(("link", "node", "links_summary"), "links"),
-             "sample": "samples", "prediction": "predictions", "tune": "tune",
-             "overlap": "overlap", **dict.fromkeys(("hang_group", "hang_verdict"), "hang"),
-             **dict.fromkeys(WATCH_KINDS, "watch"),
-             **dict.fromkeys(("doctor_finding", "doctor_node"), "doctor")}
-# Raw trials / tries: the tune and link records sum them up, so report reads them not.
-SUMMED_KINDS = ("tune_trial", "link_try")
-# Run fields holding the other record kinds, and how `Input.holdings` names them.
-OTHER_KINDS = {"train": "train record(s)", "samples": "sample(s)",
-               "predictions": "prediction(s)", "tune": "tune record(s)",
-               "trace": "trace record(s)", "links": "links record(s)",
-               "overlap": "overlap record(s)", "hang": "hang record(s)",
-               "watch": "watch record(s)", "doctor": "doctor record(s)"}
+# Run fields holding the record kinds other than run and result, and how `Input.holdings`
+# names them.
+OTHER_KINDS = {f.name: f.metadata["label"] for f in fields(Run) if "label" in f.metadata}
+KINDS = record_classes()
 
 
 @dataclass
@@ -220,9 +214,11 @@ def parse_input(text: str, path: str, name: str | None = None) -> Input:
 
 def group_records(records: list[tuple[int, dict[str, Any]]], name: str,
                   warnings: list[str]) -> list[Run]:
-    """Runs from records in file order: each run record opens a run, measurements join it
-    (measurements before any run record, as `model predict --json` writes, open a run
-    without context)."""
+    """Runs from records in file order: each run record opens a run, the other records join it
+    as their classes (measurements before any run record, as `model predict --json` writes,
+    open a run without context). A record its class cannot read is said by its line and left
+    out; so is a kind report does not read, except the raw trials and tries that another kind
+    sums up."""
     runs: list[Run] = []
 
     def current() -> Run:
@@ -230,31 +226,22 @@ def group_records(records: list[tuple[int, dict[str, Any]]], name: str,
             runs.append(Run(label="", context={}))
         return runs[-1]
 
-    for number, record in records:
-        kind = record.get("kind")
-        if kind == "run":
-            runs.append(Run(label="", context=record))
-        elif kind == "result":
-            result = _result(record)
-            if result is None:
-                missing = [f for f in _REQUIRED_RESULT_FIELDS if record.get(f) is None]
-                what = (f"without {', '.join(missing)}" if missing
-                        else "with a field of the wrong type")
-                warnings.append(f"{name}: line {number}: result record {what}; skipped")
-            else:
-                current().results.append(result)
-        elif kind in RUN_FIELD:
-            check = _CHECKS.get(kind)
-            if check is not None and not check[0](record):
-                warnings.append(f"{name}: line {number}: {kind} record without {check[1]}; "
-                                "skipped")
-            else:
-                getattr(current(), run_field(record)).append(record)
-        elif kind not in SUMMED_KINDS:
+    for number, raw in records:
+        kind = raw.get("kind")
+        cls = class_of(raw, KINDS)
+        if cls is not None and cls.opens_run:
+            runs.append(Run(label="", context=raw))
+        elif cls is not None and cls.joins is not None:
+            try:
+                getattr(current(), cls.joins).append(read_record(cls, raw))
+            except msgspec.ValidationError as error:
+                warnings.append(f"{name}: line {number}: {kind} record{_unfit(cls, raw, error)}"
+                                "; skipped")
+        elif cls is None or cls.summed_in is None:
+            read = ", ".join(sorted(k for k, c in KINDS.items()
+                                    if any(x.joins or x.opens_run for x in c)))
             warnings.append(f"{name}: line {number}: record kind {kind!r} is not one report "
-                            "reads (run, result, train, sample, trace_*, finding, prediction, "
-                            "tune, link, node, links_summary, overlap, hang_group, "
-                            "hang_verdict, watch_*); skipped")
+                            f"reads ({read}); skipped")
     for index, run in enumerate(runs):
         extra = run.context.get("extra")
         run.label = _run_label(name, index, len(runs),
@@ -262,13 +249,12 @@ def group_records(records: list[tuple[int, dict[str, Any]]], name: str,
     return runs
 
 
-def run_field(record: dict[str, Any]) -> str:
-    """The Run field a record of a kind in RUN_FIELD joins: by its kind, except that a finding
-    whose id is watch's (``watch.straggler``) joins ``watch`` rather than ``trace``."""
-    kind = record["kind"]
-    if kind == "finding" and str(record.get("id", "")).startswith(WATCH_FINDING_PREFIX):
-        return "watch"
-    return RUN_FIELD[kind]
+def _unfit(cls: type[Record], raw: dict[str, Any], error: msgspec.ValidationError) -> str:
+    """Why a record does not fit its class: the fields it must have and lacks,
+    in the class's order, else what msgspec says of the field that does not fit."""
+    missing = [f.name for f in msgspec.structs.fields(cls)
+               if f.required and f.name not in cls.read_defaults and f.name not in raw]
+    return f" without {', '.join(missing)}" if missing else f": {error}"
 
 
 def tune_results(run: Run) -> list[BenchResult]:
@@ -276,15 +262,16 @@ def tune_results(run: Run) -> list[BenchResult]:
     ("tune: NCCL_ALGO=Tree"), so `compare` can gate one sweep against another."""
     results = []
     for record in run.tune:
-        if record.get("verdict") == "failed":
+        if record.verdict == "failed":
             continue
-        spec = COLLECTIVES.get(str(record.get("collective")))
+        spec = COLLECTIVES.get(str(record.collective))
         # tune's trials run bench's default op: sum where the collective reduces
-        data = {**record, "kind": "result", "algo": f"tune: {record.get('label', '?')}",
+        data = {**record.to_dict(), "kind": "result", "algo": f"tune: {record.label}",
                 "op": "sum" if spec is None or spec.reduces else "none"}
-        result = _result(data)
-        if result is not None:
-            results.append(result)
+        try:
+            results.append(read_record(BenchResult, data))
+        except msgspec.ValidationError:
+            continue
     return results
 
 
@@ -297,60 +284,3 @@ def _run_label(name: str, index: int, count: int, label: Any) -> str:
     if count == 1:
         return name
     return f"{name} [{label}]" if isinstance(label, str) and label else f"{name} #{index + 1}"
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _result(record: dict[str, Any]) -> BenchResult | None:
-    """A BenchResult from a record, or None when a field that matching or charts rely on is
-    absent or of the wrong type (keys must be hashable strings, numbers finite)."""
-    if any(record.get(f) is None for f in _REQUIRED_RESULT_FIELDS):
-        return None
-    defaults: dict[str, Any] = {
-        "count": 0, "op": "none", "root": -1, "world_size": 0, "iters": 0,
-        "time_us_p50": None, "time_us_p95": None, "time_us_min": None, "time_us_max": None,
-        "algbw_gbs": 0.0, "wrong": None, "algo": "flat",
-    }
-    data = {**defaults, **{k: v for k, v in record.items() if v is not None or k not in defaults}}
-    typed = (all(isinstance(data[k], str) for k in ("collective", "dtype", "op", "algo"))
-             and isinstance(data["in_place"], bool)
-             and all(_is_int(data[k]) for k in ("size_bytes", "world_size"))
-             and all(_is_finite(data[k]) for k in ("time_us", "busbw_gbs", "algbw_gbs"))
-             and (data["wrong"] is None or _is_int(data["wrong"])))
-    if not typed:
-        return None
-    try:
-        return BenchResult.from_dict(data)
-    except TypeError:
-        return None
-
-
-def _is_prediction(record: dict[str, Any]) -> bool:
-    return (isinstance(record.get("collective"), str) and _is_int(record.get("size_bytes"))
-            and _is_int(record.get("nodes")) and _is_finite(record.get("busbw_gbs")))
-
-
-def _is_sample(record: dict[str, Any]) -> bool:
-    return isinstance(record.get("metrics"), dict) and _is_finite(record.get("ts"))
-
-
-def _is_watch_window(record: dict[str, Any]) -> bool:
-    return (_is_finite(record.get("time")) and _is_int(record.get("rank"))
-            and _is_finite(record.get("lateness_ms")))
-
-
-# Kinds read only when a check passes: (the check, what a record failing it is without).
-_CHECKS = {"sample": (_is_sample, "a numeric ts and a metrics object"),
-           "prediction": (_is_prediction, "a collective, a size, nodes and busbw"),
-           "watch_window": (_is_watch_window, "a numeric time, an integer rank and a "
-                                              "numeric lateness_ms")}
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_finite(value: Any) -> bool:
-    return _is_number(value) and math.isfinite(value)

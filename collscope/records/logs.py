@@ -38,6 +38,7 @@ from collscope.parsers.nccl_tests import (
     parse_any,
     printed_unit,
 )
+from collscope.records.base import Record
 from collscope.records.bench import BenchResult
 from collscope.records.run import RunRecord, recorded_env
 from collscope.redact import redact_argv, redact_secrets
@@ -48,22 +49,17 @@ _AVERAGE = {"0": "rank0", "1": "mean", "2": "min", "3": "max"}
 _STRONG_FAILURE = re.compile(r"Test (?:\w+ )?failure|#\s*error:|NCCL error|failure", re.I)
 
 
-@dataclass
-class ImportLogRecord:
+class ImportLogRecord(Record, tag="import_log"):
     """`collscope import --json`: one per log given, what was taken from it (or why not)."""
 
     log: str                          # as given
     runs: int
     results: int
-    collectives: list[str] = field(default_factory=list)
-    world_sizes: list[int] = field(default_factory=list)
+    collectives: list[str] = []
+    world_sizes: list[int] = []
     failed_results: int = 0           # rows the log marks failed (kept, with the mark)
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str] = []
     error: str = ""                   # --skip-failed: why the log gave nothing
-    kind: str = "import_log"
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 class LogImportError(ValueError):

@@ -3,21 +3,16 @@
 (check); ``plan`` and one ``plan_row`` per node count (plan).
 
 fit, check and plan write their summary record first and ``kind`` as the first key of each
-record (``_kind_first``), as they always have; predict's records end with it."""
+record (``kind_before`` their first field), as they always have; predict's records end with it."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, ClassVar
+
+from collscope.records.base import Record
 
 
-def _kind_first(record: Any) -> dict[str, Any]:
-    data = asdict(record)
-    return {"kind": data.pop("kind"), **data}
-
-
-@dataclass
-class PredictionRecord:
+class PredictionRecord(Record, tag="prediction"):
     """One predicted collective x size x layout from `collscope model predict`.
 
     ``time_us`` is the cost model's time per operation, ``time_us_low``/``time_us_high`` its
@@ -43,22 +38,19 @@ class PredictionRecord:
     extrapolated: bool = False   # size or node count outside what the groups used were fitted on
     size_extrapolation: float = 1.0
     nodes_extrapolation: float = 1.0
-    fitted_nodes: list[int] = field(default_factory=list)   # node counts the model was fitted on
+    fitted_nodes: list[int] = []   # node counts the model was fitted on
     tail: str = ""               # tail runs of the groups used: "1 of 4 runs ... was 2.0x slower"
     tail_slowdown: float | None = None   # the largest of their slowdowns
     method: str = ""
     band_method: str = ""
-    kind: str = "prediction"
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    joins: ClassVar[str | None] = "predictions"
 
 
 # -- fit ---------------------------------------------------------------------------------------
 
 
-@dataclass
-class ModelFitRecord:
+class ModelFitRecord(Record, tag="model_fit"):
     """The fit as a whole: the model file written (``-o`` as given), the methods of the fit and
     of its typical band, the node counts held out, and what the fit said about its inputs."""
 
@@ -67,14 +59,11 @@ class ModelFitRecord:
     band_method: str
     held_out_nodes: list[int]
     diagnostics: list[str]
-    kind: str = "model_fit"
 
-    def to_dict(self) -> dict[str, Any]:
-        return _kind_first(self)
+    kind_before: ClassVar[str | None] = "model"
 
 
-@dataclass
-class ModelGroupRecord:
+class ModelGroupRecord(Record, tag="model_group"):
     """One fitted group (a collective on N nodes x R ranks) as the model file holds it.
 
     ``fit`` is the group's fit (collscope.model.fit.GroupFit: alpha_us, busbw_gbs, the rows and
@@ -87,19 +76,25 @@ class ModelGroupRecord:
     algo: str                    # as measured: flat (the library's choice) or hierarchical
     world_size: int
     fit: dict[str, Any]
-    kind: str = "model_group"
+
+    kind_before: ClassVar[str | None] = "collective"
 
     def to_dict(self) -> dict[str, Any]:
-        data = _kind_first(self)
+        data = super().to_dict()
         fit = data.pop("fit")
         return {**data, **fit}
+
+    @classmethod
+    def from_raw(cls, raw: dict[str, Any]) -> dict[str, Any]:
+        own = set(cls.__struct_fields__) | {"kind"}
+        return {**{k: v for k, v in raw.items() if k in own},
+                "fit": {k: v for k, v in raw.items() if k not in own}}
 
 
 # -- check -------------------------------------------------------------------------------------
 
 
-@dataclass
-class CheckRecord:
+class CheckRecord(Record, tag="check"):
     """The check as a whole: the model file, how errors and the band were checked, the
     measured groups not checked (and why), and how many measured medians lie in the band."""
 
@@ -110,14 +105,11 @@ class CheckRecord:
     sizes: int                   # measured sizes over every band
     medians_in_band: int         # of them, those whose measured median lies in the typical band
     medians_in_band_pct: float | None    # None when no size was measured
-    kind: str = "check"
 
-    def to_dict(self) -> dict[str, Any]:
-        return _kind_first(self)
+    kind_before: ClassVar[str | None] = "model"
 
 
-@dataclass
-class CheckBandRecord:
+class CheckBandRecord(Record, tag="check_band"):
     """One collective x layout x size band: busbw error of the predictions over its rows."""
 
     collective: str
@@ -130,14 +122,11 @@ class CheckBandRecord:
     in_sample: bool               # the model was fitted on this layout
     sizes: int = 0                # distinct measured sizes
     medians_in_band: int = 0      # of them, those whose measured median lies in the band
-    kind: str = "check_band"
 
-    def to_dict(self) -> dict[str, Any]:
-        return _kind_first(self)
+    kind_before: ClassVar[str | None] = "collective"
 
 
-@dataclass
-class CheckRowRecord:
+class CheckRowRecord(Record, tag="check_row"):
     """One measured row against its prediction: |predicted / measured - 1| x 100 of busbw."""
 
     collective: str
@@ -149,17 +138,14 @@ class CheckRowRecord:
     error_pct: float
     algo: str                     # the algorithm predicted (the fastest of the candidates)
     source: str                   # the input and line the row came from
-    kind: str = "check_row"
 
-    def to_dict(self) -> dict[str, Any]:
-        return _kind_first(self)
+    kind_before: ClassVar[str | None] = "collective"
 
 
 # -- plan --------------------------------------------------------------------------------------
 
 
-@dataclass
-class PlanRecord:
+class PlanRecord(Record, tag="plan"):
     """What was planned (model file, preset or parameter count, dtype, DDP/FSDP and its
     settings) and where the compute per step and the overlap came from (``*_source``)."""
 
@@ -176,14 +162,11 @@ class PlanRecord:
     step_compute_source: str
     tokens_per_rank_per_step: int | None
     notes: list[str]
-    kind: str = "plan"
 
-    def to_dict(self) -> dict[str, Any]:
-        return _kind_first(self)
+    kind_before: ClassVar[str | None] = "model"
 
 
-@dataclass
-class PlanRowRecord:
+class PlanRowRecord(Record, tag="plan_row"):
     """One node count: the step's messages, their predicted time and band, exposed time, step
     time, tokens/s, scaling efficiency against the first row with a step time, and the DDP
     knob that helps most (None where not known; ``note`` says why a row was not predicted)."""
@@ -196,9 +179,9 @@ class PlanRowRecord:
     comm_ms: float | None = None
     comm_ms_low: float | None = None
     comm_ms_high: float | None = None
-    algos: dict[str, int] = field(default_factory=dict)
+    algos: dict[str, int] = {}
     extrapolated: int = 0
-    phase_ms: dict[str, float] = field(default_factory=dict)
+    phase_ms: dict[str, float] = {}
     exposed_ms: float | None = None
     step_ms: float | None = None
     tokens_per_s: float | None = None
@@ -206,7 +189,5 @@ class PlanRowRecord:
     best_knob: str | None = None
     best_knob_comm_ms: float | None = None
     note: str = ""
-    kind: str = "plan_row"
 
-    def to_dict(self) -> dict[str, Any]:
-        return _kind_first(self)
+    kind_before: ClassVar[str | None] = "nodes"

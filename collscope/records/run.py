@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, ClassVar
+
+from collscope.records.base import Record
 
 # Which names look secret and how values are hidden: collscope/redact.py (one list for all).
 from collscope.redact import redact_argv, shown_env
@@ -25,8 +26,7 @@ def recorded_env(environ: dict[str, str] | None = None) -> dict[str, str]:
                       if name.startswith(RECORDED_ENV_PREFIXES)})
 
 
-@dataclass
-class RunRecord:
+class RunRecord(Record, tag="run"):
     """Context of one run: who measured what, where, with which software."""
 
     command: str                      # "bench", "train", "import", ...
@@ -43,12 +43,11 @@ class RunRecord:
     env: dict[str, str]
     timing: str = ""                  # how every time in this run was measured
     started_at: float = 0.0           # seconds since the epoch
-    extra: dict[str, Any] = field(default_factory=dict)
-    kind: str = "run"
+    extra: dict[str, Any] = {}
     schema_version: int = SCHEMA_VERSION
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    kind_before: ClassVar[str | None] = "schema_version"
+    opens_run: ClassVar[bool] = True
 
     @classmethod
     def create(cls, command: str, *, launcher: str, backend: str, world_size: int, nodes: int,

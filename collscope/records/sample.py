@@ -14,27 +14,28 @@ itself contain dots, e.g. VLAN ``eth0.100``), device and port for ``rdma``, the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import ClassVar
+
+from collscope.records.base import Record
 
 SAMPLE_KIND = "sample"
 
 
-@dataclass
-class SampleRecord:
+class SampleRecord(Record, tag=SAMPLE_KIND):
     """One sample: when, where, and the metrics that had a value."""
 
     ts: float
     host: str
-    metrics: dict[str, float] = field(default_factory=dict)
-    kind: str = SAMPLE_KIND
+    metrics: dict[str, float | None] = {}    # 0.x wrote null for a source with no value
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "ts": self.ts, "host": self.host, "metrics": self.metrics}
+    kind_before: ClassVar[str | None] = "ts"
+    joins: ClassVar[str | None] = "samples"
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> SampleRecord:
-        return cls(ts=float(data["ts"]), host=str(data["host"]), metrics=dict(data["metrics"]))
+    @property
+    def values(self) -> dict[str, float]:
+        """The metrics that had a value this time."""
+        return {name: value for name, value in self.metrics.items() if value is not None}
 
 
 @dataclass(frozen=True)

@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import ClassVar
+
+from collscope.records.base import Record
 
 
-@dataclass
-class TraceCollectiveRecord:
+class TraceCollectiveRecord(Record, tag="trace_collective"):
     """`collscope trace`: one (collective, dtype, size, process group) of one rank's trace.
 
     ``kernel_us_*`` are over the GPU kernels of the calls (or their CPU spans where ``timing``
@@ -38,14 +38,11 @@ class TraceCollectiveRecord:
     efficiency: float | None = None
     saving_ms_per_step: float | None = None
     baseline: str = ""
-    kind: str = "trace_collective"
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    joins: ClassVar[str | None] = "trace"
 
 
-@dataclass
-class TraceStepRecord:
+class TraceStepRecord(Record, tag="trace_step"):
     """`collscope trace`: one ProfilerStep of one rank (-1: the whole trace, no steps)."""
 
     rank: int
@@ -56,14 +53,11 @@ class TraceStepRecord:
     exposed_comm_ms: float
     overlap_percent: float | None
     idle_ms: float
-    kind: str = "trace_step"
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    joins: ClassVar[str | None] = "trace"
 
 
-@dataclass
-class TraceRankRecord:
+class TraceRankRecord(Record, tag="trace_rank"):
     """`collscope trace`: one rank over the analysed window (``window`` says which)."""
 
     rank: int
@@ -77,18 +71,16 @@ class TraceRankRecord:
     late_calls: int
     wait_caused_ms: float
     calls: int
-    late_by_call: list[float] = field(default_factory=list)  # ms after the earliest, per call
+    late_by_call: list[float] = []  # ms after the earliest, per call
     late_steps: int = 0               # steps whose most-delayed call waited on it (the trials)
     # Its clock vs the reference rank's (method, drift rule, t0: the run record's
     # clock_alignment): offset (CI), residual spread, calls, drift ppm (CI), applied; None: not.
     clock_offset_us: float | None = None
-    clock_offset_ci_us: list[float] = field(default_factory=list)
+    clock_offset_ci_us: list[float] = []
     clock_spread_us: float | None = None
     clock_calls: int = 0
     clock_drift_ppm: float | None = None
-    clock_drift_ci_ppm: list[float] = field(default_factory=list)
+    clock_drift_ci_ppm: list[float] = []
     clock_drift_applied: bool = False
-    kind: str = "trace_rank"
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    joins: ClassVar[str | None] = "trace"

@@ -7,12 +7,12 @@ timing method travels in ``timing``.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, ClassVar
+
+from collscope.records.base import Record
 
 
-@dataclass
-class TrainRecord:
+class TrainRecord(Record, tag="train"):
     label: str                          # short name of the configuration, as in the table
     config: dict[str, Any]              # model, dtype, parallelism, DDP knobs, world, steps
     world_size: int
@@ -47,8 +47,7 @@ class TrainRecord:
     speedup_vs_ddp_default: float | None = None  # DDP default's step time / this one's
     is_ddp_default: bool = False
     timing: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
-    kind: str = "train"
+    extra: dict[str, Any] = {}
     # Distribution-free CI of exposed_comm_ms (order statistics of the per-pair differences)
     # and its exact coverage (0.95 or more when there are >= 6 steps).
     exposed_comm_ms_ci_low: float | None = None
@@ -58,12 +57,11 @@ class TrainRecord:
     # measured peak_memory_bytes.
     estimated_memory_bytes: int | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    kind_before: ClassVar[str | None] = "exposed_comm_ms_ci_low"
+    joins: ClassVar[str | None] = "train"
 
 
-@dataclass
-class OverlapResult:
+class OverlapResult(Record, tag="overlap"):
     """`collscope overlap`: a matmul alone, an all_reduce alone and both at once, per size."""
 
     matmul_dim: int
@@ -82,7 +80,5 @@ class OverlapResult:
     overlap_efficiency: float | None
     compute_tflops: float         # matmul alone
     timing: str
-    kind: str = "overlap"
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    joins: ClassVar[str | None] = "overlap"

@@ -3,16 +3,16 @@ configuration at one size, judged against the defaults)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
+
+from collscope.records.base import Record
 
 TrialStatus = Literal["ok", "failed"]
 # A configuration at one size against the defaults; "failed": the whole configuration failed.
 TuneVerdict = Literal["baseline", "faster", "slower", "within noise", "too few rounds", "failed"]
 
 
-@dataclass
-class TuneTrialRecord:
+class TuneTrialRecord(Record, tag="tune_trial"):
     """One trial of a `collscope tune` sweep: one bench job of one configuration.
 
     ``config`` maps each space variable to its value (None: unset); ``status`` is ok or failed
@@ -30,14 +30,11 @@ class TuneTrialRecord:
     wall_s: float
     file: str | None              # the trial's bench JSON Lines (None: not kept)
     results: list[dict[str, Any]]  # collective, dtype, size_bytes, time_us
-    kind: str = "tune_trial"
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    summed_in: ClassVar[str | None] = "tune"
 
 
-@dataclass
-class TuneRecord:
+class TuneRecord(Record, tag="tune"):
     """One configuration of a tune sweep at one size, judged against the defaults.
 
     ``time_us`` is the median over its trials of bench's mean time per operation (in place);
@@ -72,7 +69,5 @@ class TuneRecord:
     ci_method: str = ""
     time_method: str = ""
     reason: str = ""
-    kind: str = "tune"
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    joins: ClassVar[str | None] = "tune"

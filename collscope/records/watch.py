@@ -15,14 +15,24 @@ rank's clock.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+import statistics
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
-STRAGGLER_ID = "watch.straggler"
+from collscope.records.base import Record
+
+# Watch's findings (their ids begin so) join a run's watch records, not its trace's.
+WATCH_FINDING_PREFIX = "watch."
+STRAGGLER_ID = WATCH_FINDING_PREFIX + "straggler"
+# How a watch_window's algbw_gbs / busbw_gbs are measured (watch.bandwidth computes them).
+BUSBW_METHOD = ("nccl-tests' busbw of the Flight Recorder's durations "
+                "(TORCH_NCCL_ENABLE_TIMING=1): sum of sizes (the larger of input and output "
+                "bytes) / sum of durations of the collective's calls completed in the rank's "
+                "latest interval, x 2(n-1)/n all_reduce, (n-1)/n all_gather, reduce_scatter "
+                "and alltoall, 1 broadcast and reduce")
 
 
-@dataclass
-class WatchJobRecord:
+class WatchJobRecord(Record, tag="watch_job"):
     """The job as the aggregating rank found it once every rank's agent said hello, and how
     its hosts' clocks were aligned (``clock``: method, per-host offset and spread in us)."""
 
@@ -38,14 +48,11 @@ class WatchJobRecord:
     # (flight_recorder | main_thread) and why there is no ring for the backend
     flight_recorder: dict[str, Any]
     versions: dict[str, str | None]   # torch, its backends, python (library_versions)
-    kind: str = "watch_job"
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    joins: ClassVar[str | None] = "watch"
 
 
-@dataclass
-class WatchWindowRecord:
+class WatchWindowRecord(Record, tag="watch_window"):
     """One rank over the last sliding window of one process group, as the aggregator saw it.
 
     ``lateness_ms`` is the median over the window's matched collectives of the rank's enqueue
@@ -78,14 +85,11 @@ class WatchWindowRecord:
     timed_calls: dict[str, int] | None = None
     algbw_gbs: dict[str, float] | None = None
     busbw_gbs: dict[str, float] | None = None
-    kind: str = "watch_window"
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    joins: ClassVar[str | None] = "watch"
 
 
-@dataclass
-class ClockRecord:
+class ClockRecord(Record, tag="watch_clock"):
     """A re-run of the clock exchange (every CLOCK_EVERY_S of the job, numbered ``epoch`` from
     1; the start's is in ``watch_job``): per host, the offset found (us, subtracted from its
     ranks' enqueue times from the next round on), the exchange's spread, and ``change_us``,
@@ -100,14 +104,11 @@ class ClockRecord:
     spread_us: dict[str, float]
     change_us: dict[str, float]
     method: str
-    kind: str = "watch_clock"
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    joins: ClassVar[str | None] = "watch"
 
 
-@dataclass
-class StragglerFinding:
+class StragglerFinding(Record, tag="finding"):
     """A rank (or a pair of ranks) that costs the others time, against its peers in the same
     group at the same time (collscope.watch.detect).
 
@@ -136,24 +137,25 @@ class StragglerFinding:
     p_rise: float | None              # Mann-Whitney U, since against before (None: no before)
     title: str
     test: str
-    shape: str = "persistent"
-    ranks: list[int] = field(default_factory=list)
-    groups: list[str] = field(default_factory=list)
-    followers: list[int] = field(default_factory=list)
+    shape: str | None = None          # None: written before watch told shapes apart (0.x)
+    ranks: list[int] = []
+    groups: list[str] = []
+    followers: list[int] = []
     link: str | None = None
     layout: str = ""
     cost_ms_per_s: float = 0.0        # the others' wait it caused, per second of the window
     cost_pct: float = 0.0             # the same as a share of the job's time, in %
     id: str = STRAGGLER_ID
     level: str = "warn"
-    kind: str = "finding"
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    joins: ClassVar[str | None] = "watch"
+
+    @classmethod
+    def claims(cls, raw: dict[str, Any]) -> bool:
+        return str(raw.get("id", "")).startswith(WATCH_FINDING_PREFIX)
 
 
-@dataclass
-class StallRecord:
+class StallRecord(Record, tag="watch_stall"):
     """A collective pending longer than --hang-after, and what the dump request got back."""
 
     time: float
@@ -164,15 +166,12 @@ class StallRecord:
     pending_s: float
     dump_dir: str
     answered: list[int]
-    no_answer: list[int] = field(default_factory=list)
-    kind: str = "watch_stall"
+    no_answer: list[int] = []
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    joins: ClassVar[str | None] = "watch"
 
 
-@dataclass
-class StackVerdictRecord:
+class StackVerdictRecord(Record, tag="watch_stack_verdict"):
     """A stall judged from the ranks' main-thread stacks alone (no Flight Recorder for the
     backend: collscope.watch.stacks): ``culprit_ranks`` are the ranks whose main thread was
     not in a collective, or that wrote no stack; ``waiting`` maps each wait ("all_reduce at
@@ -185,14 +184,9 @@ class StackVerdictRecord:
     no_answer: list[int]
     title: str
     method: str
-    kind: str = "watch_stack_verdict"
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
-@dataclass
-class AgentCostRecord:
+class AgentCostRecord(Record, tag="watch_agent"):
     """What one rank's agent cost, measured by the agent on its own thread as it ended
     (time.thread_time: CPU time of that thread alone). ``setup_cpu_s``: once, at the start
     (joining the others, the clock exchange; on rank 0 also the aggregator's imports).
@@ -212,14 +206,11 @@ class AgentCostRecord:
     read_cpu_s: float                 # of cpu_s: the Flight Recorder reads (dump + decode)
     interval_s: float                 # the interval at the end (stretched by READ_BUDGET)
     lost_entries: int                 # FR entries the ring overwrote before a read saw them
-    kind: str = "watch_agent"
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    joins: ClassVar[str | None] = "watch"
 
 
-@dataclass
-class NoticeRecord:
+class NoticeRecord(Record, tag="watch_notice"):
     """Something about the watching itself a user should act on, sent once by a rank's
     agent (``about``: ``fr_overflow``, the ring overwrote entries between two reads)."""
 
@@ -227,7 +218,19 @@ class NoticeRecord:
     rank: int
     about: str
     title: str
-    kind: str = "watch_notice"
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    joins: ClassVar[str | None] = "watch"
+
+
+def cost_line(costs: Sequence[dict[str, Any]]) -> str:
+    """e.g. 'agent cost: median 0.05 % of a core per rank (0.5 ms CPU per s, 4 ranks,
+    time.thread_time on the agent's thread); most: rank 0 (node0) 0.21 % (the aggregator)'.
+    Each record needs a numeric ``cpu_share``; a record read from a file may lack the rest."""
+    shares = sorted(c["cpu_share"] for c in costs)
+    median = statistics.median(shares)
+    most = max(costs, key=lambda c: c["cpu_share"])
+    return (f"agent cost: median {median * 100:.2f} % of a core per rank ({median * 1e3:.1f} ms "
+            f"CPU per s, {len(costs)} rank(s), time.thread_time on the agent's thread); most: "
+            f"rank {most.get('rank', '?')} ({most.get('host', '?')}) "
+            f"{most['cpu_share'] * 100:.2f} %" +
+            (" (the aggregator)" if most.get("rank") == 0 else ""))

@@ -21,6 +21,7 @@ from typing import Any
 
 from collscope import __version__
 from collscope.records.load import OTHER_KINDS, Input, Run
+from collscope.records.train import OverlapResult, TrainRecord
 from collscope.redact import is_secret_name, redact_argv, redact_secrets
 from collscope.report import charts as ch
 from collscope.report.svg import esc, legend_swatch, render
@@ -400,8 +401,8 @@ def _contexts_section(runs: list[Run]) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def _train_cell(record: dict[str, Any], name: str) -> str:
-    value = record.get(name)
+def _train_cell(record: TrainRecord, name: str) -> str:
+    value = getattr(record, name)
     if value is None:
         return ""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -414,8 +415,8 @@ def _train_cell(record: dict[str, Any], name: str) -> str:
 
 
 def _train_section(view: ch.TrainView) -> str:
-    columns = [c for c in ch.TRAIN_COLUMNS if any(c in rec for rec in view.rows)]
-    rows = [[esc(ch.config_text(rec.get("config"))), *(_train_cell(rec, c) for c in columns)]
+    columns = list(ch.TRAIN_COLUMNS)
+    rows = [[esc(ch.config_text(rec.config)), *(_train_cell(rec, c) for c in columns)]
             for rec in view.rows]
     return (f"<section><h3>{esc(view.run.label)}</h3>"
             + _table(["configuration", *columns], rows, set(range(1, len(columns) + 1)))
@@ -423,19 +424,19 @@ def _train_section(view: ch.TrainView) -> str:
 
 
 def _train_headline(view: ch.TrainView) -> ch.Headline:
-    fastest = view.rows[0] if view.rows else {}
-    step, exposed = (ch.as_number(fastest.get(k)) for k in ("step_time_ms", "exposed_comm_ms"))
+    fastest = view.rows[0]
+    step, exposed = ch.as_number(fastest.step_time_ms), ch.as_number(fastest.exposed_comm_ms)
     said = [f"step {ch.format_number(step)} ms" if step is not None else "",
             f"exposed communication {ch.format_number(exposed)} ms"
             if exposed is not None else ""]
     return ch.Headline(f"{view.run.label}: fastest of {len(view.rows)} configuration(s): "
-                       f"{ch.config_text(fastest.get('config'))}"
+                       f"{ch.config_text(fastest.config)}"
                        + "".join(f"; {part}" for part in said if part))
 
 
-def _overlap_headline(label: str, record: dict[str, Any]) -> ch.Headline:
-    efficiency = ch.as_number(record.get("overlap_efficiency"))
-    times = [(mode, ch.as_number(record.get(f"t_{mode}_ms"))) for mode in
+def _overlap_headline(label: str, record: OverlapResult) -> ch.Headline:
+    efficiency = ch.as_number(record.overlap_efficiency)
+    times = [(mode, ch.as_number(getattr(record, f"t_{mode}_ms"))) for mode in
              ("compute", "comm", "both")]
     said = ", ".join(f"t_{mode} {ch.format_number(v)} ms" for mode, v in times if v is not None)
     return ch.Headline(f"{label}: overlap efficiency "
@@ -443,10 +444,10 @@ def _overlap_headline(label: str, record: dict[str, Any]) -> ch.Headline:
                        + (f" ({said})" if said else ""))
 
 
-def _overlap_table(overlaps: list[tuple[str, dict[str, Any]]]) -> str:
+def _overlap_table(overlaps: list[tuple[str, OverlapResult]]) -> str:
     """`collscope overlap` records: the three medians, their IQRs and the efficiency."""
-    def ms(record: dict[str, Any], mode: str) -> str:
-        value, iqr = record.get(f"t_{mode}_ms"), record.get(f"t_{mode}_ms_iqr")
+    def ms(record: OverlapResult, mode: str) -> str:
+        value, iqr = getattr(record, f"t_{mode}_ms"), getattr(record, f"t_{mode}_ms_iqr")
         if not isinstance(value, (int, float)):
             return ""
         spread = f" (IQR {ch.format_number(iqr)})" if isinstance(iqr, (int, float)) else ""
@@ -454,14 +455,14 @@ def _overlap_table(overlaps: list[tuple[str, dict[str, Any]]]) -> str:
 
     rows = []
     for label, r in overlaps:
-        dim, size, eff = r.get("matmul_dim"), r.get("size_bytes"), r.get("overlap_efficiency")
-        rows.append([esc(label), esc(r.get("world_size", "")),
-                     esc(f"{dim}x{dim}x{dim} {r.get('matmul_dtype', '')}"),
-                     esc(f"{format_size(size)} {r.get('comm_dtype', '')}"
+        dim, size, eff = r.matmul_dim, r.size_bytes, r.overlap_efficiency
+        rows.append([esc(label), esc(r.world_size),
+                     esc(f"{dim}x{dim}x{dim} {r.matmul_dtype}"),
+                     esc(f"{format_size(size)} {r.comm_dtype}"
                          if isinstance(size, int) else ""),
                      ms(r, "compute"), ms(r, "comm"), ms(r, "both"),
                      esc(f"{eff:.2f}" if isinstance(eff, (int, float)) else "n/a"),
-                     esc(r.get("iters", "")), esc(r.get("timing", ""))])
+                     esc(r.iters), esc(r.timing)])
     return ('<p class="note">'
             "collscope overlap: a matmul and an all_reduce alone and together; times in ms, "
             "medians over iterations of the slowest rank; overlap efficiency = (t_compute + "

@@ -92,9 +92,10 @@ class ForkedRank:
         self.send_signal(signal.SIGKILL)
 
 
-def fork_rank(argv: Sequence[str], env: dict[str, str],
-              prepare: Callable[[], None]) -> ForkedRank:
-    """Fork one rank that runs ``collscope ARGV`` with ``env`` as its whole environment."""
+def fork_rank(argv: Sequence[str], env: dict[str, str], prepare: Callable[[], None],
+              entry: Callable[[list[str]], int]) -> ForkedRank:
+    """Fork one rank that runs ``entry(ARGV)`` (``collscope ARGV``: the runtime is given the
+    CLI's entry point, never imports it) with ``env`` as its whole environment."""
     _flush()                            # or the child would write the parent's buffer again
     parent = os.getpid()
     # Ctrl-C between the fork and the child's own handlers would raise in the parent's stack.
@@ -114,7 +115,7 @@ def fork_rank(argv: Sequence[str], env: dict[str, str],
         os.environ.update(env)
         sys.argv = [sys.argv[0], *argv]  # what an exec'd rank records as its command line
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
-        code = _run_rank(list(argv))
+        code = entry(list(argv))
     except SystemExit as exit_:
         code = _exit_code(exit_)
     except BaseException:  # noqa: BLE001  # the rank must never unwind into the parent's stack
@@ -142,11 +143,3 @@ def _flush() -> None:
         except (OSError, ValueError):   # a reader gone away, a closed stream
             pass
 
-
-def _run_rank(argv: list[str]) -> int:
-    """What ``python -m collscope ARGV`` does in an exec'd rank (cli.run)."""
-    from collscope.cli import main
-    from collscope.runtime import spawn
-
-    spawn.spawned_ranks = False         # this process is a rank, not the parent of ranks
-    return spawn.leave_process(main(argv))

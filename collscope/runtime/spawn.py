@@ -27,9 +27,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from collscope.console import SPAWNED_ENV
 from collscope.errors import ExitCode
 
-SPAWNED_ENV = "COLLSCOPE_SPAWNED"
 # Seconds the parent gives surviving ranks after a rank exited with its own code (or after
 # Ctrl-C), and beyond the collective timeout after a rank a signal ended, before killing them.
 KILL_GRACE_S = 10.0
@@ -55,6 +55,18 @@ def quiet_closed_stdout() -> None:
 
 # Set by spawn_local: this process was the parent of local ranks (leave_process reads it).
 spawned_ranks = False
+# What a local rank runs, ``collscope ARGV`` -> exit code: the CLI gives its entry point as it
+# starts (cli.main), so the runtime never imports the CLI. Without one (the library called
+# from elsewhere), ranks are exec'd as ``python -m collscope``.
+rank_entry: Callable[[list[str]], int] | None = None
+
+
+def _forked_rank(argv: list[str]) -> int:
+    """What ``python -m collscope ARGV`` does in an exec'd rank (cli.run), in a forked one."""
+    global spawned_ranks
+    spawned_ranks = False               # this process is a rank, not the parent of ranks
+    assert rank_entry is not None       # spawn_local forks only when it is given
+    return leave_process(rank_entry(argv))
 
 
 def leave_process(code: int, exit_now: Callable[[int], object] = os._exit) -> int:
@@ -180,7 +192,7 @@ def spawn_local(nproc: int, argv: Sequence[str], timeout_s: float) -> int:
     global spawned_ranks
     spawned_ranks = True
     port = free_loopback_port()
-    fork = forked.fork_ranks()
+    fork = rank_entry is not None and forked.fork_ranks()
     if fork:
         forked.preload()
     children: list[subprocess.Popen[bytes] | forked.ForkedRank] = []
@@ -191,7 +203,7 @@ def spawn_local(nproc: int, argv: Sequence[str], timeout_s: float) -> int:
             "WORLD_SIZE": str(nproc), "LOCAL_WORLD_SIZE": str(nproc), "GROUP_RANK": "0",
             "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
         })
-        children.append(forked.fork_rank(argv, env, _prepare_child) if fork else
+        children.append(forked.fork_rank(argv, env, _prepare_child, _forked_rank) if fork else
                         subprocess.Popen([sys.executable, "-m", "collscope", *argv], env=env,
                                          preexec_fn=_prepare_child))
 

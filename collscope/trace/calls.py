@@ -9,14 +9,13 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from collscope.trace.events import Event
-from collscope.trace.kernels import (
+from collscope.collectives.names import (
     DTYPE_SIZES,
     canonical_trace_dtype,
     collective_from_annotation,
-    decode_kernel,
-    is_comm_annotation,
 )
+from collscope.trace.events import Event
+from collscope.trace.kernels import decode_kernel, is_comm_annotation
 
 
 @dataclass

@@ -12,3 +12,8 @@ Library use, inside a process group you initialised::
 Torch and transformers are imported by the submodules that need them, not here, so the CLI
 starts fast.
 """
+
+from collscope.train.analysis import Bucket, comm_messages
+from collscope.train.config import PRESETS, ModelSpec, TrainConfig
+
+__all__ = ["PRESETS", "Bucket", "ModelSpec", "TrainConfig", "comm_messages"]

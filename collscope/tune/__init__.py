@@ -5,3 +5,7 @@ interleaved rounds) -> ``run`` / ``trials`` (one fresh bench job per trial, unde
 -> ``analysis`` (per-size speed-up intervals, winners) -> ``handover`` (export lines, NCCL
 tuner-plugin CSV, tune records) and ``report`` (what is printed).
 """
+
+from collscope.tune.config import TuneConfig
+
+__all__ = ["TuneConfig"]

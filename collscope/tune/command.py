@@ -81,7 +81,7 @@ def installed_library(backend: str) -> Library:
 
 def run(config: TuneConfig, environ: Mapping[str, str]) -> int:
     """The whole command; its exit code."""
-    from collscope.cli._common import check_writable, check_writable_folder
+    from collscope.records.jsonl import check_writable, check_writable_folder
 
     plan = prepare(config, environ)
     if config.print_commands:

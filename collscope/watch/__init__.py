@@ -7,6 +7,8 @@ process that makes a default process group. See docs/watch.md.
 
 from __future__ import annotations
 
+__all__ = ["start"]
+
 
 def start() -> bool:
     """Start this rank's agent (once); False when there is no default process group yet."""

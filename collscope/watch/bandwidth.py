@@ -23,14 +23,13 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from collscope.collectives.names import (
+    DTYPE_SIZES,
+    canonical_trace_dtype,
+    collective_from_annotation,
+)
 from collscope.collectives.table import COLLECTIVES, bandwidths
-from collscope.trace.kernels import DTYPE_SIZES, canonical_trace_dtype, collective_from_annotation
 from collscope.watch.flight import Entry
-
-METHOD = ("nccl-tests' busbw of the Flight Recorder's durations (TORCH_NCCL_ENABLE_TIMING=1): "
-          "sum of sizes (the larger of input and output bytes) / sum of durations of the "
-          "collective's calls completed in the rank's latest interval, x 2(n-1)/n all_reduce, "
-          "(n-1)/n all_gather, reduce_scatter and alltoall, 1 broadcast and reduce")
 
 
 @dataclass

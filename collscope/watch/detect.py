@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from collscope.stats.significance import binomial_tail, late_rank_p, rank_sum_p
 from collscope.watch import origin
 from collscope.watch.match import Matched
+from collscope.watch.origin import GroupVerdict
 
 WINDOW_S = 15.0
 MIN_WINDOW = 12
@@ -101,33 +102,6 @@ def score(m: Matched) -> Scored:
     return Scored(m.seq, times[0], (reference - times[0]) / 1000,
                   {r: (t - reference) / 1000 for r, t in m.arrivals_us.items()
                    if t - reference >= floor_us})
-
-
-@dataclass
-class GroupVerdict:
-    """One rank's numbers in one group's window."""
-
-    group: str
-    rank: int
-    members: int
-    hits: int                 # its late collectives in the span tested
-    late_total: int           # K: every member's late collectives in that span
-    window: int               # collectives since its run began
-    span_s: float             # since its current run of late collectives began
-    cost_ms: float            # its counted delays of that run summed
-    theta_ms: float
-    p: float
-    delay_ms: float           # median of its counted delays in that run
-    since_us: float           # the run's first late collective
-    late_share: float         # late collectives / collectives since then
-
-    @property
-    def cost_ms_per_s(self) -> float:
-        return self.cost_ms / self.span_s
-
-    @property
-    def share(self) -> float:
-        return self.cost_ms_per_s / 1000
 
 
 @dataclass

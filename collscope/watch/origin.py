@@ -25,13 +25,37 @@ within DOWNSTREAM_RATIO of a rank origin's at the same time is taken as followin
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from collscope.watch.detect import GroupVerdict
 
 WAIT_RATIO = 0.5
 DOWNSTREAM_RATIO = 0.35
+
+
+@dataclass
+class GroupVerdict:
+    """One rank's numbers in one group's window (collscope.watch.detect.judge decides them;
+    this module reads them)."""
+
+    group: str
+    rank: int
+    members: int
+    hits: int                 # its late collectives in the span tested
+    late_total: int           # K: every member's late collectives in that span
+    window: int               # collectives since its run began
+    span_s: float             # since its current run of late collectives began
+    cost_ms: float            # its counted delays of that run summed
+    theta_ms: float
+    p: float
+    delay_ms: float           # median of its counted delays in that run
+    since_us: float           # the run's first late collective
+    late_share: float         # late collectives / collectives since then
+
+    @property
+    def cost_ms_per_s(self) -> float:
+        return self.cost_ms / self.span_s
+
+    @property
+    def share(self) -> float:
+        return self.cost_ms_per_s / 1000
 
 
 @dataclass

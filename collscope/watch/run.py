@@ -25,6 +25,7 @@ from typing import Any
 import collscope
 from collscope.errors import ExitCode
 from collscope.monitor import wrap
+from collscope.records.watch import cost_line
 from collscope.runtime.flight_recorder import BUFFER_VARIABLES
 from collscope.watch import sinks, stacks
 from collscope.watch.aggregate import DUMP_DEADLINE_S
@@ -182,7 +183,7 @@ class Watch:
     def verdict(self, folder: str) -> None:
         """collscope hang's analysis of the dumps: its verdict printed, its records kept."""
         from collscope.errors import UsageError
-        from collscope.hang import analyse_paths, render_text
+        from collscope.hang import analyse_paths, analysis_records, render_text
 
         if self.reads == MAIN_THREAD:
             verdict = stacks.judge(*stacks.read_folder(folder), hosts=self.hosts or None)
@@ -194,7 +195,7 @@ class Watch:
         except UsageError as error:
             self.say(f"the dumps could not be analysed: {error}")
             return
-        for record in analysis.records():
+        for record in analysis_records(analysis):
             self.record(record)
         self.say(render_text(analysis).rstrip("\n"))
 
@@ -240,7 +241,7 @@ class Watch:
         if "nccl" in self.backend and self.windows and not self.metrics.busbw():
             self.say(NO_DURATIONS)
         if self.costs:
-            self.say(sinks.cost_line(self.costs))
+            self.say(cost_line(self.costs))
 
 
 def _console() -> Any:

@@ -14,7 +14,6 @@ Series (labels rank, host, group; collective on the counter and on busbw):
 
 from __future__ import annotations
 
-import statistics
 import threading
 from typing import Any
 
@@ -146,17 +145,3 @@ def live_line(windows: list[dict[str, Any]], rate_per_s: float | None,
             f"{op} {value:.1f} GB/s rank {rank} ({host}) group {group}"
             for op, (rank, host, group, _, value) in sorted(lowest.items()))
     return text
-
-
-def cost_line(costs: list[dict[str, Any]]) -> str:
-    """e.g. 'agent cost: median 0.05 % of a core per rank (0.5 ms CPU per s, 4 ranks,
-    time.thread_time on the agent's thread); most: rank 0 (node0) 0.21 % (the aggregator)'.
-    Each record needs a numeric ``cpu_share``; a record read from a file may lack the rest."""
-    shares = sorted(c["cpu_share"] for c in costs)
-    median = statistics.median(shares)
-    most = max(costs, key=lambda c: c["cpu_share"])
-    return (f"agent cost: median {median * 100:.2f} % of a core per rank ({median * 1e3:.1f} ms "
-            f"CPU per s, {len(costs)} rank(s), time.thread_time on the agent's thread); most: "
-            f"rank {most.get('rank', '?')} ({most.get('host', '?')}) "
-            f"{most['cpu_share'] * 100:.2f} %" +
-            (" (the aggregator)" if most.get("rank") == 0 else ""))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from collscope.hang import Cause, analyse_paths
+from collscope.hang import Cause, analyse_paths, analysis_records
 from tests.dist.scripts.fr_hang_job import make_dumps
 from tests.helpers import cli_env, run_cli
 
@@ -116,7 +116,7 @@ def test_every_job_gives_the_same_verdict_streamed_reduced_and_read_whole(dumps)
 
     def outcome(folder: Path, **reading) -> str:
         analysis = analyse_paths([folder], **reading)
-        return render_text(analysis) + repr(analysis.records())
+        return render_text(analysis) + repr(analysis_records(analysis))
 
     for key, folder in dumps.items():
         assert outcome(folder, workers=2) == outcome(folder, reduce=False), key

@@ -103,8 +103,8 @@ def test_out_of_place_skips_collectives_that_exist_only_in_place():
 def test_output_paths_are_checked_before_ranks_start(tmp_path):
     """The shared check: a folder given as FILE is refused, "-" (stdout) and a new file in a
     writable folder pass."""
-    from collscope.cli._common import check_writable
     from collscope.errors import UsageError
+    from collscope.records.jsonl import check_writable
 
     with pytest.raises(UsageError, match="--csv: cannot write .* it is a folder"):
         check_writable("--csv", str(tmp_path))

@@ -3,8 +3,7 @@ ended first; the table's footer names those sizes."""
 
 from __future__ import annotations
 
-import dataclasses
-
+import msgspec
 import pytest
 import torch.distributed as dist
 
@@ -34,7 +33,7 @@ def test_results_record_ci_and_whether_the_budget_ended_first(one_rank_group):
 
 def test_footer_names_the_sizes_whose_budget_ended():
     done = result("all_reduce", 1024, 10.0)
-    short = dataclasses.replace(result("all_reduce", 4096, 20.0), budget_exhausted=True,
+    short = msgspec.structs.replace(result("all_reduce", 4096, 20.0), budget_exhausted=True,
                                 ci_halfwidth=0.034)
     lines = footer([done, short])
     assert "# Time budget ended before the precision target at: 4096 B (+-3.4%)" in lines

@@ -10,6 +10,7 @@ import re
 
 import pytest
 
+from collscope import config_flags
 from collscope.cli import build_parser, main
 from collscope.errors import ExitCode
 from tests.conftest import fixture_path
@@ -106,7 +107,9 @@ def test_doctor_json_file_writes_run_findings_and_a_node(tmp_path, capsys):
     assert "collscope doctor" in capsys.readouterr().out        # the text report as well
 
 
-def test_doctor_bare_json_keeps_the_old_document(capsys):
+def test_doctor_bare_json_keeps_the_old_document(capsys, monkeypatch):
+    # said once per process: another test of this worker may have said it already
+    monkeypatch.setattr(config_flags, "_SAID", set())
     main(["doctor", "--from", _bundle(), "--json"])
     captured = capsys.readouterr()
     assert set(json.loads(captured.out)) == {"findings", "inventory"}

@@ -21,17 +21,16 @@ def _ended(rank: forked.ForkedRank, within_s: float = 30) -> int:
     return rank.returncode
 
 
-def test_the_rank_runs_with_exactly_its_environment_and_its_exit_code(tmp_path, monkeypatch):
+def test_the_rank_runs_with_exactly_its_environment_and_its_exit_code(tmp_path):
     seen = tmp_path / "seen.json"
 
     def rank(argv):
         seen.write_text(json.dumps({"argv": argv, "env": dict(os.environ)}))
         return 7
 
-    monkeypatch.setattr(forked, "_run_rank", rank)
     prepared = tmp_path / "prepared"
     child = forked.fork_rank(["bench", "-b", "1K"], {"RANK": "1", "ONLY": "this"},
-                             lambda: prepared.write_text("yes"))
+                             lambda: prepared.write_text("yes"), rank)
     assert _ended(child) == 7 and child.wait() == 7
     assert json.loads(seen.read_text()) == {"argv": ["bench", "-b", "1K"],
                                             "env": {"RANK": "1", "ONLY": "this"}}
@@ -46,38 +45,36 @@ def test_the_rank_runs_with_exactly_its_environment_and_its_exit_code(tmp_path, 
     (lambda argv: (_ for _ in ()).throw(RuntimeError("boom")), 1),
     (lambda argv: (_ for _ in ()).throw(KeyboardInterrupt()), 1),
 ])
-def test_whatever_the_rank_raises_it_never_returns_into_the_parent(monkeypatch, body, code):
-    monkeypatch.setattr(forked, "_run_rank", body)
-    assert _ended(forked.fork_rank([], {}, lambda: None)) == code
+def test_whatever_the_rank_raises_it_never_returns_into_the_parent(body, code):
+    assert _ended(forked.fork_rank([], {}, lambda: None, body)) == code
 
 
-def test_the_rank_sees_its_own_command_line(tmp_path, monkeypatch):
+def test_the_rank_sees_its_own_command_line(tmp_path):
     import sys
 
     seen = tmp_path / "argv"
-    monkeypatch.setattr(forked, "_run_rank",
-                        lambda argv: seen.write_text(" ".join(sys.argv[1:])) and 0)
-    assert _ended(forked.fork_rank(["links", "-b", "4M"], {}, lambda: None)) == 0
+    assert _ended(forked.fork_rank(["links", "-b", "4M"], {}, lambda: None,
+                                   lambda argv: seen.write_text(" ".join(sys.argv[1:])) and 0)) == 0
     assert seen.read_text() == "links -b 4M"
 
 
-def test_a_rank_reaped_elsewhere_reads_as_exit_0_as_popen_says(monkeypatch):
-    monkeypatch.setattr(forked, "_run_rank", lambda argv: 5)
-    child = forked.fork_rank([], {}, lambda: None)
+def test_a_rank_reaped_elsewhere_reads_as_exit_0_as_popen_says():
+    child = forked.fork_rank([], {}, lambda: None, lambda argv: 5)
     os.waitpid(child.pid, 0)                     # a handler's poll got there first
     assert child.poll() == 0 and child.wait() == 0
 
 
-def test_a_signal_reads_as_popen_reports_it(monkeypatch):
-    monkeypatch.setattr(forked, "_run_rank", lambda argv: time.sleep(60) or 0)
-    child = forked.fork_rank([], {}, lambda: None)
+def test_a_signal_reads_as_popen_reports_it():
+    child = forked.fork_rank([], {}, lambda: None, lambda argv: time.sleep(60) or 0)
     child.kill()
     assert child.wait() == -signal.SIGKILL and child.poll() == -signal.SIGKILL
     child.kill()                                 # ended already: nothing to signal, no error
 
 
 def test_a_real_rank_of_one_runs_collscope(capfd):
-    child = forked.fork_rank(["--version"], dict(os.environ), lambda: None)
+    from collscope.cli import main
+
+    child = forked.fork_rank(["--version"], dict(os.environ), lambda: None, main)
     assert child.wait() == 0
     assert capfd.readouterr().out.startswith("collscope ")
 

@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from collscope.bench.output import DeviceLine, column_header, device_block, row
@@ -150,7 +151,7 @@ def test_a_wrong_out_of_place_result_fails_and_every_collective_is_checked():
     in-place one fails; the default mode runs every collective (sendrecv from 2 ranks)."""
     good, bad = _result(8), _result(8, wrong=2)
     out_of_place_bad = bench_stdout(2, []) + row(
-        BenchResult(**{**vars(bad), "collective": "all_gather", "in_place": False}), good) + "\n"
+        msgspec.structs.replace(bad, collective="all_gather", in_place=False), good) + "\n"
     calls: list[list[str]] = []
 
     def fake(args, timeout):

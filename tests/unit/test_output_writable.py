@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from collscope.cli._common import check_writable, check_writable_folder
 from collscope.errors import OutputError, UsageError
-from collscope.records.jsonl import CsvWriter, JsonlWriter
+from collscope.records.jsonl import CsvWriter, JsonlWriter, check_writable, check_writable_folder
 from tests.helpers import usage_error_in_process
 
 ROOT = os.geteuid() == 0

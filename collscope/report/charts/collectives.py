@@ -8,6 +8,7 @@ from collections import defaultdict
 
 from collscope.records.bench import BenchResult
 from collscope.records.load import Input
+from collscope.records.model import PredictionRecord
 from collscope.report.charts.spec import (
     CollectiveView,
     ColorBook,
@@ -105,9 +106,9 @@ def prediction_charts(inputs: list[Input], colors: ColorBook | None = None) -> l
     for source in inputs:
         for run in source.runs:
             for p in run.predictions:
-                layout = (int(p["nodes"]), int(p.get("ranks_per_node") or 0))
-                predicted[str(p["collective"])].setdefault(layout, []).append(
-                    (p["size_bytes"], p["busbw_gbs"]))
+                layout = (p.nodes, p.ranks_per_node)
+                predicted[p.collective].setdefault(layout, []).append(
+                    (p.size_bytes, p.busbw_gbs))
     charts = []
     for collective, by_layout in predicted.items():
         measured: dict[tuple[int, int], list[tuple[float, float]]] = defaultdict(list)
@@ -153,20 +154,19 @@ def _median_per_size(points: list[tuple[float, float]]) -> list[tuple[float, flo
 def prediction_headline(inputs: list[Input]) -> Headline | None:
     """Per collective and layout, the prediction at its largest size: time with its band and
     busbw (the numbers `model predict` is asked for), extrapolations said."""
-    largest: dict[tuple[str, int, int], dict] = {}
+    largest: dict[tuple[str, int, int], PredictionRecord] = {}
     for source in inputs:
         for run in source.runs:
             for p in run.predictions:
-                key = (str(p.get("collective")), int(p.get("nodes") or 0),
-                       int(p.get("ranks_per_node") or 0))
-                if key not in largest or p["size_bytes"] > largest[key]["size_bytes"]:
+                key = (p.collective, p.nodes, p.ranks_per_node)
+                if key not in largest or p.size_bytes > largest[key].size_bytes:
                     largest[key] = p
     if not largest:
         return None
-    lines = [f"{c} on {n} node(s) x {r} at {format_size(int(p['size_bytes']))}: "
-             f"{p['time_us']:.4g} us ({p['time_us_low']:.4g} to {p['time_us_high']:.4g}), "
-             f"busbw {p['busbw_gbs']:.4g} GB/s, {p.get('algo')}"
-             + (" (extrapolated)" if p.get("extrapolated") else "")
+    lines = [f"{c} on {n} node(s) x {r} at {format_size(int(p.size_bytes))}: "
+             f"{p.time_us:.4g} us ({p.time_us_low:.4g} to {p.time_us_high:.4g}), "
+             f"busbw {p.busbw_gbs:.4g} GB/s, {p.algo}"
+             + (" (extrapolated)" if p.extrapolated else "")
              for (c, n, r), p in sorted(largest.items())]
     return Headline(f"predicted: {lines[0]}" + (f"; and {len(lines) - 1} more layout(s)"
                                                  if len(lines) > 1 else ""), "info", lines)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from collscope.records.links import LinkRecord, LinksSummaryRecord, NodeRecord
 from collscope.records.load import Input, Run
 from collscope.report.charts.axes import format_number
 from collscope.report.charts.spec import Headline, HeatMap, as_number, slug
@@ -12,19 +13,16 @@ from collscope.report.charts.spec import Headline, HeatMap, as_number, slug
 FAILING = ("slow", "node", "gpu", "below-link-type")      # link verdicts that fail the gate
 
 
-def _links(run: Run) -> list[dict[str, Any]]:
-    return [r for r in run.links if r.get("kind") == "link"
-            and as_number(r.get("gbs")) is not None
-            and all(isinstance(r.get(f"{end}_{what}"), (str, int))
-                    for end in ("src", "dst") for what in ("host", "rank"))]
+def _summary(run: Run) -> LinksSummaryRecord | None:
+    return next(iter(run.of(LinksSummaryRecord)), None)
 
 
 def _thresholds(run: Run) -> dict[str, dict[str, Any]]:
     """Scope -> threshold of the run (the summary record; files of collscope 0.1: the run
     record), only those with a usable limit."""
-    summary = next((r for r in run.links if r.get("kind") == "links_summary"), {})
+    summary = _summary(run)
     extra = run.context.get("extra")
-    given = summary.get("thresholds") or (
+    given = (summary.thresholds if summary else None) or (
         extra.get("thresholds") if isinstance(extra, dict) else None)
     return {str(t.get("scope", "")): t for t in (given if isinstance(given, list) else [])
             if isinstance(t, dict) and as_number(t.get("limit_gbs")) is not None}
@@ -43,17 +41,17 @@ def _threshold_words(limit: dict[str, Any]) -> str:
 def links_headline(run: Run) -> Headline | None:
     """The run's verdict as links printed it: pass or fail, the slow nodes and GPUs, how many
     links fail, and the thresholds that decided."""
-    links = _links(run)
+    links = run.of(LinkRecord)
     if not links:
         return None
-    summary = next((r for r in run.links if r.get("kind") == "links_summary"), {})
-    nodes = [r for r in run.links if r.get("kind") == "node"]
-    slow_nodes = [str(n.get("host")) for n in nodes if n.get("verdict") == "slow"]
-    slow_gpus = [f"{n.get('host')} rank(s) {', '.join(str(r) for r in n['slow_ranks'])}"
-                 for n in nodes if isinstance(n.get("slow_ranks"), list) and n["slow_ranks"]]
-    failing = [r for r in links if r.get("verdict") in FAILING]
-    verdict = summary.get("verdict") or ("fail" if failing or slow_nodes or slow_gpus
-                                         else "pass")
+    summary = _summary(run)
+    nodes = run.of(NodeRecord)
+    slow_nodes = [str(n.host) for n in nodes if n.verdict == "slow"]
+    slow_gpus = [f"{n.host} rank(s) {', '.join(str(r) for r in n.slow_ranks)}"
+                 for n in nodes if n.slow_ranks]
+    failing = [r for r in links if r.verdict in FAILING]
+    verdict = summary.verdict if summary else \
+        ("fail" if failing or slow_nodes or slow_gpus else "pass")
     said = [f"slow node(s): {', '.join(slow_nodes)}" if slow_nodes else "",
             f"slow GPU(s): {'; '.join(slow_gpus)}" if slow_gpus else "",
             f"{len(failing)} of {len(links)} link directions below threshold"]
@@ -71,19 +69,19 @@ def link_heat_maps(inputs: list[Input]) -> list[HeatMap]:
     for source in inputs:
         for run in source.runs:
             thresholds = _thresholds(run)
-            groups: dict[str, list[dict[str, Any]]] = {}
-            for link in _links(run):
-                key = "across nodes" if link.get("scope") == "inter" \
-                    else f"inside {link.get('src_host')}"
+            groups: dict[str, list[LinkRecord]] = {}
+            for link in run.of(LinkRecord):
+                key = "across nodes" if link.scope == "inter" \
+                    else f"inside {link.src_host}"
                 groups.setdefault(key, []).append(link)
             for key, group in groups.items():
                 across = key == "across nodes"
-                name = (lambda r, end: str(r[f"{end}_host"])) if across else \
-                    (lambda r, end: str(r[f"{end}_rank"]))
+                name = (lambda r, end: str(getattr(r, f"{end}_host"))) if across else \
+                    (lambda r, end: str(getattr(r, f"{end}_rank")))
                 labels = sorted({name(r, "src") for r in group} | {name(r, "dst") for r in group},
                                 key=lambda x: (len(x), x))
-                cell = {(name(r, "src"), name(r, "dst")): float(r["gbs"]) for r in group}
-                types = {str(r.get("link_type") or "unknown") for r in group}
+                cell = {(name(r, "src"), name(r, "dst")): float(r.gbs) for r in group}
+                types = {str(r.link_type or "unknown") for r in group}
                 scope = "across nodes" if across else \
                     f"inside nodes ({types.pop()})" if len(types) == 1 else ""
                 limit = thresholds.get(scope)

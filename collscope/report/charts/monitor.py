@@ -30,11 +30,11 @@ def monitor_charts(inputs: list[Input], max_series: int = 24,
         for run in source.runs:
             if not run.samples:
                 continue
-            start = min(float(s["ts"]) for s in run.samples)
+            start = min(s.ts for s in run.samples)
             for sample in run.samples:
-                host = str(sample.get("host", ""))
-                t = float(sample["ts"]) - start
-                for metric, value in sample["metrics"].items():
+                host = sample.host
+                t = sample.ts - start
+                for metric, value in sample.metrics.items():
                     number = as_number(value)
                     if number is None:
                         continue        # absent or not a number: a gap, never a 0
@@ -90,15 +90,15 @@ def monitor_headline(run: Run) -> Headline | None:
     (the busiest GPU, the busiest link), the numbers a recording is looked at for."""
     if not run.samples:
         return None
-    times = [float(s["ts"]) for s in run.samples]
+    times = [s.ts for s in run.samples]
     peaks: dict[str, tuple[float, str]] = {}
     for sample in run.samples:
-        for metric, value in sample["metrics"].items():
+        for metric, value in sample.metrics.items():
             number = as_number(value)
             family, instance = metric_family(str(metric))
             if number is not None and family.startswith(("gpu.", "net.", "rdma.")) and \
                     (family not in peaks or number > peaks[family][0]):
-                peaks[family] = (number, f"{sample.get('host', '')} {instance}".strip())
+                peaks[family] = (number, f"{sample.host} {instance}".strip())
     return Headline(f"{run.label}: {len(run.samples)} sample(s) over "
                     f"{max(times) - min(times):.1f} s", "info",
                     [f"peak {family}: {format_number(value)} {unit_label(family)} ({where})"

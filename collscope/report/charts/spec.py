@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from collscope.records.load import Run
+from collscope.records.train import TrainRecord
 
 # Colour-blind-friendly, distinct on white; picked by hand for this report.
 PALETTE = ("#1f6fb4", "#e4731c", "#2c9c48", "#c9302c", "#7e57c2", "#8c564b", "#d6589f",
@@ -119,7 +120,7 @@ class CollectiveView:
 @dataclass
 class TrainView:
     run: Run
-    rows: list[dict[str, Any]]        # train records, fastest first
+    rows: list[TrainRecord]           # fastest first
     chart: BarChart
 
 

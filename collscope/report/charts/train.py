@@ -7,6 +7,7 @@ from collections import defaultdict
 from typing import Any
 
 from collscope.records.load import Input, Run
+from collscope.records.tune import TuneRecord
 from collscope.report.charts.spec import (
     PALETTE,
     BarChart,
@@ -39,11 +40,11 @@ def train_views(inputs: list[Input]) -> list[TrainView]:
         for run in source.runs:
             if not run.train:
                 continue
-            rows = sorted(run.train, key=lambda rec: (as_number(rec.get("step_time_ms")) is None,
-                                                      as_number(rec.get("step_time_ms")) or 0.0))
-            categories = [config_text(rec.get("config")) for rec in rows]
-            step = [as_number(rec.get("step_time_ms")) or 0.0 for rec in rows]
-            exposed = [min(max(as_number(rec.get("exposed_comm_ms")) or 0.0, 0.0), s)
+            rows = sorted(run.train, key=lambda rec: (as_number(rec.step_time_ms) is None,
+                                                      as_number(rec.step_time_ms) or 0.0))
+            categories = [config_text(rec.config) for rec in rows]
+            step = [as_number(rec.step_time_ms) or 0.0 for rec in rows]
+            exposed = [min(max(as_number(rec.exposed_comm_ms) or 0.0, 0.0), s)
                        for rec, s in zip(rows, step)]
             chart = BarChart(
                 f"train_{slug(run.label)}", f"{run.label}: step time per configuration",
@@ -64,20 +65,19 @@ def tune_charts(inputs: list[Input]) -> list[LineChart]:
     charts: list[LineChart] = []
     for source in inputs:
         for run in source.runs:
-            by_collective: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(dict)
+            by_collective: dict[str, dict[str, list[TuneRecord]]] = defaultdict(dict)
             for rec in run.tune:
-                size, busbw = as_number(rec.get("size_bytes")), as_number(rec.get("busbw_gbs"))
-                if size and busbw and isinstance(rec.get("collective"), str):
-                    by_collective[rec["collective"]].setdefault(
-                        str(rec.get("label", "?")), []).append(rec)
+                if rec.size_bytes and rec.busbw_gbs and rec.collective:
+                    by_collective[rec.collective].setdefault(rec.label, []).append(rec)
             for collective, by_label in by_collective.items():
                 series = []
                 for number, (label, recs) in enumerate(by_label.items()):
-                    recs = sorted(recs, key=lambda r: r["size_bytes"])
-                    baseline = any(r.get("baseline") for r in recs)
-                    tips = [f"{label}\n{format_size(int(r['size_bytes']))}: busbw "
-                            f"{r['busbw_gbs']:.4g} GB/s, {_ratio_text(r)}" for r in recs]
-                    series.append(Series(label, [(r["size_bytes"], r["busbw_gbs"]) for r in recs],
+                    recs = sorted(recs, key=lambda r: r.size_bytes or 0)
+                    baseline = any(r.baseline for r in recs)
+                    tips = [f"{label}\n{format_size(r.size_bytes or 0)}: busbw "
+                            f"{r.busbw_gbs or 0:.4g} GB/s, {_ratio_text(r)}" for r in recs]
+                    points = [(float(r.size_bytes or 0), r.busbw_gbs or 0.0) for r in recs]
+                    series.append(Series(label, points,
                                          PALETTE[number % len(PALETTE)], baseline,
                                          "square" if baseline else "circle",
                                          f"t{len(charts)}s{number}", tips))
@@ -90,30 +90,29 @@ def tune_charts(inputs: list[Input]) -> list[LineChart]:
     return charts
 
 
-def _ratio_text(record: dict[str, Any]) -> str:
-    if record.get("baseline"):
+def _ratio_text(record: TuneRecord) -> str:
+    if record.baseline:
         return "the defaults"
-    low, high = as_number(record.get("ratio_ci_low")), as_number(record.get("ratio_ci_high"))
+    low, high = as_number(record.ratio_ci_low), as_number(record.ratio_ci_high)
     ci = f" [{low:.3f}, {high:.3f}]" if low is not None and high is not None else ""
-    return f"{as_number(record.get('ratio')) or 0:.3f}x the defaults{ci}, {record.get('verdict')}"
+    return f"{as_number(record.ratio) or 0:.3f}x the defaults{ci}, {record.verdict}"
 
 
 def tune_headline(run: Run) -> Headline | None:
     """The sweep's decision: which configuration wins at how many sizes (the fastest one
     faster than the defaults beyond noise at each size, else the defaults), with its
     speed-ups and their intervals."""
-    winners = [r for r in run.tune if r.get("winner") and isinstance(r.get("label"), str)]
+    winners = [r for r in run.tune if r.winner and isinstance(r.label, str)]
     if not winners:
         return None
-    better = [r for r in winners if not r.get("baseline")]
+    better = [r for r in winners if not r.baseline]
     if not better:
         return Headline(f"{run.label}: the defaults win at all {len(winners)} size(s): no "
                         "configuration is faster beyond noise", "pass")
     counts: dict[str, int] = defaultdict(int)
     for r in better:
-        counts[r["label"]] += 1
+        counts[r.label] += 1
     best = max(counts, key=lambda label: counts[label])
     return Headline(f"{run.label}: {best} wins at {counts[best]} of {len(winners)} size(s)",
-                    "info", [f"{r.get('collective')} {format_size(int(r['size_bytes']))}: "
-                             f"{r['label']}, {_ratio_text(r)}" for r in better
-                             if as_number(r.get("size_bytes"))])
+                    "info", [f"{r.collective} {format_size(r.size_bytes)}: "
+                             f"{r.label}, {_ratio_text(r)}" for r in better if r.size_bytes])

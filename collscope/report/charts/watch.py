@@ -18,8 +18,19 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+from collscope.records.hang import HangVerdictRecord
 from collscope.records.load import Input, Run
-from collscope.records.watch import STRAGGLER_ID
+from collscope.records.watch import (
+    BUSBW_METHOD,
+    STRAGGLER_ID,
+    AgentCostRecord,
+    NoticeRecord,
+    StallRecord,
+    StragglerFinding,
+    WatchJobRecord,
+    WatchWindowRecord,
+    cost_line,
+)
 from collscope.report.charts.axes import format_number
 from collscope.report.charts.monitor import decimate
 from collscope.report.charts.spec import PALETTE, Headline, LineChart, Series, as_number, slug
@@ -36,20 +47,20 @@ class Episode:
     """One straggler episode: its ``started`` finding and its ``ended`` one (None: the file
     ends while the rank is still flagged, e.g. the wrapper was killed)."""
 
-    started: dict[str, Any]
-    ended: dict[str, Any] | None
+    started: StragglerFinding
+    ended: StragglerFinding | None
 
     @property
     def rank(self) -> int:
-        return int(self.started["rank"])
+        return self.started.rank
 
     @property
     def group(self) -> str:
-        return str(self.started.get("group"))
+        return self.started.group
 
     @property
     def host(self) -> str:
-        return str(self.started.get("host", "?"))
+        return self.started.host
 
 
 @dataclass
@@ -62,16 +73,12 @@ class _Point:
     tip: str
 
 
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
 def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def windows(run: Run) -> list[dict[str, Any]]:
-    return [r for r in run.watch if r.get("kind") == "watch_window"]
+def windows(run: Run) -> list[WatchWindowRecord]:
+    return run.of(WatchWindowRecord)
 
 
 def episodes(run: Run) -> list[Episode]:
@@ -79,22 +86,21 @@ def episodes(run: Run) -> list[Episode]:
     the next ``ended`` of the same rank and group."""
     out: list[Episode] = []
     open_: dict[tuple[str, int], Episode] = {}
-    for record in run.watch:
-        if record.get("kind") != "finding" or record.get("id") != STRAGGLER_ID or \
-                not isinstance(record.get("rank"), int):
+    for record in run.of(StragglerFinding):
+        if record.id != STRAGGLER_ID:
             continue
-        key = (str(record.get("group")), record["rank"])
-        if record.get("state") == "started":
+        key = (record.group, record.rank)
+        if record.state == "started":
             open_[key] = Episode(record, None)
             out.append(open_[key])
-        elif record.get("state") == "ended" and key in open_:
+        elif record.state == "ended" and key in open_:
             open_.pop(key).ended = record
     return out
 
 
 def _start(run: Run) -> float | None:
     """The time of the run's first window: every chart and headline of the run counts from it."""
-    times = [float(w["time"]) for w in windows(run)]
+    times = [float(w.time) for w in windows(run)]
     return min(times) if times else None
 
 
@@ -163,7 +169,7 @@ def _line(name: str, points: list[_Point], color: str, key: str, dashed: bool = 
                   tips=[tips[xy] for xy in kept])
 
 
-def full_windows(run: Run) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def full_windows(run: Run) -> tuple[list[WatchWindowRecord], list[WatchWindowRecord]]:
     """(the windows drawn, the partial ones left out). A window is partial while its group has
     matched fewer collectives than its windows hold later (the job's first rounds): its
     median is over 1 to 11 collectives, at start-up the skew of init's broadcasts (a second and
@@ -171,14 +177,11 @@ def full_windows(run: Run) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     that a 30 ms straggler is read on."""
     sizes: dict[str, int] = {}
     for w in windows(run):
-        if isinstance(w.get("window"), int):
-            group = str(w.get("group"))
-            sizes[group] = max(sizes.get(group, 0), w["window"])
-    kept: list[dict[str, Any]] = []
-    partial: list[dict[str, Any]] = []
+        sizes[w.group] = max(sizes.get(w.group, 0), w.window)
+    kept: list[WatchWindowRecord] = []
+    partial: list[WatchWindowRecord] = []
     for w in windows(run):
-        size = w.get("window")
-        full = not isinstance(size, int) or size >= sizes.get(str(w.get("group")), 0)
+        full = w.window >= sizes.get(w.group, 0)
         (kept if full else partial).append(w)
     return kept, partial
 
@@ -192,20 +195,21 @@ def lateness_charts(run: Run) -> list[LineChart]:
     kept, partial = full_windows(run)
     by_group: dict[str, dict[int, list[_Point]]] = defaultdict(lambda: defaultdict(list))
     for w in kept:
-        t = float(w["time"]) - start
-        rank, host, lateness = w["rank"], str(w.get("host", "?")), float(w["lateness_ms"])
-        wait, last, of = (as_number(w.get("wait_caused_ms")), w.get("arrived_last"),
-                          w.get("window"))
-        tip = (f"{_rank_name(rank, host)}, group {w.get('group')}\n{t:.1f} s: lateness "
+        t = float(w.time) - start
+        rank, host, lateness = w.rank, str(w.host), float(w.lateness_ms)
+        wait, last, of = (as_number(w.wait_caused_ms), w.arrived_last,
+                          w.window)
+        tip = (f"{_rank_name(rank, host)}, group {w.group}\n{t:.1f} s: lateness "
                f"{format_number(lateness)} ms (median of {of} collectives), entered last "
                f"{last}/{of}" + (f", made the others wait {format_number(wait)} ms"
                                  if wait is not None else "")
-               + ("\nflagged: straggler" if w.get("straggler") is True else ""))
-        by_group[str(w.get("group"))][rank].append(
-            _Point(t, lateness, rank, host, w.get("straggler") is True, tip))
+               + ("\nflagged: straggler" if w.straggler is True else ""))
+        by_group[str(w.group)][rank].append(
+            _Point(t, lateness, rank, host, w.straggler is True, tip))
     found = episodes(run)
-    clocks = str(_dict(_job(run).get("clock")).get("reason") or "not recorded")
-    stalled = any(r.get("kind") == "watch_stall" for r in run.watch)
+    job = _job(run)
+    clocks = str((job.clock if job else {}).get("reason") or "not recorded")
+    stalled = bool(run.of(StallRecord))
     charts = []
     for group, points_by_rank in sorted(by_group.items()):
         # Most flagged windows first, then the ranks of episodes without a flagged window drawn
@@ -214,7 +218,7 @@ def lateness_charts(run: Run) -> list[LineChart]:
         picked += [e.rank for e in found if e.group == group]
         series, how = _series(points_by_rank, picked, "ms", f"g{group}")
         ours = [e for e in found if e.group == group]
-        left_out = [w for w in partial if str(w.get("group")) == group]
+        left_out = [w for w in partial if str(w.group) == group]
         said = [how, "Each point: one aggregation round, the rank's median over the window's "
                 "matched collectives of its enqueue time minus the first rank's (clocks: "
                 f"{clocks})."]
@@ -222,10 +226,10 @@ def lateness_charts(run: Run) -> list[LineChart]:
             said.append("Red: the windows in which watch flagged the rank a straggler.")
         if left_out:
             said.append(
-                f"Not drawn: the first {len({w['time'] for w in left_out})} round(s), whose "
+                f"Not drawn: the first {len({w.time for w in left_out})} round(s), whose "
                 "windows held fewer collectives than the rest (start-up, not judged by the "
                 "test; up to "
-                f"{format_number(max(float(w['lateness_ms']) for w in left_out))} ms).")
+                f"{format_number(max(float(w.lateness_ms) for w in left_out))} ms).")
         said.append(f"Episodes: {'; '.join(_episode_text(e, start) for e in ours)}." if ours
                     else "No straggler named in this group.")
         if stalled:
@@ -241,14 +245,14 @@ def lateness_charts(run: Run) -> list[LineChart]:
     return charts
 
 
-def _stall(run: Run) -> dict[str, Any] | None:
-    return next((r for r in run.watch if r.get("kind") == "watch_stall"), None)
+def _stall(run: Run) -> StallRecord | None:
+    return next(iter(run.of(StallRecord)), None)
 
 
 def _culprits(run: Run) -> list[int]:
     """The ranks `collscope hang`'s verdict (recorded by watch on the stall) blames."""
-    verdict = next((r for r in run.hang if r.get("kind") == "hang_verdict"), {})
-    return sorted(r for r in _list(verdict.get("culprit_ranks")) if isinstance(r, int))
+    verdict = next(iter(run.of(HangVerdictRecord)), None)
+    return sorted(verdict.culprit_ranks) if verdict else []
 
 
 def pending_chart(run: Run) -> LineChart | None:
@@ -260,17 +264,17 @@ def pending_chart(run: Run) -> LineChart | None:
     seen: set[tuple[float, int]] = set()
     points_by_rank: dict[int, list[_Point]] = defaultdict(list)
     for w in windows(run):
-        t, rank = float(w["time"]) - start, w["rank"]
+        t, rank = float(w.time) - start, w.rank
         if (t, rank) in seen:
             continue                  # one value per rank per round (the same in every group)
         seen.add((t, rank))
-        age = as_number(w.get("oldest_pending_s")) or 0.0
-        host = str(w.get("host", "?"))
+        age = as_number(w.oldest_pending_s) or 0.0
+        host = str(w.host)
         points_by_rank[rank].append(_Point(
             t, age, rank, host, False,
             f"{_rank_name(rank, host)}\n{t:.1f} s: oldest pending collective {age:.1f} s"))
     culprits = _culprits(run)
-    picked = culprits + ([stall["detected_by"]] if isinstance(stall.get("detected_by"), int)
+    picked = culprits + ([stall.detected_by] if isinstance(stall.detected_by, int)
                          else [])
     series, how = _series(points_by_rank, picked, "s", "pending")
     blamed = (f" collscope hang blames rank(s) {', '.join(map(str, culprits))}." if culprits
@@ -296,8 +300,8 @@ def watch_charts(inputs: list[Input]) -> list[LineChart]:
     return charts
 
 
-def _job(run: Run) -> dict[str, Any]:
-    return next((r for r in run.watch if r.get("kind") == "watch_job"), {})
+def _job(run: Run) -> WatchJobRecord | None:
+    return next(iter(run.of(WatchJobRecord)), None)
 
 
 def _clock(epoch: Any) -> str:
@@ -312,10 +316,10 @@ def _since(epoch: Any, start: float) -> str:
 
 def _episode_text(episode: Episode, start: float) -> str:
     s, e = episode.started, episode.ended
-    end = (f"ended {_since(e.get('time'), start)}" if e is not None
+    end = (f"ended {_since(e.time, start)}" if e is not None
            else "still flagged at the file's end")
-    return (f"{_rank_name(episode.rank, episode.host)} late since {_since(s.get('since'), start)}"
-            f", named {_since(s.get('time'), start)}, {end}")
+    return (f"{_rank_name(episode.rank, episode.host)} late since {_since(s.since, start)}"
+            f", named {_since(s.time, start)}, {end}")
 
 
 def _p(value: Any) -> str:
@@ -325,47 +329,45 @@ def _p(value: Any) -> str:
 
 def _episode_detail(episode: Episode, start: float) -> str:
     s = episode.started
-    ms = {k: as_number(s.get(k)) for k in ("lateness_ms", "baseline_ms", "wait_caused_ms")}
+    ms = {"lateness_ms": s.lateness_ms, "baseline_ms": s.baseline_ms,
+          "wait_caused_ms": s.wait_caused_ms}
     numbers = ", ".join(f"{name} {format_number(v)} ms" for name, v in (
         ("median lateness", ms["lateness_ms"]), ("baseline", ms["baseline_ms"]),
         ("made the others wait", ms["wait_caused_ms"])) if v is not None)
     ended = episode.ended
-    end = (f"ended {_since(ended.get('time'), start)} ({_clock(ended.get('time'))})"
+    end = (f"ended {_since(ended.time, start)} ({_clock(ended.time)})"
            if ended is not None else "still flagged at the file's end")
-    ranks = [r for r in _list(s.get("ranks")) if isinstance(r, int)]
-    who = (f"{s.get('shape', 'group')} of ranks {', '.join(map(str, ranks))}" if len(ranks) > 1
+    ranks = s.ranks
+    who = (f"{s.shape or 'group'} of ranks {', '.join(map(str, ranks))}" if len(ranks) > 1
            else _rank_name(episode.rank, episode.host))
-    shape = f" ({s['shape']})" if isinstance(s.get("shape"), str) and len(ranks) <= 1 else ""
-    groups = [str(g) for g in _list(s.get("groups"))] or [str(episode.group)]
-    cost = as_number(s.get("cost_pct"))
-    followers = [r for r in _list(s.get("followers")) if isinstance(r, int)]
+    shape = f" ({s.shape})" if s.shape is not None and len(ranks) <= 1 else ""
+    groups = s.groups or [str(episode.group)]
     return (f"{who}{shape} in group(s) {', '.join(groups)}: late since "
-            f"{_since(s.get('since'), start)} ({_clock(s.get('since'))}), named "
-            f"{_since(s.get('time'), start)}, {end}; {numbers}"
-            + (f"; cost {format_number(cost)} % of the job's time" if cost else "")
-            + (f"; delays rank(s) {', '.join(map(str, followers))}" if followers else "")
-            + (f"; layout {s['layout']}" if isinstance(s.get("layout"), str) and s["layout"]
-               else "")
-            + f"; late in {s.get('arrived_last')}/{s.get('window')}; binomial "
-            f"p={_p(s.get('p_last'))} (Bonferroni x ranks), Mann-Whitney p={_p(s.get('p_rise'))}")
+            f"{_since(s.since, start)} ({_clock(s.since)}), named "
+            f"{_since(s.time, start)}, {end}; {numbers}"
+            + (f"; cost {format_number(s.cost_pct)} % of the job's time" if s.cost_pct else "")
+            + (f"; delays rank(s) {', '.join(map(str, s.followers))}" if s.followers else "")
+            + (f"; layout {s.layout}" if s.layout else "")
+            + f"; late in {s.arrived_last}/{s.window}; binomial "
+            f"p={_p(s.p_last)} (Bonferroni x ranks), Mann-Whitney p={_p(s.p_rise)}")
 
 
-def _stall_text(stall: dict[str, Any], start: float) -> str:
-    pending = as_number(stall.get("pending_s"))
-    silent = [r for r in _list(stall.get("no_answer")) if isinstance(r, int)]
-    return (f"rank {stall.get('detected_by')}'s {stall.get('collective')} #{stall.get('seq')} "
-            f"of group {stall.get('group')} pending "
+def _stall_text(stall: StallRecord, start: float) -> str:
+    pending = as_number(stall.pending_s)
+    silent = stall.no_answer
+    return (f"rank {stall.detected_by}'s {stall.collective} #{stall.seq} "
+            f"of group {stall.group} pending "
             + (f"{pending:.1f} s" if pending is not None else "?")
-            + f" at {_since(stall.get('time'), start)}"
+            + f" at {_since(stall.time, start)}"
             + (f"; no answer from rank(s) {', '.join(map(str, silent))}" if silent else ""))
 
 
-def _highest(kept: list[dict[str, Any]], start: float) -> str:
+def _highest(kept: list[WatchWindowRecord], start: float) -> str:
     """The largest window lateness of the judged windows: how close a healthy job came."""
-    top = max(kept, key=lambda w: float(w["lateness_ms"]))
-    return (f"highest window lateness {format_number(float(top['lateness_ms']))} ms: "
-            f"{_rank_name(top['rank'], str(top.get('host', '?')))} in group {top.get('group')} "
-            f"at {_since(top['time'], start)}")
+    top = max(kept, key=lambda w: float(w.lateness_ms))
+    return (f"highest window lateness {format_number(float(top.lateness_ms))} ms: "
+            f"{_rank_name(top.rank, str(top.host))} in group {top.group} "
+            f"at {_since(top.time, start)}")
 
 
 def _busbw_details(run: Run, backend: str) -> list[str]:
@@ -375,17 +377,15 @@ def _busbw_details(run: Run, backend: str) -> list[str]:
     values: dict[tuple[str, str], dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     hosts: dict[int, str] = {}
     for w in windows(run):
-        for op, value in _dict(w.get("busbw_gbs")).items():
+        for op, value in (w.busbw_gbs or {}).items():
             number = as_number(value)
-            if number is not None and number > 0 and isinstance(w.get("rank"), int):
-                values[(str(w.get("group")), str(op))][w["rank"]].append(number)
-                hosts[w["rank"]] = str(w.get("host", "?"))
+            if number is not None and number > 0 and isinstance(w.rank, int):
+                values[(str(w.group), str(op))][w.rank].append(number)
+                hosts[w.rank] = str(w.host)
     if not values:
         return ([f"busbw: not known: no window carried a Flight Recorder duration (backend "
                  f"{backend}: set TORCH_NCCL_ENABLE_TIMING=1 in the job)"]
                 if "nccl" in backend else [])
-    from collscope.watch.bandwidth import METHOD
-
     parts = []
     for (group, op), by_rank in sorted(values.items()):
         medians = {rank: statistics.median(v) for rank, v in by_rank.items()}
@@ -393,13 +393,13 @@ def _busbw_details(run: Run, backend: str) -> list[str]:
         parts.append(f"group {group} {op}: lowest {_rank_name(low, hosts[low])} "
                      f"{format_number(medians[low])} GB/s, median of {len(medians)} ranks "
                      f"{format_number(statistics.median(medians.values()))} GB/s")
-    return [f"busbw (each rank's median over its windows): {'; '.join(parts)} ({METHOD})"]
+    return [f"busbw (each rank's median over its windows): {'; '.join(parts)} ({BUSBW_METHOD})"]
 
 
 def _method(episode: Episode) -> str:
     """The test as watch recorded it, without the p-values the episode line already says
     (its text is "binomial p=..., Mann-Whitney p=...; <method>")."""
-    test = str(episode.started.get("test") or "")
+    test = episode.started.test
     return test.split("; ", 1)[1] if test.startswith("binomial p=") and "; " in test else test
 
 
@@ -409,39 +409,35 @@ def watch_headline(run: Run) -> Headline | None:
     if not run.watch:
         return None
     job = _job(run)
-    rounds = sorted({float(w["time"]) for w in windows(run)})
-    start = rounds[0] if rounds else as_number(job.get("time")) or 0.0
+    rounds = sorted({float(w.time) for w in windows(run)})
+    start = rounds[0] if rounds else job.time if job else 0.0
     details = []
     if job:
-        hosts = [str(h) for h in _list(job.get("hosts"))]
+        hosts = job.hosts
         shown = ", ".join(hosts[:8]) + (f" and {len(hosts) - 8} more" if len(hosts) > 8 else "")
-        clock = _dict(job.get("clock")).get("reason") or "not recorded"
-        details.append(f"job: {job.get('world_size')} ranks on {len(hosts)} host(s) ({shown}), "
-                       f"backend {job.get('backend') or '?'}; clocks: {clock}")
+        clock = job.clock.get("reason") or "not recorded"
+        details.append(f"job: {job.world_size} ranks on {len(hosts)} host(s) ({shown}), "
+                       f"backend {job.backend or '?'}; clocks: {clock}")
     found = episodes(run)
     details += [_episode_detail(e, start) for e in found]
     if found and _method(found[0]):
         details.append(f"test: {_method(found[0])}")
-    ranks = len({w["rank"] for w in windows(run)})
+    ranks = len({w.rank for w in windows(run)})
     kept, _ = full_windows(run)
     if rounds:
         details.append(f"{len(rounds)} rounds of windows from {ranks} ranks over "
                        f"{rounds[-1] - rounds[0]:.1f} s (first at {_clock(rounds[0])}); "
                        + _highest(kept, start))
-    details += _busbw_details(run, str(job.get("backend") or ""))
-    details += [str(r["title"]) for r in run.watch
-                if r.get("kind") == "watch_notice" and isinstance(r.get("title"), str)]
-    costs = [r for r in run.watch if r.get("kind") == "watch_agent"
-             and as_number(r.get("cpu_share")) is not None]
+    details += _busbw_details(run, job.backend if job else "")
+    details += [r.title for r in run.of(NoticeRecord)]
+    costs = run.of(AgentCostRecord)
     if costs:
-        from collscope.watch.sinks import cost_line
-
-        details.append(cost_line(costs))
+        details.append(cost_line([c.to_dict() for c in costs]))
     stall = _stall(run)
     if stall is not None:
-        verdict = next((r for r in run.hang if r.get("kind") == "hang_verdict"), {})
-        if isinstance(verdict.get("headline"), str):
-            details.insert(0, f"hang verdict: {verdict['headline']}")
+        verdict = next(iter(run.of(HangVerdictRecord)), None)
+        if verdict is not None:
+            details.insert(0, f"hang verdict: {verdict.headline}")
         culprits = _culprits(run)
         blamed = (f"; collscope hang blames rank(s) {', '.join(map(str, culprits))}"
                   if culprits else "")
@@ -459,9 +455,9 @@ def watch_headline(run: Run) -> Headline | None:
 
 def _episode_headline(episode: Episode, start: float) -> str:
     s, e = episode.started, episode.ended
-    late, base = as_number(s.get("lateness_ms")), as_number(s.get("baseline_ms"))
+    late, base = as_number(s.lateness_ms), as_number(s.baseline_ms)
     by = (f", {format_number(late)} ms late (was {format_number(base)} ms)"
           if late is not None and base is not None else "")
-    until = f" to {_since(e.get('time'), start)}" if e is not None else " (still flagged)"
+    until = f" to {_since(e.time, start)}" if e is not None else " (still flagged)"
     return (f"{_rank_name(episode.rank, episode.host)} in group {episode.group}{by}, from "
-            f"{_since(s.get('time'), start)}{until}")
+            f"{_since(s.time, start)}{until}")

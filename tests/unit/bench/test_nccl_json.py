@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
+import msgspec
 import pytest
 
 from collscope.bench.config import BenchConfig
@@ -117,7 +117,7 @@ def test_args_are_the_nccl_tests_binarys_and_collscope_args_the_real_command():
     assert doc["args"] == ["all_gather_perf", "-b", "1024", "-e", "1024", "-f", "2", "-n", "3",
                            "-w", "5", "-c", "1", "-z", "0", "-a", "1", "-I", "1", "-d", "float"]
     assert doc["collscope_args"] == ["collscope", "bench"]
-    reduce = [dataclasses.replace(_result(True, 64, []), collective="reduce", op="max", root=1)]
+    reduce = [msgspec.structs.replace(_result(True, 64, []), collective="reduce", op="max", root=1)]
     config = BenchConfig(collectives=["reduce"], min_bytes=64, step_bytes=64, root=1, check=0)
     args = document(reduce, config, DEVICES, ["collscope"], {}, None, 0.0, 1.0)["args"]
     assert args[:7] == ["reduce_perf", "-b", "64", "-e", "64", "-i", "64"]

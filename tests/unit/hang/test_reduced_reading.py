@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from collscope.errors import UsageError
-from collscope.hang import analyse_paths, render_text
+from collscope.hang import analyse_paths, analysis_records, render_text
 from collscope.hang.dumps import load_pickle
 from collscope.hang.typed_json import typed_dump
 from tests.conftest import fixture_path
@@ -31,7 +31,7 @@ def _outcome(folder, **reading) -> str:
     except UsageError as error:
         return f"usage error: {error}"
     return render_text(analysis) + "".join(json.dumps(r, sort_keys=True) + "\n"
-                                           for r in analysis.records())
+                                           for r in analysis_records(analysis))
 
 
 def _write(folder, source: str, change, form: str = "pickle") -> None:

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from collscope.hang import analyse_paths, render_text
+from collscope.hang import analyse_paths, analysis_records, render_text
 from tests.conftest import FIXTURES, fixture_path
 
 SAVED = FIXTURES / "golden" / "hang"
@@ -35,7 +35,7 @@ def verdict_text(parts: tuple[str, ...], **reading: int) -> str:
     except NothingRecorded as nothing:
         return f"nothing recorded: {nothing}\n"
     text = render_text(analysis) + "".join(
-        json.dumps(record, sort_keys=True) + "\n" for record in analysis.records())
+        json.dumps(record, sort_keys=True) + "\n" for record in analysis_records(analysis))
     return text.replace(str(FIXTURES), "<fixtures>")
 
 

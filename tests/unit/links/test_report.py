@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import msgspec
+
 from collscope.links.config import LinksConfig
 from collscope.links.report import render
 from collscope.links.run import Outcome, Phase
@@ -55,13 +57,12 @@ def test_one_rank_per_node_labels_cells_by_host(capsys):
 
 
 def test_a_slow_gpu_and_a_confirmation_are_named(capsys):
-    import dataclasses
     import itertools
 
     from collscope.links.confirm import Confirmation
     from collscope.links.verdicts import NodeInfo, judge
 
-    links = [dataclasses.replace(_link(a, b, 5.0 if 2 in (a, b) else 40.0), scope="intra",
+    links = [msgspec.structs.replace(_link(a, b, 5.0 if 2 in (a, b) else 40.0), scope="intra",
                                  src_host="h0", dst_host="h0", src_node=0, dst_node=0,
                                  src_device=f"cuda:{a}", dst_device=f"cuda:{b}")
              for a, b in itertools.permutations(range(4), 2)]

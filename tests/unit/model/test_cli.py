@@ -10,6 +10,7 @@ import pytest
 from collscope.cli import main
 from tests.conftest import fixture_path
 from tests.helpers import usage_error_in_process
+from tests.unit.report.samples import train_records
 
 
 def _log(name: str) -> str:
@@ -120,9 +121,9 @@ def test_plan_takes_compute_and_overlap_from_a_train_record(
     train = tmp_path / "train.jsonl"
     train.write_text("".join(json.dumps(r) + "\n" for r in (
         {"kind": "run", "command": "train", "nodes": 1, "ranks_per_node": 2},
-        {"kind": "train", "label": "5MB none", "step_time_ms_nosync": 50.0,
+        {**train_records()[0], "label": "5MB none", "step_time_ms_nosync": 50.0,
          "overlap_fraction": 0.1, "is_ddp_default": False},
-        {"kind": "train", "label": "25MB none", "step_time_ms_nosync": 400.0,
+        {**train_records()[1], "label": "25MB none", "step_time_ms_nosync": 400.0,
          "overlap_fraction": 0.25, "is_ddp_default": True})))
     assert main(["model", "plan", str(h100_model), "--preset", "small", "--nodes", "2,4",
                  "--ranks-per-node", "8", "--train", str(train), "--json", "-"]) == 0

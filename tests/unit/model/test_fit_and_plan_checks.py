@@ -13,6 +13,7 @@ from collscope.cli import main
 from collscope.model.fit import Sample, fit_group
 from tests.conftest import fixture_path
 from tests.helpers import usage_error_in_process
+from tests.unit.report.samples import train_records
 
 SIZES = [65536 << k for k in range(6)]                       # 64 KiB .. 2 MiB
 FALLING = [2127.0, 1900.0, 1700.0, 1500.0, 1300.0, 1126.0]   # us: times FALL as size grows
@@ -125,7 +126,7 @@ def test_a_train_record_of_another_dtype_gets_a_note(
     train = tmp_path / "trains.jsonl"
     train.write_text("".join(json.dumps(r) + "\n" for r in (
         {"kind": "run", "command": "train", "nodes": 1, "ranks_per_node": 2},
-        {"kind": "train", "label": "25MB none", "step_time_ms_nosync": 40.0,
+        {**train_records()[0], "label": "25MB none", "step_time_ms_nosync": 40.0,
          "overlap_fraction": 0.2, "is_ddp_default": True,
          "config": {"preset": "tiny", "dtype": "float32"}})))
     argv = ["model", "plan", str(h100_model), "--preset", "tiny", "--nodes", "2",

@@ -22,8 +22,9 @@ def _predictions(nodes: int, busbw: float) -> str:
 def test_predictions_alone_are_an_input() -> None:
     source = parse_input(_predictions(8, 300.0) + '{"kind": "prediction"}\n', "p.jsonl")
     assert [len(run.predictions) for run in source.runs] == [2]
-    assert source.warnings == ["p.jsonl: line 3: prediction record without a collective, a "
-                               "size, nodes and busbw; skipped"]
+    assert source.warnings == ["p.jsonl: line 3: prediction record without collective, "
+                               "size_bytes, nodes, ranks_per_node, world_size, algo, time_us, "
+                               "busbw_gbs, time_us_low, time_us_high; skipped"]
 
 
 def test_measured_and_predicted_series_per_layout(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from collscope.errors import UsageError
 from collscope.monitor.config import MonitorConfig
 from collscope.monitor.rates import RateTracker, rate
 from collscope.monitor.run import output_path
+from collscope.records.base import read_record
 from collscope.records.sample import SampleRecord, split_metric
 
 
@@ -60,7 +61,7 @@ def test_sample_record_round_trip():
     record = SampleRecord(ts=12.5, host="n0", metrics={"cpu.percent": 3.0})
     assert record.to_dict() == {"kind": "sample", "ts": 12.5, "host": "n0",
                                 "metrics": {"cpu.percent": 3.0}}
-    assert SampleRecord.from_dict(record.to_dict()) == record
+    assert read_record(SampleRecord, record.to_dict()) == record
 
 
 def launch(world, local, node):

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from collscope.collectives.table import COLLECTIVES, bandwidths, bus_factor
+from collscope.records.base import read_record
 from collscope.records.bench import BenchResult
 from collscope.records.jsonl import read_records, write_records
 from collscope.records.logs import (
@@ -363,7 +364,7 @@ def test_records_round_trip_through_jsonl(tmp_path: Path) -> None:
     write_records(tmp_path / "out.jsonl", records)
     back = read_records(tmp_path / "out.jsonl")
     assert back == json.loads(json.dumps(records))
-    results = [BenchResult.from_dict(r) for r in back if r["kind"] == "result"]
+    results = [read_record(BenchResult, r) for r in back if r["kind"] == "result"]
     assert results == _results(runs)
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from collscope.collectives.table import bandwidths
 from collscope.records.bench import BenchResult
 from collscope.records.run import RunRecord
+from collscope.records.train import TrainRecord
 
 EVIL = "<script>alert(1)</script>"
 
@@ -52,12 +53,20 @@ def sweep(collective: str = "all_reduce", scale: float = 1.0, world_size: int = 
 def train_records(host: str = "node0") -> list[dict[str, Any]]:
     rows = []
     for bucket, step, exposed in ((1, 120.0, 40.0), (25, 90.0, 12.0), (100, 100.0, 20.0)):
-        rows.append({"kind": "train", "config": {"bucket_cap_mb": bucket, "comm_hook": host},
-                     "step_time_ms": step, "step_time_ms_nosync": step - exposed,
-                     "exposed_comm_ms": exposed, "comm_bytes_per_step": 2 ** 24,
-                     "pure_comm_ms": 30.0, "overlap_fraction": 1 - exposed / 30.0 if
-                     exposed < 30 else 0.0, "tokens_per_s": 4096 / step * 1000,
-                     "peak_memory_bytes": 3 * 2 ** 30, "loss_first": 10.4, "loss_last": 9.1})
+        rows.append(TrainRecord(
+            label=f"bucket_cap_mb={bucket}", config={"bucket_cap_mb": bucket, "comm_hook": host},
+            world_size=4, steps=10, step_time_ms=step, step_time_ms_p25=step,
+            step_time_ms_p75=step, step_time_ms_min=step, step_time_ms_max=step,
+            step_time_ms_nosync=step - exposed, step_time_ms_nosync_p25=step - exposed,
+            step_time_ms_nosync_p75=step - exposed, forward_ms=step / 3, backward_ms=step / 3,
+            backward_ms_nosync=step / 3 - exposed, optimizer_ms=1.0, exposed_comm_ms=exposed,
+            exposed_comm_ms_iqr=1.0, comm_scope="gradient all_reduce",
+            comm_collective="all_reduce", comm_algo="flat", comm_bytes_per_step=2 ** 24,
+            comm_messages_per_step=4, pure_comm_ms=30.0,
+            overlap_fraction=1 - exposed / 30.0 if exposed < 30 else 0.0,
+            overlap_clamped=exposed >= 30, tokens_per_s=4096 / step * 1000,
+            peak_memory_bytes=3 * 2 ** 30, memory_method="max over ranks", loss_first=10.4,
+            loss_last=9.1).to_dict())
     return rows
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
+import msgspec
 import pytest
 
 from collscope.records.bench import BenchResult
@@ -17,7 +17,7 @@ from tests.unit.report.samples import result, sweep
 def scaled(results: list[BenchResult], factor: float,
            sizes: set[int] | None = None) -> list[BenchResult]:
     """Times x factor (busbw and algbw / factor), for every size or only ``sizes``."""
-    return [dataclasses.replace(r, time_us=r.time_us * factor, busbw_gbs=r.busbw_gbs / factor,
+    return [msgspec.structs.replace(r, time_us=r.time_us * factor, busbw_gbs=r.busbw_gbs / factor,
                                 algbw_gbs=r.algbw_gbs / factor)
             if sizes is None or r.size_bytes in sizes else r for r in results]
 
@@ -79,8 +79,8 @@ def test_auto_metric_uses_busbw_when_rank_counts_differ() -> None:
 
 
 def test_zero_busbw_of_tiny_sizes_falls_back_to_time() -> None:
-    base = dataclasses.replace(result("all_reduce", 8, 20.0), busbw_gbs=0.0, algbw_gbs=0.0)
-    new = dataclasses.replace(result("all_reduce", 8, 30.0), busbw_gbs=0.0, algbw_gbs=0.0)
+    base = msgspec.structs.replace(result("all_reduce", 8, 20.0), busbw_gbs=0.0, algbw_gbs=0.0)
+    new = msgspec.structs.replace(result("all_reduce", 8, 30.0), busbw_gbs=0.0, algbw_gbs=0.0)
     row = compare_row(base, new, 5.0, metric="busbw")
     assert row.busbw_delta_pct is None
     assert row.metric == "time" and row.verdict == "regressed"
@@ -98,7 +98,7 @@ def test_matching_needs_collective_dtype_op_placement_size_and_algo() -> None:
                   result("all_reduce", 1024, 10.0, op="max"),
                   result("all_reduce", 1024, 10.0, in_place=False),
                   result("all_reduce", 2048, 10.0),
-                  dataclasses.replace(result("all_reduce", 1024, 10.0), algo="hierarchical")):
+                  msgspec.structs.replace(result("all_reduce", 1024, 10.0), algo="hierarchical")):
         comparison = compare(base, [other])
         assert comparison.rows == []
         assert comparison.unmatched_base == base and comparison.unmatched_new == [other]
@@ -152,7 +152,7 @@ def test_real_log_against_itself_and_a_slower_copy() -> None:
 
 
 def with_spread(r: BenchResult, p50: float, halfwidth: float) -> BenchResult:
-    return dataclasses.replace(r, time_us=p50, time_us_p50=p50, ci_halfwidth=halfwidth)
+    return msgspec.structs.replace(r, time_us=p50, time_us_p50=p50, ci_halfwidth=halfwidth)
 
 
 def test_noise_at_a_small_size_does_not_fail_the_gate_when_spread_is_recorded() -> None:
@@ -163,7 +163,7 @@ def test_noise_at_a_small_size_does_not_fail_the_gate_when_spread_is_recorded() 
     assert (row.test, row.verdict) == ("ci-overlap", "ok")
     assert row.p50_delta_pct == pytest.approx(20.0)
     # The same numbers without a recorded spread (an nccl-tests log) regress on the threshold.
-    bare = compare_row(dataclasses.replace(base, ci_halfwidth=None), new, 5.0)
+    bare = compare_row(msgspec.structs.replace(base, ci_halfwidth=None), new, 5.0)
     assert (bare.test, bare.verdict) == ("threshold", "regressed")
 
 

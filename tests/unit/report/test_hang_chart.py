@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from collscope.hang import analyse_paths
+from collscope.hang import analyse_paths, analysis_records
 from collscope.records.load import load_inputs
 from collscope.report import charts as ch
 from collscope.report.html import render_report
@@ -15,7 +15,7 @@ def _hang_file(tmp_path, folder):
     analysis = analyse_paths([fixture_path("flight-recorder", folder)])
     path = tmp_path / "hang.jsonl"
     run = {"kind": "run", "command": "hang"}
-    path.write_text("".join(json.dumps(r) + "\n" for r in [run, *analysis.records()]))
+    path.write_text("".join(json.dumps(r) + "\n" for r in [run, *analysis_records(analysis)]))
     return path
 
 

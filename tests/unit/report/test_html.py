@@ -110,7 +110,7 @@ def test_train_and_monitor_sections_appear_only_with_their_records(tmp_path: Pat
     page = render_report([rich], GENERATED)
     assert 'id="train"' in page and 'id="monitor"' in page
     (train,) = ch.train_views([rich])
-    assert [r["step_time_ms"] for r in train.rows] == [90.0, 100.0, 120.0]   # fastest first
+    assert [r.step_time_ms for r in train.rows] == [90.0, 100.0, 120.0]   # fastest first
     assert train.chart.stacks[1][2] == [12.0, 20.0, 40.0]
     families = {c.title: c for c in ch.monitor_charts([rich])}
     assert set(families) == {"cpu.percent", "mem.used_bytes", "net.*.rx_bytes_per_s",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from collscope.records.links import LinkRecord, NodeRecord
+from collscope.records.links import LinkRecord, LinksSummaryRecord, NodeRecord
 from collscope.records.load import parse_input
 from collscope.report.charts import link_heat_maps, links_headline
 from collscope.report.html import all_charts, render_report
@@ -58,8 +58,9 @@ def test_the_summary_record_gives_the_thresholds_and_raw_tries_are_not_warned_ab
     text = _text().replace('"extra": {"thresholds": [{"scope": "across nodes", '
                            '"limit_gbs": 7.0}]}', '"extra": {}')
     text += json.dumps({"kind": "link_try", "scope": "inter", "round": 0, "attempt": 0}) + "\n"
-    text += json.dumps({"kind": "links_summary", "verdict": "fail", "thresholds": [
-        {"scope": "across nodes", "limit_gbs": 6.5}]}) + "\n"
+    text += json.dumps(LinksSummaryRecord(
+        verdict="fail", slow_nodes=[], thresholds=[{"scope": "across nodes", "limit_gbs": 6.5}],
+        confirmations=[], rounds={"inter": 1}, seconds=1.0).to_dict()) + "\n"
     source = parse_input(text, "links.jsonl")
     assert not source.warnings
     across, _inside = link_heat_maps([source])

@@ -3,28 +3,45 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
+from collscope.records.finding import FindingRecord
 from collscope.records.load import parse_input
+from collscope.records.trace import TraceCollectiveRecord, TraceRankRecord, TraceStepRecord
 from collscope.report.charts import BarChart, HeatMap, LineChart
 from collscope.report.html import all_charts, render_report
 from collscope.report.svg import render
 from collscope.report.trace_charts import trace_headline
 
 
+def _collective(rank: int, collective: str, size: int, busbw: float,
+                baseline: float | None) -> dict[str, Any]:
+    return TraceCollectiveRecord(
+        rank=rank, collective=collective, dtype="Float", size_bytes=size, group="0",
+        group_size=2, calls=10, calls_per_step=1.0, kernel_us_p50=100.0, kernel_us_p95=120.0,
+        kernel_ms_total=1.0, algbw_gbs=busbw, busbw_gbs=busbw, step_share_percent=10.0,
+        baseline_busbw_gbs=baseline).to_dict()
+
+
+def _rank(rank: int, late_by_call: list[float]) -> dict[str, Any]:
+    return TraceRankRecord(
+        rank=rank, path=f"rank{rank}.json", timing="gpu kernels", window="steps 1-4",
+        comm_kernel_ms=4.0, compute_kernel_ms=6.0, exposed_comm_ms=1.0, overlap_percent=None,
+        late_calls=0, wait_caused_ms=0.0, calls=3, late_by_call=late_by_call).to_dict()
+
+
 def _jsonl() -> str:
     records = [
         {"kind": "run", "command": "trace"},
-        {"kind": "trace_collective", "rank": 0, "collective": "all_reduce", "size_bytes": 1 << 20,
-         "busbw_gbs": 5.0, "baseline_busbw_gbs": 10.0},
-        {"kind": "trace_collective", "rank": 1, "collective": "all_reduce", "size_bytes": 1 << 20,
-         "busbw_gbs": 7.0, "baseline_busbw_gbs": 10.0},
-        {"kind": "trace_collective", "rank": 0, "collective": "broadcast", "size_bytes": 64,
-         "busbw_gbs": 0.1, "baseline_busbw_gbs": None},
-        {"kind": "trace_step", "rank": 0, "step": 3, "step_ms": 10.0, "compute_ms": 6.0,
-         "comm_ms": 4.0, "exposed_comm_ms": 1.0, "idle_ms": 1.0},
-        {"kind": "trace_rank", "rank": 0, "late_by_call": [0.0, 0.0, 2.0]},
-        {"kind": "trace_rank", "rank": 1, "late_by_call": [5.0, 4.0, 0.0]},
-        {"kind": "finding", "id": "straggler", "at_stake_ms": 4.0},
+        _collective(0, "all_reduce", 1 << 20, 5.0, 10.0),
+        _collective(1, "all_reduce", 1 << 20, 7.0, 10.0),
+        _collective(0, "broadcast", 64, 0.1, None),
+        TraceStepRecord(rank=0, step=3, step_ms=10.0, compute_ms=6.0, comm_ms=4.0,
+                        exposed_comm_ms=1.0, overlap_percent=None, idle_ms=1.0).to_dict(),
+        _rank(0, [0.0, 0.0, 2.0]),
+        _rank(1, [5.0, 4.0, 0.0]),
+        FindingRecord(id="straggler", level="info", title="", detail="", fix="",
+                      at_stake_ms=4.0).to_dict(),
     ]
     return "\n".join(json.dumps(r) for r in records) + "\n"
 

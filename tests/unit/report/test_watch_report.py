@@ -15,7 +15,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from collscope.records.load import load_input, parse_input
-from collscope.records.watch import StragglerFinding, WatchJobRecord, WatchWindowRecord
+from collscope.records.watch import (
+    AgentCostRecord,
+    StragglerFinding,
+    WatchJobRecord,
+    WatchWindowRecord,
+)
 from collscope.report import charts as ch
 from collscope.report.charts.watch import FLAGGED_COLOR, MAX_RANK_SERIES
 from collscope.report.html import all_charts, render_report
@@ -333,9 +338,16 @@ def test_an_nccl_run_without_durations_says_how_to_get_busbw_and_gloo_says_nothi
     assert not any("busbw" in d for d in ch.watch_headline(gloo.runs[0]).details)
 
 
-def test_an_agent_cost_record_with_only_its_share_still_reads() -> None:
-    text = _path(HEALTHY).read_text() + json.dumps({"kind": "watch_agent",
-                                                    "cpu_share": 0.004}) + "\n"
-    details = ch.watch_headline(parse_input(text, HEALTHY).runs[0]).details
+def test_the_agents_costs_are_said_and_a_cost_record_cut_short_is_named() -> None:
+    cost = AgentCostRecord(time=1.0, rank=3, host="vm", setup_cpu_s=0.1, cpu_s=0.4, wall_s=100.0,
+                           cpu_share=0.004, ticks=200, read_cpu_s=0.2, interval_s=0.5,
+                           lost_entries=0)
+    text = (_path(HEALTHY).read_text() + json.dumps(cost.to_dict()) + "\n"
+            + json.dumps({"kind": "watch_agent", "cpu_share": 0.004}) + "\n")
+    source = parse_input(text, HEALTHY)
+    details = ch.watch_headline(source.runs[0]).details
     assert any(d.startswith("agent cost: median 0.40 % of a core per rank") and
-               "most: rank ? (?) 0.40 %" in d for d in details)
+               "most: rank 3 (vm) 0.40 %" in d for d in details)
+    (warning,) = source.warnings
+    assert warning.endswith("watch_agent record without time, rank, host, setup_cpu_s, cpu_s, "
+                            "wall_s, ticks, read_cpu_s, interval_s, lost_entries; skipped")

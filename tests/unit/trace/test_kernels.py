@@ -4,13 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from collscope.trace.kernels import (
-    canonical_trace_dtype,
-    collective_from_annotation,
-    decode_kernel,
-    is_comm_kernel,
-    is_compute_kernel,
-)
+from collscope.collectives.names import canonical_trace_dtype, collective_from_annotation
+from collscope.trace.kernels import decode_kernel, is_comm_kernel, is_compute_kernel
 
 
 @pytest.mark.parametrize("name, collective, algorithm, protocol, dtype", [
