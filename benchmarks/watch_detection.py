@@ -28,10 +28,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -90,6 +92,9 @@ class Outcome:
     stream: Stream
     named: list[Named] = field(default_factory=list)
     wall_s: float = 0.0
+    # per episode (its index in the stream's): collectives its first rank entered between its
+    # start and its detection (the arrivals are dropped once counted: they are large)
+    collectives: dict[int, int] = field(default_factory=dict)
 
 
 def replay(stream: Stream, tp: int, interval: float) -> Outcome:
@@ -133,6 +138,21 @@ def replay(stream: Stream, tp: int, interval: float) -> Outcome:
         tick += interval
     out.wall_s = time.perf_counter() - started
     return out
+
+
+def measure(job: tuple[Stream, int, float]) -> Outcome:
+    """One stream replayed and scored (a worker process's task): its arrivals counted per
+    episode, then dropped."""
+    stream, tp, interval = job
+    outcome = replay(stream, tp, interval)
+    score(outcome, interval)
+    for index, e in enumerate(stream.episodes):
+        found = detected_at(outcome, e)
+        if found is not None:
+            outcome.collectives[index] = collectives_between(stream, e.ranks[0], e.start_s,
+                                                             found[0])
+    stream.arrivals = []
+    return outcome
 
 
 def plan(seed: int, scale: float = 1.0) -> tuple[list[tuple[Stream, int]],
@@ -245,7 +265,7 @@ def summarise_shape(outcomes: list[Outcome], interval: float, shape: str | None)
             detected_5 += big
             if big:
                 latencies.append(at - e.start_s)
-                counts.append(collectives_between(o.stream, e.ranks[0], e.start_s, at))
+                counts.append(o.collectives[o.stream.episodes.index(e)])
             agree += any(n.shape == EXPECTED_SHAPE[e.shape] for n in mine)
             stops = [n.ended for n in mine]
             if None in stops:
@@ -285,27 +305,39 @@ def main(argv: list[str] | None = None) -> int:
                         "check that it runs, not the measurement)")
     parser.add_argument("--only", metavar="NAME", help="only the streams whose name starts "
                         "so (e.g. tp_dp8-pair): to look at one case")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                        help="processes replaying streams side by side (default: one per "
+                        "CPU)")
     args = parser.parse_args(argv)
+    if args.workers < 1:
+        parser.error(f"--workers {args.workers}: at least 1")
     begun = time.perf_counter()
     labelled, healthy = plan(args.seed, 0.2 if args.quick else 1.0)
     if args.only:
         labelled = [(s, tp) for s, tp in labelled if s.name.startswith(args.only)]
         healthy = [(s, tp) for s, tp in healthy if s.name.startswith(args.only)]
-    outcomes = []
-    for index, (stream, tp) in enumerate(labelled):
-        outcome = replay(stream, tp, args.interval)
-        score(outcome, args.interval)
-        outcomes.append(outcome)
+    jobs = [(s, tp, args.interval) for s, tp in labelled + healthy]
+    # the largest first, so the workers end together
+    order = sorted(range(len(jobs)), key=lambda i: -jobs[i][0].ranks * jobs[i][0].duration_s)
+    results: dict[int, Outcome] = {}
+    with ProcessPoolExecutor(max_workers=args.workers) as pool:
+        for done, (index, outcome) in enumerate(
+                zip(order, pool.map(measure, [jobs[i] for i in order]))):
+            results[index] = outcome
+            if done % 50 == 0:
+                print(f"{done}/{len(jobs)} streams, {time.perf_counter() - begun:.0f} s",
+                      file=sys.stderr, flush=True)
+    outcomes = [results[i] for i in range(len(labelled))]
+    for outcome in outcomes:
+        stream = outcome.stream
         wrong = [n for n in outcome.named if n.episode is None]
         if wrong:
             print(f"wrong: {stream.name} seed {stream.seed} {stream.episodes} named "
                   f"{[(n.ranks, n.kind, round(n.time, 1)) for n in wrong]}", file=sys.stderr)
-        if index % 50 == 0:
-            print(f"{index}/{len(labelled)} labelled streams, "
-                  f"{time.perf_counter() - begun:.0f} s", file=sys.stderr, flush=True)
     alarms, healthy_s = 0, 0.0
-    for stream, tp in healthy:
-        outcome = replay(stream, tp, args.interval)
+    for index in range(len(labelled), len(jobs)):
+        outcome = results[index]
+        stream = outcome.stream
         alarms += len(outcome.named)
         healthy_s += stream.duration_s
         for n in outcome.named:
