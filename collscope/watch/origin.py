@@ -18,8 +18,11 @@ so are the group's other members: once all of them are flagged origins they are 
 straggler, ``pair`` (``group`` for more ranks), the ranks and that group, not two
 stragglers; until then none of them is named.
 Point-to-point calls (a pipeline's send/recv) are not in the agents' summaries, so a stage
-downstream of a slow rank can only be told by timing: a pair or group origin whose cost is
-within DOWNSTREAM_RATIO of a rank origin's at the same time is taken as following it.
+downstream of a slow rank can only be told by timing: a pair or group origin that shares no
+group with a rank origin at the same time is taken as following it (a slow link at the same
+time as a slow rank elsewhere is told apart from such a stage by nothing the collectives
+carry), one that shares none with a pair or group origin of about its cost (within
+DOWNSTREAM_RATIO) as following that.
 """
 
 from __future__ import annotations
@@ -120,15 +123,19 @@ def _world(members: dict[str, set[int]]) -> int:
 
 
 def downstream(found: list[Straggler], members: dict[str, set[int]]) -> list[Straggler]:
-    """Pair and group stragglers that share no group with a straggler of at least
-    1 / (1 + DOWNSTREAM_RATIO) of their cost (a rank first, then the costliest) are taken as
-    its followers through point-to-point calls: a delay passed down a pipeline is not made
-    larger on the way. A pending group (its ranks not all flagged yet) may be attached too."""
+    """Pair and group stragglers that share no group with a rank straggler, or with a pair or
+    group of at least 1 / (1 + DOWNSTREAM_RATIO) of their cost (a rank first, then the
+    costliest), are taken as its followers through point-to-point calls: a delay passed down a
+    pipeline is not made larger on the way, except where slow ranks' delays add up there (two
+    in one pipeline, or a rank's once-per-step delay reaching a stage that also waits for it
+    on the way back), so a rank straggler leads at any cost. A pending group (its ranks not
+    all flagged yet) may be attached too."""
     leads = sorted(found, key=lambda s: (s.kind != "rank", -s.cost_ms_per_s))
     kept: list[Straggler] = []
     for s in leads:
         lead = None if s.kind == "rank" else next(
-            (k for k in kept if s.cost_ms_per_s <= (1 + DOWNSTREAM_RATIO) * k.cost_ms_per_s
+            (k for k in kept if (k.kind == "rank" or
+                                 s.cost_ms_per_s <= (1 + DOWNSTREAM_RATIO) * k.cost_ms_per_s)
              and not _share_a_group(k.ranks, s.ranks, members)), None)
         if lead is None:
             kept.append(s)
