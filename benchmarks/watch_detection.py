@@ -41,6 +41,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
+from watch_real_jobs import print_rows, run_real  # noqa: E402
 from watch_streams import RANKS_PER_HOST, Episode, Stream, rank_of, simulate  # noqa: E402
 
 from collscope.watch.agent import _with_previous  # noqa: E402
@@ -308,10 +309,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
                         help="processes replaying streams side by side (default: one per "
                         "CPU)")
+    parser.add_argument("--real", action="store_true", help="also the real-jobs part: plain "
+                        "4-rank gloo jobs with planted shapes under `collscope watch` "
+                        "(benchmarks/watch_real_jobs.py; a few minutes)")
+    parser.add_argument("--real-only", action="store_true", help="only the real-jobs part")
     args = parser.parse_args(argv)
     if args.workers < 1:
         parser.error(f"--workers {args.workers}: at least 1")
     begun = time.perf_counter()
+    real = run_real() if args.real or args.real_only else []
+    if real:
+        print_rows(real)
+    if args.real_only:
+        _write(args.json, real)
+        return 0 if all(row["ok"] for row in real) else 1
     labelled, healthy = plan(args.seed, 0.2 if args.quick else 1.0)
     if args.only:
         labelled = [(s, tp) for s, tp in labelled if s.name.startswith(args.only)]
@@ -370,11 +381,15 @@ def main(argv: list[str] | None = None) -> int:
           f"{len(healthy)} streams ({per_hour:.3f} per hour); "
           f"wall {time.perf_counter() - begun:.0f} s; precision over all findings, recall "
           f"over episodes with lateness >= 5 % of the step, interval {args.interval:g} s")
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as handle:
+    _write(args.json, real + records)
+    return 0 if all(row["ok"] for row in real) else 1
+
+
+def _write(path: str | None, records: list[dict]) -> None:
+    if path:
+        with open(path, "w", encoding="utf-8") as handle:
             for record in records:
                 handle.write(json.dumps(record) + "\n")
-    return 0
 
 
 def _fmt(value: object) -> str:
