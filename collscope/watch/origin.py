@@ -12,8 +12,8 @@ sides. A flagged rank that waits on nobody is an origin; the others are its foll
 in its finding, not as stragglers); a rank that waits on a rank not flagged yet is left out
 until that rank is decided.
 
-A slow pair: an origin on time in one of its groups (not flagged there, its load there below
-half of its own largest) is late because that group's collective is slow (their link), and
+A slow pair: an origin on time in one of its groups (no member flagged there, its load there
+below half of its own largest) is late because that group's collective is slow (their link), and
 so are the group's other members: once all of them are flagged origins they are one
 straggler, ``pair`` (``group`` for more ranks), the ranks and that group, not two
 stragglers; until then none of them is named.
@@ -98,7 +98,8 @@ def explain(flags: dict[tuple[str, int], GroupVerdict], costs: dict[str, dict[in
         if o in merged:
             continue
         link = next((g for g in sorted(groups_of[o], key=lambda g: (len(members[g]), g))
-                     if 2 <= len(members[g]) < world and (g, o) not in flags
+                     if 2 <= len(members[g]) < world
+                     and not any((g, m) in flags for m in members[g])
                      and costs.get(g, {}).get(o, 0.0) < WAIT_RATIO * best[o]), None)
         ranks = sorted(members[link]) if link is not None else [o]
         flagged = [r for r in ranks if r in by_rank]
