@@ -19,9 +19,13 @@ detected / episodes; detection latency = the finding's time - the episode's star
 collectives the rank entered meanwhile; end latency = the finding's end - the episode's end.
 Targets: precision >= 0.99, recall >= 0.95 over >= 500 episodes with lateness >= 5 % of the
 step, median detection <= 10 s, p90 <= 20 s at --interval 1, no finding over >= 10 hours of
-healthy streams. Runs in a few minutes on 2 cores:
+healthy streams. The streams are replayed side by side, one process per CPU (--workers):
+the full run took 188 s of CPU, 563 s of wall on this 2-core machine at load average 18-30.
+--real adds the real-jobs part (benchmarks/watch_real_jobs.py: plain 4-rank gloo jobs under
+`collscope watch` with planted shapes, their verdicts checked; exit code 1 when one is wrong):
 
     .venv/bin/python benchmarks/watch_detection.py [--seed 1] [--interval 1] [--json FILE]
+    .venv/bin/python benchmarks/watch_detection.py --real-only
 """
 
 from __future__ import annotations
