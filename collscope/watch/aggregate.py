@@ -96,7 +96,8 @@ def finding(change: detect.Change, now: float, host: Callable[[int], str],
         if s.link is not None:
             title += f" (on time against each other in group {s.link}: its collective is slow)"
         title += (f": costs the others {cost}, late {v.delay_ms:.1f} ms (median) in "
-                  f"{v.hits}/{v.window} collectives of group {v.group}")
+                  f"{v.hits}/{v.window} collectives of group {v.group} (binomial "
+                  f"p={v.p:.2g} against its {v.members - 1} peers)")
         if change.p_rise is not None and change.shape == "onset":
             title += f", a rise on its own earlier delays (Mann-Whitney p={change.p_rise:.2g})"
         if s.followers:

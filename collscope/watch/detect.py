@@ -28,7 +28,8 @@ is over). Then
   and each of them against the members outside the set
   (binomial at 1 / (n - j + 1), Bonferroni x n), p < ALPHA: no healthy rank rides along.
 A flagged rank stays flagged while its cost share is >= MIN_SHARE / 2 and its own test
-p < END_P; a run that is over ends it.
+p < END_P; a run that is over ends it. That lower bar only keeps a straggler already named: a
+new one is said only while its deciding test has p < ALPHA and its cost >= MIN_SHARE.
 
 Which flagged rank is the origin, which ones follow it, and when a pair is one straggler:
 collscope.watch.origin. The shape (persistent, onset, intermittent) is read here when a
@@ -73,8 +74,9 @@ PERSISTENT_SHARE = 0.7
 # A straggler of a rank in several groups is said once it has held for this many rounds (a
 # follower can look like an origin for a round while its origin's group fills).
 CONFIRM_ROUNDS = 2
-# The ranks of a straggler named are not named again while it is named and for WINDOW_S after
-# it ended, its followers not as a pair or group for 2 x WINDOW_S: their flags can outlast
+# The ranks of a straggler named, and its followers, are not named again while it is named and
+# for WINDOW_S after it ended (their windows still hold the delays it caused), its followers
+# not as a pair or group for 2 x WINDOW_S: their flags can outlast
 # the origin's (a pipeline stage downstream keeps its own runs).
 
 METHOD = (f"per collective: delay = arrival - the lower median arrival (clocks aligned); late "
@@ -345,6 +347,8 @@ class Detector:
             for rank in latest.ranks:
                 self.covered[rank] = newest + WINDOW_S * 1e6
             for rank in set(latest.followers) | set(change.straggler.followers):
+                # its window holds the delays the origin caused for WINDOW_S more
+                self.covered[rank] = max(self.covered.get(rank, 0.0), newest + WINDOW_S * 1e6)
                 self.trailing[rank] = newest + 2 * WINDOW_S * 1e6
         self.covered = {r: until for r, until in self.covered.items() if until >= newest}
         self.trailing = {r: until for r, until in self.trailing.items() if until >= newest}
@@ -363,6 +367,8 @@ class Detector:
             if several and self.seen[key] < CONFIRM_ROUNDS or all(r in covered for r in key):
                 continue
             v = straggler.verdict
+            if v.p >= ALPHA or straggler.cost_ms_per_s / 1000 < MIN_SHARE:
+                continue     # flags kept by the lower bar to stay only keep one already named
             p_rise, baseline = onset_p(self.groups[v.group], v.rank, v.since_us)
             change = Change("started", straggler, shape_of(straggler, p_rise), p_rise, baseline)
             self.named[key] = change

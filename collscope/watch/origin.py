@@ -12,14 +12,17 @@ sides. A flagged rank that waits on nobody is an origin; the others are its foll
 in its finding, not as stragglers); a rank that waits on a rank not flagged yet is left out
 until that rank is decided.
 
-A slow pair: an origin on time in one of its groups (not flagged there, its load there below
-half of its own largest) is late because that group's collective is slow (their link), and
+A slow pair: an origin on time in one of its groups (no member flagged there, its load there
+below half of its own largest) is late because that group's collective is slow (their link), and
 so are the group's other members: once all of them are flagged origins they are one
 straggler, ``pair`` (``group`` for more ranks), the ranks and that group, not two
 stragglers; until then none of them is named.
 Point-to-point calls (a pipeline's send/recv) are not in the agents' summaries, so a stage
-downstream of a slow rank can only be told by timing: a pair or group origin whose cost is
-within DOWNSTREAM_RATIO of a rank origin's at the same time is taken as following it.
+downstream of a slow rank can only be told by timing: a pair or group origin that shares no
+group with a rank origin at the same time is taken as following it (a slow link at the same
+time as a slow rank elsewhere is told apart from such a stage by nothing the collectives
+carry), one that shares none with a pair or group origin of about its cost (within
+DOWNSTREAM_RATIO) as following that.
 """
 
 from __future__ import annotations
@@ -119,7 +122,8 @@ def explain(flags: dict[tuple[str, int], GroupVerdict], costs: dict[str, dict[in
         if o in merged:
             continue
         link = next((g for g in sorted(groups_of[o], key=lambda g: (len(members[g]), g))
-                     if 2 <= len(members[g]) < world and (g, o) not in flags
+                     if 2 <= len(members[g]) < world
+                     and not any((g, m) in flags for m in members[g])
                      and costs.get(g, {}).get(o, 0.0) < WAIT_RATIO * best[o]), None)
         ranks = sorted(members[link]) if link is not None else [o]
         flagged = [r for r in ranks if r in by_rank]
@@ -144,15 +148,19 @@ def _world(members: dict[str, set[int]]) -> int:
 
 
 def downstream(found: list[Straggler], members: dict[str, set[int]]) -> list[Straggler]:
-    """Pair and group stragglers that share no group with a straggler of at least
-    1 / (1 + DOWNSTREAM_RATIO) of their cost (a rank first, then the costliest) are taken as
-    its followers through point-to-point calls: a delay passed down a pipeline is not made
-    larger on the way. A pending group (its ranks not all flagged yet) may be attached too."""
+    """Pair and group stragglers that share no group with a rank straggler, or with a pair or
+    group of at least 1 / (1 + DOWNSTREAM_RATIO) of their cost (a rank first, then the
+    costliest), are taken as its followers through point-to-point calls: a delay passed down a
+    pipeline is not made larger on the way, except where slow ranks' delays add up there (two
+    in one pipeline, or a rank's once-per-step delay reaching a stage that also waits for it
+    on the way back), so a rank straggler leads at any cost. A pending group (its ranks not
+    all flagged yet) may be attached too."""
     leads = sorted(found, key=lambda s: (s.kind != "rank", -s.cost_ms_per_s))
     kept: list[Straggler] = []
     for s in leads:
         lead = None if s.kind == "rank" else next(
-            (k for k in kept if s.cost_ms_per_s <= (1 + DOWNSTREAM_RATIO) * k.cost_ms_per_s
+            (k for k in kept if (k.kind == "rank" or
+                                 s.cost_ms_per_s <= (1 + DOWNSTREAM_RATIO) * k.cost_ms_per_s)
              and not _share_a_group(k.ranks, s.ranks, members)), None)
         if lead is None:
             kept.append(s)

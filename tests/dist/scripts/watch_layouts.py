@@ -7,7 +7,8 @@ all_reduce of the gradients. LAYOUT=fsdp: FSDP2 (``fully_shard`` on each of thre
 layers and the root): per step all_gathers forward and backward and reduce_scatters.
 
 SLOW_RANK / SLOW_MS: that rank sleeps SLOW_MS more before its step's first collective, every
-step from the first. STEPS (default 60). Rank 0 prints "step <i> <unix time>" per step.
+step from SLOW_FROM (default 0: the first). STEPS (default 60). Rank 0 prints
+"step <i> <unix time>" per step.
 
 Started as one rank (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT set), or with FORK_RANKS=N as
 the whole job: the script imports torch once and forks N ranks that meet on a free port (each
@@ -24,6 +25,8 @@ import time
 import torch
 import torch.distributed as dist
 
+SLOW_FROM = int(os.environ.get("SLOW_FROM", 0))
+
 
 def tpdp(rank: int, steps: int, slow_s: float) -> None:
     tp_groups = [dist.new_group([0, 1]), dist.new_group([2, 3])]
@@ -32,7 +35,7 @@ def tpdp(rank: int, steps: int, slow_s: float) -> None:
     weights = [torch.randn(64, 64) / 8 for _ in range(2)]
     for step in range(steps):
         time.sleep(0.01)
-        if slow_s:
+        if slow_s and step >= SLOW_FROM:
             time.sleep(slow_s)                       # the planted straggler
         x = torch.randn(16, 64)
         for w in weights:
@@ -55,7 +58,7 @@ def fsdp(rank: int, steps: int, slow_s: float) -> None:
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     for step in range(steps):
         time.sleep(0.05)                             # data loading, the rest of the step
-        if slow_s:
+        if slow_s and step >= SLOW_FROM:
             time.sleep(slow_s)                       # the planted straggler: once per step
         model(torch.randn(32, 256)).square().mean().backward()
         optimizer.step()
@@ -69,7 +72,7 @@ def ddp(rank: int, steps: int, slow_s: float) -> None:
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     for step in range(steps):
         time.sleep(0.05)                             # the step's compute
-        if slow_s:
+        if slow_s and step >= SLOW_FROM:
             time.sleep(slow_s)
         optimizer.zero_grad()
         model(torch.randn(8, 64)).sum().backward()

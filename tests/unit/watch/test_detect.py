@@ -155,3 +155,23 @@ def test_matcher_applies_clock_offsets_and_learns_subgroup_members():
     (sub,) = matcher.close(1 + match.SETTLE_ROUNDS)
     assert sub.group == "1" and set(sub.arrivals_us) == {2, 3}
     assert abs(sub.lateness_ms(3) - 0.05) < 1e-9
+
+
+def test_the_finding_and_its_live_line_carry_shape_groups_cost_and_the_deciding_test():
+    from collscope.watch.aggregate import finding
+
+    changes = _run(_tp_dp(200, {1: 30}), per_round=40)
+    members = {"tp0": {0, 1}, "tp1": {2, 3}, "dp0": {0, 2}, "dp1": {1, 3}}
+    record = finding(changes[0], 1.0, lambda r: f"node{r}", lambda r: 0, members)
+    v = changes[0].verdict
+    assert (record.shape, record.ranks, record.groups) == ("persistent", [1],
+                                                           ["dp0", "dp1", "tp0"])
+    assert record.cost_ms_per_s == round(changes[0].straggler.cost_ms_per_s, 3) > 0
+    assert record.p_last == v.p < detect.ALPHA
+    assert record.test.startswith(f"binomial p={v.p:.2g} (Bonferroni x {v.members} ranks")
+    # the line printed live: shape, who, groups, cost and the binomial that decided
+    assert record.title.startswith("straggler (persistent): rank 1 (node1) in group(s) "
+                                   "dp0, dp1, tp0: costs the others ")
+    assert "% of the job's time)" in record.title
+    assert f"(binomial p={v.p:.2g} against its {v.members - 1} peers)" in record.title
+    assert "delays rank(s) 0" in record.title
