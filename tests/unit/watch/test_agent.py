@@ -8,6 +8,7 @@ import json
 
 from collscope.watch.agent import Agent, Channel
 from collscope.watch.config import AgentSettings
+from collscope.watch.exchange import FlatLink
 from collscope.watch.flight import FlightReader
 from tests.conftest import fixture_path
 
@@ -19,6 +20,7 @@ def _agent(tmp_path, feed) -> Agent:
                   AgentSettings(interval_s=1.0, dump_dir=str(tmp_path / "dumps")),
                   Channel(str(tmp_path), 1))
     agent.store = agent._default_store
+    agent.link = FlatLink(agent.store, agent.hello, 2, lambda: False)
     agent.reader = FlightReader(lambda: next(feed))
     return agent
 
