@@ -8,6 +8,7 @@ was flagged, collects the dumps (waiting at most DUMP_DEADLINE_S) and sends ``wa
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import statistics
@@ -25,7 +26,7 @@ from collscope.watch.summary import Summary
 DUMP_DEADLINE_S = 8.0
 # The most watch_window records rank 0 writes per round and group (at thousands of ranks,
 # one per rank every round would cost rank 0 more than the whole aggregation).
-WINDOW_RECORDS_PER_ROUND = 512
+WINDOW_RECORDS_PER_ROUND = 128
 
 
 def _bandwidth(timed: tuple[int, dict[str, Timed]] | None) -> tuple[Any, ...]:
@@ -38,6 +39,19 @@ def _bandwidth(timed: tuple[int, dict[str, Timed]] | None) -> tuple[Any, ...]:
     return (members, {op: ops[op].calls for op in rates},
             {op: round(a, 3) for op, (a, _) in rates.items()},
             {op: round(b, 3) for op, (_, b) in rates.items()})
+
+
+class _Settled(detect.Matched):
+    """A matched collective whose first arrival and last rank are computed once: its
+    arrivals no longer change, and the detector asks for them per rank (N times each)."""
+
+    @functools.cached_property
+    def first_us(self) -> float:
+        return min(self.arrivals_us.values())
+
+    @functools.cached_property
+    def last(self) -> int:
+        return max(self.arrivals_us, key=lambda r: (self.arrivals_us[r], r))
 
 
 def _clock(unix_s: float) -> str:
@@ -106,7 +120,8 @@ class Aggregator:
             self.summaries[rank] = summary
             self.matcher.add(rank, summary.arrivals, self.offset_us.get(self.host(rank), 0.0),
                              number)
-        self.detector.feed(self.matcher.close(number))
+        self.detector.feed(_Settled(m.group, m.seq, m.arrivals_us)
+                           for m in self.matcher.close(number))
         now = time.time()
         for change in self.detector.changes():
             self.agent.channel.send(self._finding(change, now).to_dict())
