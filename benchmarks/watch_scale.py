@@ -3,7 +3,7 @@ rank 0's real aggregation, round by round.
 
 Method. A TCPStore server as torchrun makes it (is_master, the libuv backend) runs in a process
 of its own. SENDERS processes, each speaking for H / SENDERS hosts through one real client
-connection, publish at the real interval (every agent's wall-clock grid) what those ranks'
+connection, make every round's payload before the run and publish it at the real interval (every agent's wall-clock grid) what those ranks'
 agents would: with ``--aggregate flat`` every rank's summary (``sum/<rank>``) and every rank's
 check of the stall key; with ``--aggregate hosts`` each host leader's record (its ranks'
 summaries merged and compressed by collscope.watch.levels.encode_record, one ``set`` per
@@ -130,19 +130,21 @@ def serve() -> None:
     sys.stdin.read()
 
 
-def send(shape: Shape, port: int, hosts: range, start: float) -> int:
-    """Publish, for ``hosts``, what their agents would, every round on the grid."""
+def prepare(shape: Shape, hosts: range, t0: float) -> list[tuple[list[tuple[str, Any]], int]]:
+    """Every round's payload for ``hosts`` (made before the run, so that the measured span
+    holds only the publishing): what their agents would set, and how many stall-key checks
+    they would make. Times count from ``t0``; rank 0 judges them only against each other."""
     from collscope.watch import exchange, levels
     from collscope.watch.agent import _with_previous
     from collscope.watch.summary import Summary
 
-    store = _client(port)
     rng = random.Random(hosts.start)
     previous: dict[int, Summary] = {}
-    base_us = int(start * 1e6)
+    base_us = int(t0 * 1e6)
     spacing_us = shape.interval_s * 1e6 / shape.collectives
+    rounds = []
     for round_ in range(1, shape.rounds + 1):
-        grid = start + round_ * shape.interval_s
+        grid = t0 + round_ * shape.interval_s
         payload: list[tuple[str, Any]] = []
         checks = 0
         for host in hosts:
@@ -169,13 +171,27 @@ def send(shape: Shape, port: int, hosts: range, start: float) -> int:
             else:
                 payload += [(exchange.summary_key(r), text) for r, text in texts]
                 checks += len(texts)
-        _sleep_until(grid)
+        rounds.append((payload, checks))
+    return rounds
+
+
+def send(shape: Shape, port: int, rounds: list[tuple[list[tuple[str, Any]], int]],
+         start: float) -> dict[str, int]:
+    """Publish every round's payload on the grid; the operations and payload bytes of the
+    measured rounds."""
+    from collscope.watch import exchange
+
+    store = _client(port)
+    payload_bytes = 0
+    for round_, (payload, checks) in enumerate(rounds, 1):
+        _sleep_until(start + round_ * shape.interval_s)
         store.counting = round_ > shape.warmup
         for key, value in payload:
             store.set(key, value)
         for _ in range(checks):
             store.check([exchange.HANG_KEY])
-    return store.ops
+        payload_bytes += store.counting * sum(len(v) for _, v in payload)
+    return {"ops": store.ops, "payload_bytes": payload_bytes}
 
 
 def rank0(shape: Shape, port: int, start: float, folder: str) -> dict[str, Any]:
@@ -255,8 +271,9 @@ def measure(shape: Shape, senders: int) -> dict[str, Any]:
     shape_json = json.dumps(asdict(shape))
     per = -(-shape.hosts // senders)
     with tempfile.TemporaryDirectory(prefix="collscope-watch-scale-") as folder:
+        t0 = time.time()
         workers = [_role("sender", shape_json, port, str(i * per),
-                         str(min(shape.hosts, (i + 1) * per))) for i in range(senders)]
+                         str(min(shape.hosts, (i + 1) * per)), str(t0)) for i in range(senders)]
         workers.append(_role("rank0", shape_json, port, "0", "0", folder))
         for worker in workers:           # each says "ready" once torch is imported
             worker.stdout.readline()
@@ -286,8 +303,9 @@ def measure(shape: Shape, senders: int) -> dict[str, Any]:
         "rank0_rss_mib": round(zero["rss_mib"], 1),
         "rank0_rss_growth_mib": round(zero["rss_mib"] - zero["rss_before_mib"], 1),
         "window_records_per_round": round(zero["windows_per_round"], 1),
-        "store_ops_per_s": round(sum(r if isinstance(r, int) else r["ops"]
-                                     for r in results) / span, 1),
+        "store_ops_per_s": round(sum(r["ops"] for r in results) / span, 1),
+        # what the leaders (or ranks) set, per s; rank 0 reads it all back once per round
+        "payload_bytes_per_s": round(sum(r["payload_bytes"] for r in results[:-1]) / span),
         "store_bytes_per_s": round((after[0] - before[0] + after[1] - before[1]) / span),
         "store_bytes_in_per_s": round((after[0] - before[0]) / span),
         "store_bytes_out_per_s": round((after[1] - before[1]) / span),
@@ -306,12 +324,13 @@ def _child(argv: list[str]) -> None:
     shape, port = Shape(**json.loads(argv[1])), int(argv[2])
     import torch.distributed  # noqa: F401  (imported before "ready": start-up is not measured)
 
-    print("ready", flush=True)
-    start = float(sys.stdin.readline())
     if role == "sender":
-        print(json.dumps(send(shape, port, range(int(argv[3]), int(argv[4])), start)))
+        rounds = prepare(shape, range(int(argv[3]), int(argv[4])), float(argv[5]))
+        print("ready", flush=True)
+        print(json.dumps(send(shape, port, rounds, float(sys.stdin.readline()))))
     else:
-        print(json.dumps(rank0(shape, port, start, argv[5])))
+        print("ready", flush=True)
+        print(json.dumps(rank0(shape, port, float(sys.stdin.readline()), argv[5])))
 
 
 def main() -> None:
@@ -333,7 +352,7 @@ def main() -> None:
     args = parser.parse_args()
     out = args.json.open("w") if args.json else None
     print(f"{'aggregate':9} {'ranks':>6} {'hosts':>5} {'p50 s':>7} {'p99 s':>7} {'rank0 CPU':>9} "
-          f"{'RSS MiB':>8} {'ops/s':>8} {'store B/s':>10} {'store CPU':>9} straggler",
+          f"{'RSS MiB':>8} {'ops/s':>8} {'store B/s':>10} {'set B/s':>9} {'store CPU':>9} straggler",
           flush=True)
     for aggregate in args.aggregate:
         for ranks in args.ranks:
@@ -343,7 +362,8 @@ def main() -> None:
             print(f"{aggregate:9} {ranks:>6} {shape.hosts:>5} {record['round_p50_s']:>7.3f} "
                   f"{record['round_p99_s']:>7.3f} {record['rank0_cpu_share']:>8.1%} "
                   f"{record['rank0_rss_mib']:>8.0f} {record['store_ops_per_s']:>8.0f} "
-                  f"{record['store_bytes_per_s']:>10,} {record['store_cpu_share']:>8.1%} "
+                  f"{record['store_bytes_per_s']:>10,} {record['payload_bytes_per_s']:>9,} "
+                  f"{record['store_cpu_share']:>8.1%} "
                   f"{'named' if record['straggler_named'] else 'NOT named'}"
                   f"{' (also ' + str(record['named']) + ')' if len(record['named']) > 1 else ''}"
                   f" load {record['load_avg_1m']}", flush=True)

@@ -290,14 +290,18 @@ class HostRecords:
         blobs = self.store.multi_get([host_record_key(h) for h in hosts]) if hosts else []
         found: dict[int, Summary] = {}
         ages = {h: now - self.since for h in self.hosts}
-        merged: set[str] = set()            # hosts whose leader has merged at least once
+        merged_at: dict[str, float] = {}
         for host, blob in zip(hosts, blobs):
             at, _, interval_s, summaries = decode_record(blob)
             if interval_s:
                 self.interval_s = max(self.interval_s, interval_s)
-                ages[host] = now - at
-                merged.add(host)
+                merged_at[host] = at
             found.update(summaries)
+        # A leader's age counts from the newest merge read (rank 0's own, as its host's
+        # leader, made just before): a rank 0 that reads late finds no leader stale.
+        newest = max(merged_at.values(), default=now)
+        ages.update((host, newest - at) for host, at in merged_at.items())
+        merged = set(merged_at)
         limit = STALE_INTERVALS * self.interval_s
         stale = {h for h, age in ages.items() if age > limit}
         # every rank of a host whose leader stopped, and ranks a real merge lacks; before a
