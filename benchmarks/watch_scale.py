@@ -3,7 +3,8 @@ rank 0's real aggregation, round by round.
 
 Method. A TCPStore server as torchrun makes it (is_master, the libuv backend) runs in a process
 of its own. SENDERS processes, each speaking for H / SENDERS hosts through one real client
-connection, make every round's payload before the run and publish it at the real interval (every agent's wall-clock grid) what those ranks'
+connection, make every round's payload before the run and publish it at the real interval
+(every agent's wall-clock grid): what those ranks'
 agents would: with ``--aggregate flat`` every rank's summary (``sum/<rank>``) and every rank's
 check of the stall key; with ``--aggregate hosts`` each host leader's record (its ranks'
 summaries merged and compressed by collscope.watch.levels.encode_record, one ``set`` per
@@ -352,7 +353,8 @@ def main() -> None:
     args = parser.parse_args()
     out = args.json.open("w") if args.json else None
     print(f"{'aggregate':9} {'ranks':>6} {'hosts':>5} {'p50 s':>7} {'p99 s':>7} {'rank0 CPU':>9} "
-          f"{'RSS MiB':>8} {'ops/s':>8} {'store B/s':>10} {'set B/s':>9} {'store CPU':>9} straggler",
+          f"{'RSS MiB':>8} {'ops/s':>8} {'store B/s':>10} {'set B/s':>9} {'store CPU':>9} "
+          "straggler",
           flush=True)
     for aggregate in args.aggregate:
         for ranks in args.ranks:
