@@ -66,7 +66,11 @@ class Summary:
 
     @classmethod
     def decode(cls, text: str | bytes) -> Summary:
-        data = json.loads(text)
+        return cls.from_data(json.loads(text))
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> Summary:
+        """A summary from its decoded JSON (a host leader's record carries them whole)."""
         arrivals: dict[str, list[tuple[int, int]]] = {}
         for group, runs in data.get("g", {}).items():
             items = arrivals.setdefault(group, [])
