@@ -232,16 +232,22 @@ class HostLink:
                        encode_record(now, self.rank, interval_s, list(zip(ranks, texts))))
         self.local.set(BEAT_KEY, f"{now:.3f} {interval_s:g}")
         if self.hang_seen:
-            waiting = [h.rank for h in self.members if h.rank not in self._passed]
-            done = [r for r, ok in zip(waiting, present(
-                self.local, [dumped_key(r) for r in waiting])) if ok]
-            if done:
-                _pass_on(self.store, done)
-                self._passed.update(done)
+            self.pass_dumps()
+
+    def pass_dumps(self) -> None:
+        """The leader: pass on its host's ranks that dumped since it last looked."""
+        waiting = [h.rank for h in self.members if h.rank not in self._passed]
+        done = [r for r, ok in zip(waiting, present(
+            self.local, [dumped_key(r) for r in waiting])) if ok]
+        if done:
+            _pass_on(self.store, done)
+            self._passed.update(done)
 
     def source(self, hellos: Sequence[Hello], say: Callable[[str, str], None],
                interval_s: float) -> HostRecords:
-        return HostRecords(self.store, self.hosts, say, interval_s)
+        # rank 0 leads its own host: while it waits for the dumps it passes its host's on
+        return HostRecords(self.store, self.hosts, say, interval_s,
+                           self.pass_dumps if self.leader else None)
 
     def close(self) -> None:
         """The job is ending: our host keys go (the agent removes the rest), then the host
@@ -273,8 +279,10 @@ class HostRecords:
     by polling one counter."""
 
     def __init__(self, store: Any, hosts: dict[str, list[Hello]],
-                 say: Callable[[str, str], None], interval_s: float) -> None:
+                 say: Callable[[str, str], None], interval_s: float,
+                 pass_own: Callable[[], None] | None = None) -> None:
         self.store, self.hosts, self._say = store, hosts, say
+        self._pass_own = pass_own       # rank 0's own host's dumps (it is their leader)
         self.ready: set[str] = set()
         self.since: float | None = None     # the first read (a leader's age counts from it)
         self.interval_s = interval_s        # the longest interval a leader merges at
@@ -335,8 +343,12 @@ class HostRecords:
 
     def dumped(self, ranks: Sequence[int], deadline_s: float) -> list[int]:
         end = time.monotonic() + deadline_s
-        while int(self.store.add(DUMPED_COUNT_KEY, 0)) < len(ranks) and \
-                time.monotonic() < end:
+        while True:
+            if self._pass_own is not None:
+                self._pass_own()
+            if int(self.store.add(DUMPED_COUNT_KEY, 0)) >= len(ranks) or \
+                    time.monotonic() >= end:
+                break
             time.sleep(POLL_S)
         if not self.store.check([DUMPED_KEY]):
             return []
