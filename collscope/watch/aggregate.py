@@ -136,7 +136,9 @@ class Aggregator:
         self.offset_us: dict[str, float] = {}
         self.rounds = Rounds(range(agent.world_size))
         self.source: Any = None
+        self._host_of: dict[int, str] = {}
         self._turn = 0
+        self._waits: dict[tuple[str, int], float] = {}    # a window collective's wait caused
         self.collected = False
         self.clocks = Clocks(None, lambda: None, {}, lambda: True)   # begin() makes the real one
 
@@ -144,6 +146,7 @@ class Aggregator:
         """``source``: where the summaries come from (exchange.FlatSource, the default, or
         levels.HostRecords); the matcher gets the same summaries from either."""
         self.hellos = {h.rank: h for h in hellos}
+        self._host_of = {h.rank: h.host for h in hellos}
         self.rounds = Rounds(sorted(self.hellos))
         self.source = source or exchange.FlatSource(self.store, sorted(self.hellos))
         lead = exchange.leaders(hellos)
@@ -183,14 +186,14 @@ class Aggregator:
         if clock is not None:
             self.offset_us = dict(self.clocks.offset_us)
             self.agent.channel.send(clock.to_dict())
+        offsets, host_of = self.offset_us, self._host_of
         changes = self.rounds.take_decoded(self.source.summaries(),
-                                           lambda r: self.offset_us.get(self.host(r), 0.0), number)
+                                           lambda r: offsets.get(host_of.get(r), 0.0), number)
         now = time.time()
         for change in changes:
             self.agent.channel.send(finding(change, now, self.host, self._local,
                                             self.rounds.detector.members).to_dict())
-        for record in self._windows(now):
-            self.agent.channel.send(record.to_dict())
+        self.agent.channel.send_many([record.to_dict() for record in self._windows(now)])
         if not self.collected and self.store.check([exchange.HANG_KEY]):
             self._collect()
 
@@ -198,6 +201,7 @@ class Aggregator:
         out = []
         detector = self.rounds.detector
         active = detector.active
+        kept: dict[tuple[str, int], float] = {}
         for group in sorted(detector.history):
             window = detector.window(group)
             if not window:
@@ -208,7 +212,7 @@ class Aggregator:
             lasts = [m.last for m in window]
             waits: dict[int, float] = {}
             for m, last in zip(window, lasts):
-                waits[last] = waits.get(last, 0.0) + m.wait_caused_ms(last)
+                waits[last] = waits.get(last, 0.0) + self._wait_caused(m, last, kept)
             for rank in self._window_ranks(sorted(window[-1].arrivals_us), lasts, active):
                 summary = self.rounds.summaries.get(rank)
                 pending = summary.pending if summary else None
@@ -222,7 +226,16 @@ class Aggregator:
                     (group, rank) in active,
                     *_bandwidth(summary.timed.get(group) if summary else None)))
         self._turn += WINDOW_RECORDS_PER_ROUND
+        self._waits = kept
         return out
+
+    def _wait_caused(self, m: Any, last: int, kept: dict[tuple[str, int], float]) -> float:
+        """A window collective's wait caused by its last rank, summed over every member once
+        (it stays in the window for rounds; the sum is O(members))."""
+        key = (m.group, m.seq)
+        wait = self._waits.get(key)
+        kept[key] = wait = m.wait_caused_ms(last) if wait is None else wait
+        return wait
 
     def _window_ranks(self, ranks: list[int], lasts: list[int],
                       active: set[tuple[str, int]]) -> list[int]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any
 
 from collscope.watch.bandwidth import Timed
@@ -76,9 +77,9 @@ class Summary:
             items = arrivals.setdefault(group, [])
             us = int(data["b"])
             for first, deltas in runs:
-                for offset, delta in enumerate(deltas):
-                    us += int(delta)
-                    items.append((int(first) + offset, us))
+                times = list(accumulate(map(int, deltas), initial=us))
+                us = times[-1]
+                items.extend(zip(range(int(first), int(first) + len(deltas)), times[1:]))
         p = data.get("p")
         pending = Pending(str(p[0]), str(p[1]), int(p[2]), float(p[3])) if p else None
         timed = {g: (int(n), {op: Timed(int(c), int(b), float(us))
