@@ -24,12 +24,13 @@ whether its ranks are still seen.
 from __future__ import annotations
 
 import datetime
-import json
 import socket
 import time
 import zlib
 from collections.abc import Callable, Sequence
 from typing import Any
+
+import msgspec
 
 from collscope.watch.exchange import (
     CLOCK_WAIT_S,
@@ -40,7 +41,7 @@ from collscope.watch.exchange import (
     present,
     summary_key,
 )
-from collscope.watch.summary import Summary
+from collscope.watch.summary import Summary, Wire
 
 HOSTS_KEY = "hosts"             # one line per host, appended by its first rank to join
 JOINED_KEY = "joined"           # ranks joined (a counter)
@@ -84,10 +85,22 @@ def encode_record(now: float, leader: int, interval_s: float,
                          .encode(), COMPRESS_LEVEL)
 
 
+class _Record(msgspec.Struct):
+    """A host record as encode_record writes it."""
+
+    time: float = msgspec.field(name="t")
+    leader: int = msgspec.field(name="l")
+    interval_s: float = msgspec.field(name="i")
+    summaries: dict[int, Wire] = msgspec.field(name="s")
+
+
+_RECORD = msgspec.json.Decoder(_Record)
+
+
 def decode_record(blob: bytes) -> tuple[float, int, float, dict[int, Summary]]:
-    data = json.loads(zlib.decompress(blob))
-    return (float(data["t"]), int(data["l"]), float(data["i"]),
-            {int(rank): Summary.from_data(s) for rank, s in data["s"].items()})
+    record = _RECORD.decode(zlib.decompress(blob))
+    return (record.time, record.leader, record.interval_s,
+            {rank: Summary.from_wire(wire) for rank, wire in record.summaries.items()})
 
 
 def host_store(port_wanted: int = 0) -> tuple[Any, int]:
@@ -323,7 +336,7 @@ class HostRecords:
         self._judge({h: ages[h] for h in stale}, set(direct))
         for host in set(self.stopped) - stale:
             del self.stopped[host]
-        return sorted(found.items())
+        return list(found.items())      # the matcher takes them in any order
 
     def _judge(self, stale: dict[str, float], direct: set[int]) -> None:
         """Say once when a host's leader stops, and whether its ranks are still seen."""
