@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from collscope.records.watch import StallRecord, StragglerFinding, WatchJobRecord, WatchWindowRecord
+from collscope.runtime.gc_pause import gc_paused
 from collscope.versions import library_versions
 from collscope.watch import detect, dumps, exchange
 from collscope.watch.bandwidth import Timed
@@ -68,8 +69,11 @@ class Rounds:
         """``summaries``: (rank, summary) as a source read them this round (every rank's
         key, exchange.FlatSource, or one record per host, levels.HostRecords)."""
         for rank, summary in summaries:
-            self.summaries[rank] = summary
             self.matcher.add(rank, summary.arrivals, offset_us(rank), number)
+            # kept for the window records only: without its arrivals (matched now), a
+            # round's thousands of (seq, us) pairs are not held until the next round
+            summary.arrivals = {}
+            self.summaries[rank] = summary
         self.detector.feed(self.matcher.close(number))
         return self.detector.changes()
 
@@ -187,13 +191,17 @@ class Aggregator:
             self.offset_us = dict(self.clocks.offset_us)
             self.agent.channel.send(clock.to_dict())
         offsets, host_of = self.offset_us, self._host_of
-        changes = self.rounds.take_decoded(self.source.summaries(),
-                                           lambda r: offsets.get(host_of.get(r), 0.0), number)
-        now = time.time()
-        for change in changes:
-            self.agent.channel.send(finding(change, now, self.host, self._local,
-                                            self.rounds.detector.members).to_dict())
-        self.agent.channel.send_many([record.to_dict() for record in self._windows(now)])
+        # The collector paused for the round: what it decodes lives for the round only, and
+        # at thousands of ranks the collections it set off (full passes over the job's every
+        # object) cost rank 0 a fifth of its CPU at 4,096 ranks (benchmarks/watch_scale.py)
+        with gc_paused():
+            changes = self.rounds.take_decoded(
+                self.source.summaries(), lambda r: offsets.get(host_of.get(r), 0.0), number)
+            now = time.time()
+            for change in changes:
+                self.agent.channel.send(finding(change, now, self.host, self._local,
+                                                self.rounds.detector.members).to_dict())
+            self.agent.channel.send_many([record.to_dict() for record in self._windows(now)])
         if not self.collected and self.store.check([exchange.HANG_KEY]):
             self._collect()
 
