@@ -23,7 +23,7 @@ from typing import Any
 
 from collscope.records.watch import AgentCostRecord, NoticeRecord
 from collscope.runtime import flight_recorder
-from collscope.watch import bandwidth, dumps, exchange
+from collscope.watch import bandwidth, dumps, exchange, levels
 from collscope.watch.config import CHANNEL_ENV, AgentSettings
 from collscope.watch.flight import DEFAULT_BUFFER_ENTRIES, FlightReader
 from collscope.watch.summary import Counter, Summary, summarise
@@ -103,6 +103,13 @@ class Channel:
         with open(self.path, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(record, separators=(",", ":")) + "\n")
 
+    def send_many(self, records: list[dict[str, Any]]) -> None:
+        """Records without a title (a round's window records), in one write."""
+        if self.path is None or not records:
+            return
+        with open(self.path, "a", encoding="utf-8") as handle:
+            handle.write("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records))
+
 
 class Agent:
     def __init__(self, rank: int, world_size: int, backend: str, default_store: Any,
@@ -131,6 +138,7 @@ class Agent:
         self.dumped = False
         self._previous: Summary | None = None
         self.aggregator: Any = None
+        self.link: Any = None            # exchange.FlatLink or levels.HostLink
         self.clock_leader = False        # measures its host's clock for rank 0
         self.clock_epoch = 0             # the newest clock exchange it answered
         self.clock_ns = time.time_ns     # the clock it measures
@@ -181,18 +189,15 @@ class Agent:
 
     def _setup(self) -> None:
         self.store = exchange.connect(self._default_store, exchange.prefix(os.environ))
-        self.store.set(exchange.summary_key(self.rank), Summary(0, time.time()).encode())
-        self.store.set(exchange.hello_key(self.rank), self.hello.encode())
+        link = levels.HostLink if self.settings.aggregate == "hosts" else exchange.FlatLink
+        self.link = link(self.store, self.hello, self.world_size, self._stop.is_set)
+        hellos = self.link.join(Summary(0, time.time()).encode(), HELLO_WAIT_S)
         if self.rank == 0:
             from collscope.watch.aggregate import Aggregator
 
             self.aggregator = Aggregator(self)
-        keys = [exchange.hello_key(r) for r in range(self.world_size)]
-        exchange.wait_for(self.store, keys, HELLO_WAIT_S, self._stop.is_set)
-        here = [k for k, ok in zip(keys, exchange.present(self.store, keys)) if ok]
-        hellos = [exchange.Hello.decode(t) for t in self.store.multi_get(here)] if here else []
-        if self.aggregator is not None:
-            self.aggregator.begin(hellos)
+            self.aggregator.begin(hellos, self.link.source(hellos, self._notice,
+                                                            self.settings.interval_s))
         else:
             lead = exchange.leaders(hellos)
             host0 = next((h.host for h in hellos if h.rank == 0), None)
@@ -221,15 +226,18 @@ class Agent:
                             bandwidth.tally(read.timed, read.group_sizes))
         published = _with_previous(summary, self._previous)
         self._previous = summary
-        self.store.set(exchange.summary_key(self.rank), published.encode())
+        self.link.publish(published.encode(), now, self.interval_s)
         pending = summary.pending
         if not self.dumped and pending is not None and \
                 pending.age_s >= self.settings.hang_after_s:
             self.store.compare_set(exchange.HANG_KEY, "", json.dumps(
                 {"rank": self.rank, "group": pending.group, "collective": pending.collective,
                  "seq": pending.seq, "pending_s": pending.age_s, "time": now}))
-        if not self.dumped and self.store.check([exchange.HANG_KEY]):
+        if not self.dumped and self.link.hang_flagged():
             self._dump()
+        if self.link.leader and not self._stop.wait(min(levels.LEAD_AFTER_S,
+                                                        self.interval_s / 8)):
+            self.link.lead(time.time(), self.interval_s)     # its host's ranks have published
         if self.aggregator is not None:
             # the other ranks publish at this same grid point: read them once they have
             if not self._stop.wait(min(AGGREGATE_AFTER_S, self.interval_s / 4)):
@@ -245,12 +253,15 @@ class Agent:
         row = self.recorder.release
         return row.buffer_variable if row else flight_recorder.FR_BUFFER
 
+    def _notice(self, about: str, title: str) -> None:
+        self.channel.send(NoticeRecord(time.time(), self.rank, about, title).to_dict())
+
     def _dump(self) -> None:
         self.dumped = True
         dumps.write_rank_dump(self.settings.dump_dir, self.rank,
                               None if self.fr_info["reads"] == MAIN_THREAD else
                               self.recorder.dump_pickle)
-        self.store.set(exchange.dumped_key(self.rank), "1")
+        self.link.mark_dumped()
         self.channel.send({"kind": "watch_dumped", "rank": self.rank, "time": time.time(),
                            "dump_dir": self.settings.dump_dir})
 
@@ -269,6 +280,8 @@ class Agent:
                     if self.aggregator is not None else [])
                 for key in keys:
                     self.store.delete_key(key)
+                if self.link is not None:
+                    self.link.close()
         except Exception:  # noqa: BLE001 (the store may be gone with the job)
             pass
         finally:

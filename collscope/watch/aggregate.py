@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from collscope.records.watch import StallRecord, StragglerFinding, WatchJobRecord, WatchWindowRecord
+from collscope.runtime.gc_pause import gc_paused
 from collscope.versions import library_versions
 from collscope.watch import detect, dumps, exchange
 from collscope.watch.bandwidth import Timed
@@ -27,6 +28,9 @@ from collscope.watch.match import Matcher
 from collscope.watch.summary import Summary
 
 DUMP_DEADLINE_S = 8.0
+# The most watch_window records rank 0 writes per round and group (at thousands of ranks,
+# one per rank every round would cost rank 0 more than the whole aggregation).
+WINDOW_RECORDS_PER_ROUND = 128
 
 
 def _bandwidth(timed: tuple[int, dict[str, Timed]] | None) -> tuple[Any, ...]:
@@ -57,10 +61,19 @@ class Rounds:
 
     def take(self, texts: Sequence[str | bytes], ranks: Sequence[int],
              offset_us: Callable[[int], float], number: int) -> list[detect.Change]:
-        for rank, text in zip(ranks, texts):
-            summary = Summary.decode(text)
-            self.summaries[rank] = summary
+        return self.take_decoded(((r, Summary.decode(t)) for r, t in zip(ranks, texts)),
+                                 offset_us, number)
+
+    def take_decoded(self, summaries: Iterable[tuple[int, Summary]],
+                     offset_us: Callable[[int], float], number: int) -> list[detect.Change]:
+        """``summaries``: (rank, summary) as a source read them this round (every rank's
+        key, exchange.FlatSource, or one record per host, levels.HostRecords)."""
+        for rank, summary in summaries:
             self.matcher.add(rank, summary.arrivals, offset_us(rank), number)
+            # kept for the window records only: without its arrivals (matched now), a
+            # round's thousands of (seq, us) pairs are not held until the next round
+            summary.arrivals = {}
+            self.summaries[rank] = summary
         self.detector.feed(self.matcher.close(number))
         return self.detector.changes()
 
@@ -127,12 +140,20 @@ class Aggregator:
         self.hellos: dict[int, exchange.Hello] = {}
         self.offset_us: dict[str, float] = {}
         self.rounds = Rounds(range(agent.world_size))
+        self.source: Any = None
+        self._host_of: dict[int, str] = {}
+        self._turn = 0
+        self._waits: dict[tuple[str, int], float] = {}    # a window collective's wait caused
         self.collected = False
         self.clocks = Clocks(None, lambda: None, {}, lambda: True)   # begin() makes the real one
 
-    def begin(self, hellos: list[exchange.Hello]) -> None:
+    def begin(self, hellos: list[exchange.Hello], source: Any = None) -> None:
+        """``source``: where the summaries come from (exchange.FlatSource, the default, or
+        levels.HostRecords); the matcher gets the same summaries from either."""
         self.hellos = {h.rank: h for h in hellos}
+        self._host_of = {h.rank: h.host for h in hellos}
         self.rounds = Rounds(sorted(self.hellos))
+        self.source = source or exchange.FlatSource(self.store, sorted(self.hellos))
         lead = exchange.leaders(hellos)
         host0 = self.hellos[0].host if 0 in self.hellos else ""
         followers = {rank: host for host, rank in lead.items() if host != host0}
@@ -170,16 +191,18 @@ class Aggregator:
         if clock is not None:
             self.offset_us = dict(self.clocks.offset_us)
             self.agent.channel.send(clock.to_dict())
-        ranks = sorted(self.hellos)
-        texts = self.store.multi_get([exchange.summary_key(r) for r in ranks]) if ranks else []
-        changes = self.rounds.take(texts, ranks,
-                                   lambda r: self.offset_us.get(self.host(r), 0.0), number)
-        now = time.time()
-        for change in changes:
-            self.agent.channel.send(finding(change, now, self.host, self._local,
-                                            self.rounds.detector.members).to_dict())
-        for record in self._windows(now):
-            self.agent.channel.send(record.to_dict())
+        offsets, host_of = self.offset_us, self._host_of
+        # The collector paused for the round: what it decodes lives for the round only, and
+        # at thousands of ranks the collections it set off (full passes over the job's every
+        # object) cost rank 0 a fifth of its CPU at 4,096 ranks (benchmarks/watch_scale.py)
+        with gc_paused():
+            changes = self.rounds.take_decoded(
+                self.source.summaries(), lambda r: offsets.get(host_of.get(r, ""), 0.0), number)
+            now = time.time()
+            for change in changes:
+                self.agent.channel.send(finding(change, now, self.host, self._local,
+                                                self.rounds.detector.members).to_dict())
+            self.agent.channel.send_many([record.to_dict() for record in self._windows(now)])
         if not self.collected and self.store.check([exchange.HANG_KEY]):
             self._collect()
 
@@ -187,21 +210,56 @@ class Aggregator:
         out = []
         detector = self.rounds.detector
         active = detector.active
+        kept: dict[tuple[str, int], float] = {}
         for group in sorted(detector.history):
             window = detector.window(group)
-            for rank in sorted(window[-1].arrivals_us) if window else []:
+            if not window:
+                continue
+            # each collective's first arrival, last rank and its wait caused, once (per
+            # rank they would cost a pass over every member: N^2 at N ranks)
+            firsts = [m.first_us for m in window]
+            lasts = [m.last for m in window]
+            waits: dict[int, float] = {}
+            for m, last in zip(window, lasts):
+                waits[last] = waits.get(last, 0.0) + self._wait_caused(m, last, kept)
+            for rank in self._window_ranks(sorted(window[-1].arrivals_us), lasts, active):
                 summary = self.rounds.summaries.get(rank)
                 pending = summary.pending if summary else None
                 out.append(WatchWindowRecord(
                     now, rank, self.host(rank), self._local(rank), group, len(window),
-                    round(statistics.median(m.lateness_ms(rank) for m in window), 3),
-                    sum(m.last == rank for m in window),
-                    round(sum(m.wait_caused_ms(rank) for m in window), 3),
+                    round(statistics.median((m.arrivals_us[rank] - first) / 1000
+                                            for m, first in zip(window, firsts)), 3),
+                    lasts.count(rank), round(waits.get(rank, 0.0), 3),
                     dict(summary.completed.get(group, {})) if summary else {},
                     pending.age_s if pending else None,
                     (group, rank) in active,
                     *_bandwidth(summary.timed.get(group) if summary else None)))
+        self._turn += WINDOW_RECORDS_PER_ROUND
+        self._waits = kept
         return out
+
+    def _wait_caused(self, m: Any, last: int, kept: dict[tuple[str, int], float]) -> float:
+        """A window collective's wait caused by its last rank, summed over every member once
+        (it stays in the window for rounds; the sum is O(members))."""
+        key = (m.group, m.seq)
+        wait = self._waits.get(key)
+        kept[key] = wait = m.wait_caused_ms(last) if wait is None else wait
+        return wait
+
+    def _window_ranks(self, ranks: list[int], lasts: list[int],
+                      active: set[tuple[str, int]]) -> list[int]:
+        """Every rank while they are few; beyond WINDOW_RECORDS_PER_ROUND a turning slice
+        (each rank's record renewed every N / WINDOW_RECORDS_PER_ROUND rounds) plus every
+        rank that entered a collective of the window last or is flagged, so the records
+        rank 0 writes per round stay bounded whatever the job's size."""
+        if len(ranks) <= WINDOW_RECORDS_PER_ROUND:
+            return ranks
+        start = self._turn % len(ranks)
+        chosen = set(ranks[start:start + WINDOW_RECORDS_PER_ROUND])
+        chosen.update(ranks[:max(0, start + WINDOW_RECORDS_PER_ROUND - len(ranks))])
+        chosen.update(lasts)
+        chosen.update(rank for _, rank in active)
+        return sorted(chosen.intersection(ranks))
 
     def _local(self, rank: int) -> int | None:
         hello = self.hellos.get(rank)
@@ -212,11 +270,7 @@ class Aggregator:
         self.collected = True
         info = json.loads(self.store.get(exchange.HANG_KEY))
         ranks = list(range(self.agent.world_size))
-        keys = [exchange.dumped_key(r) for r in ranks]
-        end = time.monotonic() + DUMP_DEADLINE_S
-        while not self.store.check(keys) and time.monotonic() < end:
-            time.sleep(exchange.POLL_S)
-        answered = [r for r, ok in zip(ranks, exchange.present(self.store, keys)) if ok]
+        answered = self.source.dumped(ranks, DUMP_DEADLINE_S)
         silent = [r for r in ranks if r not in answered]
         folder = self.agent.settings.dump_dir
         if silent:

@@ -24,6 +24,8 @@ from collscope.errors import UsageError
 
 OnHang = Literal["report", "kill"]
 ON_HANG_CHOICES: tuple[OnHang, ...] = ("report", "kill")
+Aggregate = Literal["hosts", "flat"]
+AGGREGATE_CHOICES: tuple[Aggregate, ...] = ("hosts", "flat")
 MIN_INTERVAL_S = 0.1
 # Below gloo's (30 min) and NCCL's (10 min) default collective timeouts, so a stall becomes a
 # post-mortem while every rank is still alive to dump.
@@ -48,6 +50,11 @@ class WatchConfig:
     dump_dir: str = flag("collscope-watch-dumps", "--dump-dir", metavar="DIR",
                          help="where each rank writes fr_trace_rank_<R> and stack_rank_<R>.json "
                               "on a stall")
+    aggregate: Aggregate = flag("hosts", "--aggregate", choices=AGGREGATE_CHOICES,
+                                help="hosts: each host's first rank merges its host's summaries "
+                                     "and rank 0 reads one record per host (rank 0's work and "
+                                     "the store's traffic grow with hosts); flat: rank 0 reads "
+                                     "every rank's")
     command: list[str] = command_flag("-- COMMAND ARGS",
                                       "the launch command (no shell), e.g. torchrun ... train.py")
     listen: tuple[str, int] | None = field(default=None, init=False)
@@ -62,6 +69,9 @@ class WatchConfig:
         if self.on_hang not in ON_HANG_CHOICES:
             raise invalid(self, "on_hang", f"{self.on_hang!r} is not one of "
                                           f"{', '.join(ON_HANG_CHOICES)}")
+        if self.aggregate not in AGGREGATE_CHOICES:
+            raise invalid(self, "aggregate", f"{self.aggregate!r} is not one of "
+                                             f"{', '.join(AGGREGATE_CHOICES)}")
         if self.json == "-":
             raise invalid(self, "json", "'-' (stdout) cannot be used: stdout is the job's own; "
                                         "give a FILE")
@@ -76,7 +86,7 @@ class WatchConfig:
 
     def agent_settings(self) -> AgentSettings:
         return AgentSettings(self.interval_s, self.hang_after_s,
-                             os.path.abspath(self.dump_dir))
+                             os.path.abspath(self.dump_dir), self.aggregate)
 
 
 @dataclass(frozen=True)
@@ -86,6 +96,7 @@ class AgentSettings:
     interval_s: float = 1.0
     hang_after_s: float = DEFAULT_HANG_AFTER_S
     dump_dir: str = "collscope-watch-dumps"
+    aggregate: str = "hosts"
 
     def to_env(self) -> str:
         return json.dumps(asdict(self))

@@ -129,7 +129,7 @@ class Hello:
         return json.dumps(self.__dict__)
 
     @classmethod
-    def decode(cls, text: bytes) -> Hello:
+    def decode(cls, text: str | bytes) -> Hello:
         return cls(**json.loads(text))
 
 
@@ -207,3 +207,67 @@ def drop_clock_keys(store: Any, epoch: int, followers: Sequence[int]) -> None:
     for key in [*master_clock_keys(epoch),
                 *(k for r in followers for k in follower_clock_keys(epoch, r))]:
         store.delete_key(key)
+
+
+class FlatSource:
+    """Rank 0's read of the flat exchange: every rank's summary key in one ``multi_get`` per
+    round (N keys), and on a stall every rank's dumped key."""
+
+    def __init__(self, store: Any, ranks: Sequence[int]) -> None:
+        self.store = store
+        self.ranks = sorted(ranks)
+
+    def summaries(self) -> list[tuple[int, Any]]:
+        from collscope.watch.summary import Summary
+
+        if not self.ranks:
+            return []
+        texts = self.store.multi_get([summary_key(r) for r in self.ranks])
+        return [(rank, Summary.decode(text)) for rank, text in zip(self.ranks, texts)]
+
+    def dumped(self, ranks: Sequence[int], deadline_s: float) -> list[int]:
+        keys = [dumped_key(r) for r in ranks]
+        end = time.monotonic() + deadline_s
+        while not self.store.check(keys) and time.monotonic() < end:
+            time.sleep(POLL_S)
+        return [r for r, ok in zip(ranks, present(self.store, keys)) if ok]
+
+
+class FlatLink:
+    """A rank's side of the flat exchange (``--aggregate flat``): its hello and summaries go
+    straight to the job's store, where rank 0 reads every rank's. The levelled exchange
+    (collscope.watch.levels.HostLink) has the same calls."""
+
+    leader = False        # no host leaders here: nobody merges for others
+
+    def __init__(self, store: Any, hello: Hello, world_size: int,
+                 stop: Callable[[], bool]) -> None:
+        self.store, self.hello, self.world_size, self._stop = store, hello, world_size, stop
+
+    def join(self, first_summary: str, wait_s: float) -> list[Hello]:
+        """Publish our hello; every hello that arrived within ``wait_s``."""
+        self.store.set(summary_key(self.hello.rank), first_summary)
+        self.store.set(hello_key(self.hello.rank), self.hello.encode())
+        keys = [hello_key(r) for r in range(self.world_size)]
+        wait_for(self.store, keys, wait_s, self._stop)
+        here = [k for k, ok in zip(keys, present(self.store, keys)) if ok]
+        return [Hello.decode(t) for t in self.store.multi_get(here)] if here else []
+
+    def publish(self, summary_text: str, now: float, interval_s: float) -> None:
+        self.store.set(summary_key(self.hello.rank), summary_text)
+
+    def hang_flagged(self) -> bool:
+        return bool(self.store.check([HANG_KEY]))
+
+    def mark_dumped(self) -> None:
+        self.store.set(dumped_key(self.hello.rank), "1")
+
+    def lead(self, now: float, interval_s: float) -> None:
+        """Nothing to merge for others in the flat exchange."""
+
+    def source(self, hellos: Sequence[Hello], say: Callable[[str, str], None],
+               interval_s: float) -> FlatSource:
+        return FlatSource(self.store, [h.rank for h in hellos])
+
+    def close(self) -> None:
+        """Nothing of its own to let go of (the agent removes its keys)."""

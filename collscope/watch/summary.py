@@ -14,7 +14,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any
+
+import msgspec
 
 from collscope.watch.bandwidth import Timed
 from collscope.watch.flight import Entry
@@ -29,6 +32,23 @@ class Pending:
     collective: str
     seq: int
     age_s: float
+
+
+class Wire(msgspec.Struct):
+    """A summary as :meth:`Summary.encode` writes it, decoded typed (msgspec): rank 0
+    decodes thousands of them a round from the host records."""
+
+    r: int
+    t: float
+    b: int
+    g: dict[str, list[tuple[int, list[int]]]]
+    c: dict[str, dict[str, int]]
+    p: tuple[str, str, int, float] | None = None
+    w: dict[str, tuple[int, dict[str, tuple[int, int, float]]]] = msgspec.field(
+        default_factory=dict)
+
+
+_WIRE = msgspec.json.Decoder(Wire)
 
 
 @dataclass
@@ -66,23 +86,23 @@ class Summary:
 
     @classmethod
     def decode(cls, text: str | bytes) -> Summary:
-        data = json.loads(text)
+        return cls.from_wire(_WIRE.decode(text))
+
+    @classmethod
+    def from_wire(cls, wire: Wire) -> Summary:
+        """A summary from its typed wire form (a host leader's record carries them whole)."""
         arrivals: dict[str, list[tuple[int, int]]] = {}
-        for group, runs in data.get("g", {}).items():
+        for group, runs in wire.g.items():
             items = arrivals.setdefault(group, [])
-            us = int(data["b"])
+            us = wire.b
             for first, deltas in runs:
-                for offset, delta in enumerate(deltas):
-                    us += int(delta)
-                    items.append((int(first) + offset, us))
-        p = data.get("p")
-        pending = Pending(str(p[0]), str(p[1]), int(p[2]), float(p[3])) if p else None
-        timed = {g: (int(n), {op: Timed(int(c), int(b), float(us))
-                              for op, (c, b, us) in ops.items()})
-                 for g, (n, ops) in data.get("w", {}).items()}
-        return cls(int(data["r"]), float(data["t"]), arrivals,
-                   {g: {op: int(n) for op, n in ops.items()} for g, ops in data["c"].items()},
-                   pending, timed)
+                times = list(accumulate(deltas, initial=us))
+                us = times[-1]
+                items.extend(zip(range(first, first + len(deltas)), times[1:]))
+        pending = Pending(*wire.p) if wire.p else None
+        timed = {g: (n, {op: Timed(c, b, us) for op, (c, b, us) in ops.items()})
+                 for g, (n, ops) in wire.w.items()}
+        return cls(wire.r, wire.t, arrivals, wire.c, pending, timed)
 
 
 def summarise(round_: int, now: float, new: Iterable[Entry], oldest: Entry | None,

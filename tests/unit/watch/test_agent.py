@@ -8,6 +8,7 @@ import json
 
 from collscope.watch.agent import Agent, Channel
 from collscope.watch.config import AgentSettings
+from collscope.watch.exchange import FlatLink
 from collscope.watch.flight import FlightReader
 from tests.conftest import fixture_path
 
@@ -19,6 +20,7 @@ def _agent(tmp_path, feed) -> Agent:
                   AgentSettings(interval_s=1.0, dump_dir=str(tmp_path / "dumps")),
                   Channel(str(tmp_path), 1))
     agent.store = agent._default_store
+    agent.link = FlatLink(agent.store, agent.hello, 2, lambda: False)
     agent.reader = FlightReader(lambda: next(feed))
     return agent
 
@@ -84,6 +86,7 @@ def test_an_old_nccl_torch_is_read_through_its_own_dump_functions(tmp_path, monk
     agent = _agent(tmp_path, iter([]))
     agent = Agent(1, 2, "nccl", agent._default_store, agent.settings, agent.channel)
     agent.store = agent._default_store
+    agent.link = FlatLink(agent.store, agent.hello, 2, lambda: False)
     assert agent.fr_info == {"variable": "TORCH_NCCL_TRACE_BUFFER_SIZE", "entries": "256",
                              "set_by": "collscope", "ignored": [], "torch": "2.6.0+rocm6.2",
                              "dump": "_dump_nccl_trace_json", "reads": "flight_recorder",
@@ -105,5 +108,6 @@ def test_a_buffer_of_zero_is_watched_from_the_main_thread(tmp_path, monkeypatch)
     assert fresh.fr_info["reads"] == "main_thread" and fresh.fr_info["set_by"] == "user"
     assert fresh.fr_info["why"] == "TORCH_FR_BUFFER_SIZE=0 keeps no entries"
     fresh.store = fresh._default_store
+    fresh.link = FlatLink(fresh.store, fresh.hello, 2, lambda: False)
     fresh._tick()                      # the test's main thread is in no collective
     assert not fresh.dumped

@@ -128,7 +128,7 @@ def test_rank_zeros_window_records_carry_each_collectives_busbw(tmp_path):
     store = dist.HashStore()
     # The fixtures' in-flight entry is days old by now: no stall may be declared over it.
     settings = AgentSettings(interval_s=1.0, hang_after_s=1e12,
-                             dump_dir=str(tmp_path / "dumps"))
+                             dump_dir=str(tmp_path / "dumps"), aggregate="flat")
     agents = [Agent(rank, 2, "nccl", store, settings, Channel(str(tmp_path), rank))
               for rank in (0, 1)]
     for agent in agents:
@@ -138,6 +138,7 @@ def test_rank_zeros_window_records_carry_each_collectives_busbw(tmp_path):
     follower, aggregator = agents[1], agents[0]
     follower.store = exchange.connect(store, exchange.prefix(os.environ))
     follower.store.set(exchange.hello_key(1), follower.hello.encode())
+    follower.link = exchange.FlatLink(follower.store, follower.hello, 2, lambda: False)
     aggregator._setup()
     for _ in range(3):
         follower._tick()
