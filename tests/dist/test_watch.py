@@ -17,64 +17,22 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO, cli_env, free_port, read_records
+from tests.dist.watch_jobs import DDP, JOB_TIMEOUT_S, Job, start, watch
+from tests.helpers import cli_env, free_port, read_records
 
 pytestmark = [pytest.mark.dist, pytest.mark.serial]   # judges lateness in ms
 
-SCRIPTS = REPO / "tests" / "dist" / "scripts"
-DDP = str(SCRIPTS / "watch_ddp.py")
-JOB_TIMEOUT_S = 150
 ALL_REDUCES = (r'collscope_watch_collectives_total\{{rank="{rank}",host="[^"]+",group="0",'
                r'collective="all_reduce"\}} [1-9]\d*')
-
-
-def watch(*flags: str) -> list[str]:
-    return [sys.executable, "-m", "collscope", "watch", *flags, "--"]
 
 
 def torchrun(ranks: int, script: str) -> list[str]:
     return [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(ranks),
             "--master-port", str(free_port()), script]
-
-
-@dataclass
-class Job:
-    process: subprocess.Popen[bytes]
-    out: Path
-    err: Path
-    started: float
-    returncode: int | None = None
-    ended: float = 0.0
-
-    def wait(self) -> Job:
-        try:
-            self.returncode = self.process.wait(timeout=JOB_TIMEOUT_S)
-        finally:
-            if self.process.poll() is None:
-                self.process.kill()
-        self.ended = time.time()
-        return self
-
-    @property
-    def stdout(self) -> str:
-        return self.out.read_text()
-
-    @property
-    def stderr(self) -> str:
-        return self.err.read_text()
-
-
-def start(folder: Path, name: str, argv: list[str], **env: str) -> Job:
-    out, err = folder / f"{name}.out", folder / f"{name}.err"
-    with out.open("wb") as stdout, err.open("wb") as stderr:
-        process = subprocess.Popen(argv, stdout=stdout, stderr=stderr, cwd=folder,
-                                   env=cli_env(**env))
-    return Job(process, out, err, time.time())
 
 
 def scrape_until_every_rank(job: Job, ranks: int) -> str:

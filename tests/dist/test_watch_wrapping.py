@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.dist.test_watch import SCRIPTS, Job, start, watch
+from tests.dist.watch_jobs import SCRIPTS, Job, start, watch
 from tests.helpers import REPO, free_port
 
 pytestmark = pytest.mark.dist
