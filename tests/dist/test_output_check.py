@@ -16,7 +16,7 @@ import pytest
 
 from tests.helpers import REPO, cli_env, free_port, read_records, run_cli
 
-pytestmark = [pytest.mark.dist, pytest.mark.serial]   # bounds the wall time of an agreement
+pytestmark = pytest.mark.dist
 BENCH = ["bench", "-b", "1K", "-e", "1K", "-n", "2", "-w", "1", "--backend", "gloo",
          "--timeout", "20"]
 MISSING = "/nonexistent-collscope/dir/out.jsonl"
@@ -42,6 +42,7 @@ def _two_ranks(per_rank_args: list[list[str]], nodes: int = 1) -> list[tuple[int
     return [(rank.returncode, err) for rank, (_out, err) in zip(ranks, outputs)]
 
 
+@pytest.mark.serial   # bounds the wall time of an agreement
 def test_unwritable_output_ends_every_rank_with_exit_2_and_one_line():
     started = time.monotonic()
     (code0, err0), (code1, err1) = _two_ranks([[*BENCH, "--json", MISSING]] * 2)
@@ -67,6 +68,7 @@ TRAIN = ["train", "--hidden", "32", "--layers", "1", "--heads", "2", "--seq-len"
 UNWRITABLE = "/proc/collscope-traces"
 
 
+@pytest.mark.serial   # bounds the wall time of an agreement
 def test_each_node_checks_the_trace_folder_its_ranks_write(tmp_path: Path):
     # Every rank writes its trace on its own node, so each node's local rank 0 checks the
     # folder: here it exists on node 0 only, and every rank exits 2 before training.

@@ -6,9 +6,10 @@ import pytest
 
 from tests.helpers import read_records, run_cli, usage_error_in_process
 
-pytestmark = [pytest.mark.dist, pytest.mark.serial]   # judges overlap
+pytestmark = pytest.mark.dist
 
 
+@pytest.mark.serial   # judges overlap
 def test_overlap_reports_three_times_and_a_sane_efficiency(tmp_path):
     out = tmp_path / "overlap.jsonl"
     # A matmul and a message of a few milliseconds each on this kind of machine: comparable,

@@ -16,7 +16,7 @@ import pytest
 from collscope.runtime.spawn import death_message, process_memory
 from tests.helpers import REPO, cli_env, local_rank_pids, run_cli
 
-pytestmark = [pytest.mark.dist, pytest.mark.serial]   # bounds how soon every rank is gone
+pytestmark = pytest.mark.dist
 MARKER = "CS_TEST_MARKER"
 
 
@@ -59,6 +59,7 @@ def _our_processes(marker: str) -> list[int]:
     return found
 
 
+@pytest.mark.serial   # bounds how soon every rank is gone
 def test_bench_piped_into_head_ends_quietly_and_leaves_no_rank():
     marker = uuid.uuid4().hex
     proc = subprocess.Popen([sys.executable, "-m", "collscope", "bench", "-e", "64M"],
@@ -113,6 +114,7 @@ def _memory_cgroup(limit_bytes: int) -> Path | None:
     return None
 
 
+@pytest.mark.serial   # races rank 1 to the cgroup before it allocates
 def test_rank_in_a_memory_limited_cgroup_is_named_with_its_signal():
     # Charged from the move on: room for the rendezvous (and for torch, ~200 MiB, in a rank
     # that imports it itself rather than sharing its forked parent's), not for the larger

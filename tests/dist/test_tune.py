@@ -12,7 +12,7 @@ import pytest
 
 from tests.helpers import REPO, cli_env, read_records, run_cli
 
-pytestmark = [pytest.mark.dist, pytest.mark.serial]   # compares the speed of configurations
+pytestmark = pytest.mark.dist
 SCRIPTS = REPO / "tests" / "dist" / "scripts"
 sys.path.insert(0, str(REPO / "benchmarks"))
 
@@ -46,6 +46,7 @@ def tune_on_cluster(rates: tuple[str, str], tmp_path, *extra: str, rounds: int =
     return proc, read_records(out), elapsed, cluster
 
 
+@pytest.mark.serial   # compares the speed of configurations
 def test_tune_picks_the_faster_interface_with_an_interval_above_one(tmp_path):
     env_out = tmp_path / "best.env"
     proc, records, elapsed, cluster = tune_on_cluster((FAST, SLOW), tmp_path,
@@ -69,6 +70,7 @@ def test_tune_picks_the_faster_interface_with_an_interval_above_one(tmp_path):
     assert elapsed < 120, elapsed
 
 
+@pytest.mark.serial   # compares the speed of configurations
 def test_tune_with_two_equal_interfaces_finds_nothing_beyond_noise(tmp_path):
     # 3 rounds, as the picking test above: fewer would only widen the intervals, which makes
     # "no winner" easier to get for the wrong reason. (Picking with 3: the ~10x interface's
@@ -84,6 +86,7 @@ def test_tune_with_two_equal_interfaces_finds_nothing_beyond_noise(tmp_path):
     assert elapsed < 120, elapsed
 
 
+@pytest.mark.serial   # bounds how soon a hung trial ends
 def test_a_hanging_configuration_is_recorded_failed_and_the_sweep_completes(tmp_path):
     """NCCL_ALGO does nothing on gloo: the wrapper plants a hang in the Tree trials."""
     out = tmp_path / "tune.jsonl"

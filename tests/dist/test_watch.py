@@ -1,14 +1,13 @@
-"""`collscope watch` around real jobs: a plain DDP script under torchrun on 4 gloo ranks, and
-srun-style independent processes. Two batches of jobs run side by side (module-scoped, so
-every assertion shares them): a planted 30 ms straggler (with /metrics scraped mid-run), a
-healthy run twice, a stalled rank with --on-hang kill, several process groups with send/recv
-and the job's own sitecustomize, a script without a process group, and the same commands
-without watch for the exit codes."""
+"""`collscope watch` around real jobs: a plain DDP script under torchrun on 4 gloo ranks. Two
+batches of jobs run side by side (module-scoped, so every assertion shares them): a planted
+30 ms straggler (with /metrics scraped mid-run), a healthy run twice, a stalled rank with
+--on-hang kill, and the same command without watch for the exit code. What judges no time
+(srun-style ranks, a script without a process group) is test_watch_wrapping.py's, in the
+parallel pass."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import socket
@@ -18,64 +17,22 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO, cli_env, free_port, read_records
+from tests.dist.watch_jobs import DDP, JOB_TIMEOUT_S, Job, start, watch
+from tests.helpers import cli_env, free_port, read_records
 
 pytestmark = [pytest.mark.dist, pytest.mark.serial]   # judges lateness in ms
 
-SCRIPTS = REPO / "tests" / "dist" / "scripts"
-DDP = str(SCRIPTS / "watch_ddp.py")
-JOB_TIMEOUT_S = 150
 ALL_REDUCES = (r'collscope_watch_collectives_total\{{rank="{rank}",host="[^"]+",group="0",'
                r'collective="all_reduce"\}} [1-9]\d*')
-
-
-def watch(*flags: str) -> list[str]:
-    return [sys.executable, "-m", "collscope", "watch", *flags, "--"]
 
 
 def torchrun(ranks: int, script: str) -> list[str]:
     return [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(ranks),
             "--master-port", str(free_port()), script]
-
-
-@dataclass
-class Job:
-    process: subprocess.Popen[bytes]
-    out: Path
-    err: Path
-    started: float
-    returncode: int | None = None
-    ended: float = 0.0
-
-    def wait(self) -> Job:
-        try:
-            self.returncode = self.process.wait(timeout=JOB_TIMEOUT_S)
-        finally:
-            if self.process.poll() is None:
-                self.process.kill()
-        self.ended = time.time()
-        return self
-
-    @property
-    def stdout(self) -> str:
-        return self.out.read_text()
-
-    @property
-    def stderr(self) -> str:
-        return self.err.read_text()
-
-
-def start(folder: Path, name: str, argv: list[str], **env: str) -> Job:
-    out, err = folder / f"{name}.out", folder / f"{name}.err"
-    with out.open("wb") as stdout, err.open("wb") as stderr:
-        process = subprocess.Popen(argv, stdout=stdout, stderr=stderr, cwd=folder,
-                                   env=cli_env(**env))
-    return Job(process, out, err, time.time())
 
 
 def scrape_until_every_rank(job: Job, ranks: int) -> str:
@@ -119,15 +76,8 @@ def first(folder):
 
 @pytest.fixture(scope="module")
 def second(folder, first):
-    """A stalled rank (--on-hang kill), the same on 2 ranks with the Flight Recorder off, the
-    healthy job again, srun-style ranks with several groups and their own sitecustomize, and a
-    script that never makes a process group."""
-    user_site = folder / "user-site"
-    user_site.mkdir()
-    (user_site / "sitecustomize.py").write_text(
-        "import os, sys\nwith open(os.environ['USER_SITE_LOG'], 'a') as log:\n"
-        "    log.write(' '.join(sys.argv) + '\\n')\n")
-    port = str(free_port())
+    """A stalled rank (--on-hang kill), the same on 2 ranks with the Flight Recorder off, and
+    the healthy job again."""
     jobs = {
         "stall": start(folder, "stall", watch(
             "--interval", "0.5", "--hang-after", "10", "--on-hang", "kill", "--dump-dir",
@@ -141,17 +91,8 @@ def second(folder, first):
             "--interval", "0.5", "--hang-after", "6", "--on-hang", "kill", "--dump-dir",
             "dumps-noring", "--json", "noring.jsonl") + torchrun(2, DDP), STALL_RANK="1",
             STALL_AT="10", STEPS="200", TORCH_FR_BUFFER_SIZE="0"),
-        **{f"srun{r}": start(folder, f"srun{r}", watch("--interval", "0.3") + [
-            sys.executable, str(SCRIPTS / "watch_groups.py")], RANK=str(r), WORLD_SIZE="3",
-            MASTER_ADDR="127.0.0.1", MASTER_PORT=port, STEPS="30",
-            PYTHONPATH=f"{REPO}{os.pathsep}{user_site}",
-            USER_SITE_LOG=str(folder / "user-site.log")) for r in range(3)},
     }
-    no_group = {(code, watched): start(folder, f"nogroup{code}{watched}", (
-        watch() if watched else []) + [sys.executable, str(SCRIPTS / "watch_no_group.py")],
-        EXIT_CODE=code) for code in ("0", "7") for watched in (True, False)}
-    return ({name: job.wait() for name, job in jobs.items()},
-            {key: job.wait() for key, job in no_group.items()})
+    return {name: job.wait() for name, job in jobs.items()}
 
 
 def findings(path: Path) -> list[dict]:
@@ -174,7 +115,7 @@ def test_a_rank_30_ms_late_from_step_40_is_named_with_its_host_within_20_steps(f
 
 
 def test_a_healthy_job_names_nobody_in_repeated_runs(first, second, folder):
-    for name, jobs in (("healthy", first[0]), ("healthy2", second[0])):
+    for name, jobs in (("healthy", first[0]), ("healthy2", second)):
         assert jobs[name].returncode == 0, jobs[name].stderr[-3000:]
         records = read_records(folder / f"{name}.jsonl")
         assert records[0]["kind"] == "run" and records[0]["command"] == "watch"
@@ -182,14 +123,10 @@ def test_a_healthy_job_names_nobody_in_repeated_runs(first, second, folder):
         assert sum(r["kind"] == "watch_window" for r in records) > 20
 
 
-def test_exit_codes_are_the_commands_own(first, second):
+def test_exit_codes_are_the_commands_own(first):
     jobs, _ = first
     # torchrun turns a worker's 7 into its own 1; watch returns what torchrun returned.
     assert jobs["plain"].returncode == 1 and jobs["straggler"].returncode == 1
-    _, no_group = second
-    for code in ("0", "7"):
-        assert no_group[(code, True)].returncode == no_group[(code, False)].returncode == \
-            int(code)
 
 
 def test_metrics_scraped_mid_run_hold_per_rank_series(first, folder):
@@ -215,8 +152,7 @@ def test_metrics_scraped_mid_run_hold_per_rank_series(first, folder):
 
 
 def test_a_stalled_rank_ends_the_job_with_dumps_and_a_verdict(second, folder):
-    jobs, _ = second
-    job = jobs["stall"]
+    job = second["stall"]
     assert job.returncode == 124, job.stderr[-3000:]
     line = next(n for n, text in enumerate(Path(DDP).read_text().splitlines(), 1)
                 if "STALL-LINE" in text)
@@ -251,8 +187,7 @@ def test_a_stalled_rank_ends_the_job_with_dumps_and_a_verdict(second, folder):
 def test_without_a_ring_the_stalled_rank_is_named_from_the_stacks_once(second, folder):
     """TORCH_FR_BUFFER_SIZE=0: each agent watches its main thread; rank 0 (in DDP's backward)
     waits past --hang-after, the stacks name rank 1 at its sleep, and the job is ended."""
-    jobs, _ = second
-    job = jobs["noring"]
+    job = second["noring"]
     assert job.returncode == 124, job.stderr[-3000:]
     lines = Path(DDP).read_text().splitlines()
     line = next(n for n, text in enumerate(lines, 1) if "STALL-LINE" in text)
@@ -270,26 +205,3 @@ def test_without_a_ring_the_stalled_rank_is_named_from_the_stacks_once(second, f
         f"backward at {DDP}:{backward} in <module>": [0]}
     assert verdict["elsewhere"] == {"1": f"{DDP}:{line} in <module>"}
     assert verdict["title"] in job.stderr
-
-
-def test_srun_style_ranks_with_groups_send_recv_and_their_own_sitecustomize(second, folder):
-    jobs, _ = second
-    ranks = [jobs[f"srun{r}"] for r in range(3)]
-    assert [j.returncode for j in ranks] == [0, 0, 0], ranks[0].stderr[-3000:]
-    assert ranks[0].stdout == ("all_reduce [90.0, 90.0, 90.0, 90.0]\n"
-                               "pairs and send/recv total 150.0\n")
-    assert [j.stdout for j in ranks[1:]] == ["", ""]
-    log = (folder / "user-site.log").read_text().splitlines()
-    # Each rank's own python ran it (argv[0] the script), as it would without watch.
-    assert sum(line.startswith(str(SCRIPTS / "watch_groups.py")) for line in log) == 3
-    for job in ranks:
-        assert "Traceback" not in job.stderr and "switched off" not in job.stderr
-
-
-def test_a_script_without_a_process_group_runs_unchanged(second):
-    _, no_group = second
-    for code in ("0", "7"):
-        watched, plain = no_group[(code, True)], no_group[(code, False)]
-        assert watched.stdout == plain.stdout == \
-            "distributed available: True, initialised: False\n"
-        assert watched.stderr == plain.stderr == ""

@@ -8,8 +8,6 @@ import pytest
 
 from tests.helpers import run_cli, usage_error_in_process
 
-pytestmark = pytest.mark.serial   # judges link bandwidth and how soon a hung rank ends
-
 
 @pytest.mark.parametrize("args,needle", [
     (["--pairs", "some"], "--pairs"),
@@ -22,6 +20,7 @@ def test_bad_input_is_one_line_exit_2(capsys, args, needle):
     assert needle in usage_error_in_process(capsys, ["links", *args])
 
 
+@pytest.mark.serial   # judges link bandwidth
 def test_local_ranks_measure_every_pair_and_json_to_stdout_is_only_json():
     proc = run_cli("links", "--nproc", "3", "-b", "256K", "-n", "2", "-w", "1", "--json", "-",
                    "--timeout", "60", timeout=120)
@@ -56,6 +55,7 @@ def test_help_shows_examples():
     assert proc.returncode == 0 and "srun" in proc.stdout and "torchrun" in proc.stdout
 
 
+@pytest.mark.serial   # judges link bandwidth
 def test_a_slow_sender_is_named_and_a_transient_one_cleared_by_the_confirmation(tmp_path):
     """One run, two planted senders: rank 2 sleeps 200 ms before every exchange (a slow
     sender), rank 1 100 ms in the first measurement only (a transient slowdown; shorter, so
@@ -106,6 +106,7 @@ def test_a_slow_sender_is_named_and_a_transient_one_cleared_by_the_confirmation(
     assert "verdict: FAIL" in proc.stdout
 
 
+@pytest.mark.serial   # bounds how soon a hung rank ends
 def test_a_hung_rank_ends_every_rank_within_the_timeout_naming_the_round(tmp_path):
     import time
 

@@ -18,8 +18,6 @@ import pytest
 
 from tests.helpers import REPO, cli_env, read_records, run_cli, usage_error
 
-pytestmark = pytest.mark.serial   # samples on a clock and bounds how soon Ctrl-C ends it
-
 LOOPBACK_BYTES = 200 * 1000 * 1000
 
 # Runs the monitor and a loopback TCP transfer of a known size side by side. In a private
@@ -85,6 +83,7 @@ def private_netns_prefix() -> tuple[str, ...]:
     return ("unshare", "--net", "--map-root-user") if probe.returncode == 0 else ()
 
 
+@pytest.mark.serial   # samples on a clock
 def test_records_cpu_memory_interfaces_and_the_bytes_sent_over_loopback(tmp_path):
     jsonl, report = tmp_path / "f.jsonl", tmp_path / "report.json"
     prefix = private_netns_prefix()
@@ -139,6 +138,7 @@ def read_until(stream, pattern: str, timeout: float = 20.0) -> re.Match:
     raise AssertionError(f"{pattern!r} not seen in {buffer!r}")
 
 
+@pytest.mark.serial   # samples on a clock
 def test_prometheus_endpoint_scraped_with_plain_http_get(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "collscope", "monitor", "--duration", "2.5",
                              "--interval", "0.3", "--prometheus", "127.0.0.1:0"],
@@ -175,6 +175,7 @@ def test_prometheus_endpoint_scraped_with_plain_http_get(tmp_path):
     assert "gpu" not in body   # no GPU here: absent, not 0
 
 
+@pytest.mark.serial   # counts the samples of a timed run
 def test_wrapping_propagates_the_exit_code_and_writes_the_summary(tmp_path):
     summary_path = tmp_path / "s.json"
     proc = run_cli("monitor", "--interval", "0.2", "--summary-json", str(summary_path), "--",
@@ -190,6 +191,7 @@ def test_wrapping_propagates_the_exit_code_and_writes_the_summary(tmp_path):
     assert summary["metrics"]["proc.rss_bytes"]["peak"] > 1_000_000
 
 
+@pytest.mark.serial   # bounds how soon Ctrl-C ends it
 def test_ctrl_c_is_forwarded_and_the_child_is_gone(tmp_path):
     pid_file = tmp_path / "pid"
     child = ("import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid())); "
@@ -211,6 +213,7 @@ def test_ctrl_c_is_forwarded_and_the_child_is_gone(tmp_path):
     assert "collscope monitor summary" in err
 
 
+@pytest.mark.serial   # bounds how soon Ctrl-C ends it
 def test_ctrl_c_without_a_command_stops_cleanly(tmp_path):
     jsonl = tmp_path / "m.jsonl"
     proc = subprocess.Popen([sys.executable, "-m", "collscope", "monitor", "--interval", "0.2",
@@ -234,6 +237,7 @@ def launcher_env(rank: int, local_rank: int, world: int, local_world: int, node:
                    MASTER_ADDR="127.0.0.1", MASTER_PORT="29500")
 
 
+@pytest.mark.serial   # samples on a clock
 def test_under_a_launcher_only_local_rank_0_samples(tmp_path):
     jsonl = tmp_path / "m.jsonl"
     other = run_cli("monitor", "--json", str(jsonl), "--", sys.executable, "-c",
@@ -295,6 +299,7 @@ def test_monitor_module_import_does_not_import_torch_or_gpu_libraries():
     assert out == "[]"
 
 
+@pytest.mark.serial   # counts the samples of a timed run
 def test_sampler_package_is_usable_from_a_script(tmp_path):
     script = tmp_path / "train.py"
     script.write_text(
