@@ -6,20 +6,23 @@ pickle reader refuses every class, so a dump holding an object is refused, never
 
 from __future__ import annotations
 
-import ast
-import functools
 import io
-import json
 import pickle
-import re
 from itertools import repeat
 from operator import attrgetter, itemgetter, or_
 from typing import Any
 
-from collscope.hang.model import P2P_OPS, Entry, Frame, GroupStatus, RankDump, StackDump
+from collscope.hang.model import Entry, Frame, GroupStatus, RankDump, StackDump
 from collscope.hang.names import rank_and_host
 from collscope.hang.reduce import EntryColumns, kept_entries
-from collscope.hang.typed_json import JsonEntry, any_field, any_value
+from collscope.hang.typed_json import any_field, any_value
+from collscope.parsers.flight_recorder import (
+    P2P_OPS,
+    FlightEntry,
+    group_ranks,
+    is_done,
+    split_name,
+)
 
 MAX_DUMP_BYTES = 512 << 20     # a ring buffer of 20 000 entries with stacks is a few MiB
 
@@ -70,29 +73,13 @@ def _int(value: Any, default: int = 0) -> int:
         return default
 
 
-_P2P_NAME = re.compile(r"^(send|recv)\s+(\d+)\s*(->|<-)\s*(\d+)$")
-
-
-@functools.lru_cache(maxsize=4096)      # a buffer repeats a few names thousands of times
-def _op(profiling_name: str) -> tuple[str, str, int | None]:
-    """(backend, op, peer in group-local ranks) from ``nccl:send 0->1`` and the like."""
-    backend, _, name = profiling_name.partition(":")
-    if not name:
-        backend, name = "", backend
-    match = _P2P_NAME.match(name.strip())
-    if match:
-        op, first, _, second = match.groups()
-        return backend, op, int(second)     # send SRC->DST: DST; recv DST<-SRC: SRC
-    return backend, name.strip().split(" ")[0], None
-
-
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else list(value) if isinstance(value, tuple) else []
 
 
 def _entry(raw: dict[str, Any]) -> Entry:
     group = raw.get("process_group") or ("", "")
-    backend, op, peer = _op(str(raw.get("profiling_name", "")))
+    backend, op, peer = split_name(str(raw.get("profiling_name", "")))
     state = str(raw.get("state", ""))
     return Entry(
         record_id=_int(raw.get("record_id")), group_name=str(group[0]),
@@ -103,36 +90,9 @@ def _entry(raw: dict[str, Any]) -> Entry:
         input_sizes=_list(raw.get("input_sizes")), input_dtypes=_list(raw.get("input_dtypes")),
         output_sizes=_list(raw.get("output_sizes")),
         output_dtypes=_list(raw.get("output_dtypes")),
-        done=bool(raw.get("retired")) or state == "completed", state=state,
+        done=is_done(raw.get("retired"), state), state=state,
         raw_frames=raw["frames"] if isinstance(raw.get("frames"), list) else [],
         time_created_ns=raw.get("time_created_ns"))
-
-
-def _ranks(text: Any) -> tuple[int, ...]:
-    if isinstance(text, str):
-        return _ranks_text(text)
-    try:
-        return tuple(sorted(int(r) for r in text))
-    except (ValueError, TypeError):
-        return ()
-
-
-@functools.lru_cache(maxsize=64)
-def _ranks_text(text: str) -> tuple[int, ...]:
-    """A pg_config's ranks text as a sorted tuple, read once per process: every rank of a job
-    repeats the world's list (16 384 numbers at 16k ranks), and one tuple object is shared
-    (also by the pickle that carries a worker's dumps back). A plain list of whole numbers is
-    read as JSON (what literal_eval gives too, 20x faster); anything else by literal_eval."""
-    try:
-        value = json.loads(text)
-        if isinstance(value, list) and all(type(r) is int for r in value):
-            return tuple(sorted(value))
-    except (ValueError, RecursionError):
-        pass
-    try:
-        return tuple(sorted(int(r) for r in ast.literal_eval(text)))
-    except (ValueError, SyntaxError, TypeError):
-        return ()
 
 
 _COLUMNS = itemgetter("record_id", "collective_seq_id", "p2p_seq_id", "op_id", "pg_id",
@@ -146,7 +106,7 @@ def entry_columns(raw_entries: list[dict[str, Any]]) -> EntryColumns | None:
     """What the reduction reads of every entry, a column per field (C-speed ``map``s, no
     object per entry); None when an entry lacks one of these fields or holds another type
     than torch writes: such a dump is read whole, entry by entry (``_entry``)."""
-    if raw_entries and type(raw_entries[0]) is JsonEntry:
+    if raw_entries and type(raw_entries[0]) is FlightEntry:
         columns = list(zip(*map(_TYPED_COLUMNS, raw_entries)))   # msgspec checked the types
     else:
         try:
@@ -162,7 +122,7 @@ def entry_columns(raw_entries: list[dict[str, Any]]) -> EntryColumns | None:
     group_names = list(map(itemgetter(0), groups))
     if set(map(type, group_names)) != {str}:
         return None
-    ops = {name: _op(name) for name in set(names)}
+    ops = {name: split_name(name) for name in set(names)}
     p2p_names = {name for name, (_, op, _) in ops.items() if op in P2P_OPS}
     if any(ops[name][2] is None for name in p2p_names):
         return None      # "send" without a peer: counted as peer 0 by the channels; read whole
@@ -187,7 +147,7 @@ def parse_dump(dump: Any, path: str, fmt: str, reduce: bool = False) -> RankDump
         raise ValueError("not a Flight Recorder dump (no 'version' with 'entries', "
                          "'pg_config' or 'pg_status')")
     raw_entries = dump.get("entries") or []
-    typed = bool(raw_entries) and type(raw_entries[0]) is JsonEntry    # all are, by msgspec
+    typed = bool(raw_entries) and type(raw_entries[0]) is FlightEntry    # all are, by msgspec
     if not isinstance(raw_entries, list) or not typed and not all(map(isinstance, raw_entries,
                                                                        repeat(dict))):
         raise ValueError("a Flight Recorder dump whose 'entries' is not a list of objects")
@@ -196,7 +156,7 @@ def parse_dump(dump: Any, path: str, fmt: str, reduce: bool = False) -> RankDump
     descs: dict[str, str] = {}
     for key, config in (dump.get("pg_config") or {}).items():
         if isinstance(config, dict):
-            groups[str(key)] = _ranks(config.get("ranks"))
+            groups[str(key)] = group_ranks(config.get("ranks"))
             descs[str(key)] = str(config.get("desc", ""))
     status = {_int(pg): GroupStatus(_int(s.get("last_enqueued_collective"), -1),
                                     _int(s.get("last_completed_collective"), -1))
@@ -223,7 +183,7 @@ def missing_fields(raw_entries: list[dict[str, Any]], backend: str, fmt: str) ->
     if not raw_entries:
         return ["no entries (an empty ring buffer, or dumped without collectives)"]
     notes = []
-    typed = type(raw_entries[0]) is JsonEntry
+    typed = type(raw_entries[0]) is FlightEntry
     if not (any_value if typed else _any_value)(raw_entries, "frames"):
         notes.append("no stack frames" + (" (the JSON dump carries none)" if fmt == "json"
                                           else " (dumped without stack traces)"))

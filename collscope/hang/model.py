@@ -1,7 +1,9 @@
 """What `collscope hang` reads, normalised across Flight Recorder versions and backends (pure).
 
-One ``Entry`` per ring-buffer entry, one ``RankDump`` per rank. The facts of the format (torch's
-``FlightRecorder::dump_entries`` and its analyser ``torch.distributed.flight_recorder``):
+One ``Entry`` per ring-buffer entry (built from the one entry model,
+:mod:`collscope.parsers.flight_recorder`, or from a pickled dump's dict), one ``RankDump`` per
+rank. The facts of the format (torch's ``FlightRecorder::dump_entries`` and its analyser
+``torch.distributed.flight_recorder``):
 
 - ``process_group`` is ``(name, description)``; a group is the name plus its members (split
   groups may reuse a name); ``pg_config`` maps a name to ``{"name", "desc", "ranks"}`` where
@@ -22,7 +24,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-P2P_OPS = ("send", "recv")
+from collscope.parsers.flight_recorder import P2P_OPS
 
 
 @dataclass(frozen=True)

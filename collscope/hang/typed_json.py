@@ -1,69 +1,34 @@
 """A Flight Recorder JSON dump decoded straight into what the reduction reads (pure).
 
-msgspec decodes each entry into a typed struct: the fields the reduction compares (numbers,
-group, name, state) typed as torch writes them, the fields only a kept entry shows (sizes,
-dtypes, frames, times) kept as raw JSON bytes and decoded when read, every other field skipped
-while parsing. That is 2x faster than decoding every entry into a dict
-(benchmarks/hang_scale.py) and builds no per-entry dict.
-
-A struct answers ``get``, ``[]`` and ``in`` as the entry's dict would for every field the
-analysis reads (dumps.py), so one code reads both. Any document this shape does not fit
-(a field missing or of another type, invalid UTF-8, a document that is not a dump) gives None
-and is read by the generic decoder instead: the outcome is the same, only slower."""
+msgspec decodes each entry into the one entry model,
+:class:`collscope.parsers.flight_recorder.FlightEntry` (watch's too): the fields the reduction
+compares typed, the fields only a kept entry shows kept as raw JSON bytes, every other field
+skipped while parsing. That is 2x faster than decoding every entry into a dict
+(benchmarks/hang_scale.py) and builds no per-entry dict. An entry answers ``get``, ``[]`` and
+``in`` as its dict would, so one code (dumps.py) reads pickled dumps and these. Any document
+this shape does not fit (a field missing or of another type, invalid UTF-8, a document that is
+not a dump) gives None and is read by the generic decoder instead: the outcome is the same,
+only slower."""
 
 from __future__ import annotations
 
-from operator import attrgetter
+from itertools import repeat
+from operator import attrgetter, is_not
 from typing import Any
 
 import msgspec
 from msgspec import UNSET, Raw, Struct, UnsetType
 
+from collscope.parsers.flight_recorder import FlightEntry
+
 _ABSENT = Raw()           # an empty Raw: the field is not in the document
-
-
-class JsonEntry(Struct, gc=False):
-    """One entry; the names are torch's."""
-
-    record_id: int
-    pg_id: int
-    process_group: tuple[str, str]
-    collective_seq_id: int
-    p2p_seq_id: int
-    op_id: int
-    profiling_name: str
-    state: str
-    retired: bool
-    input_sizes: Raw = _ABSENT
-    input_dtypes: Raw = _ABSENT
-    output_sizes: Raw = _ABSENT
-    output_dtypes: Raw = _ABSENT
-    frames: Raw = _ABSENT
-    time_created_ns: Raw = _ABSENT
-    time_discovered_started_ns: Raw = _ABSENT
-    duration_ms: Raw = _ABSENT
-
-    def get(self, key: str, default: Any = None) -> Any:
-        value = getattr(self, key, _ABSENT)
-        if type(value) is Raw:
-            return msgspec.json.decode(value) if value else default
-        return value
-
-    def __getitem__(self, key: str) -> Any:
-        if key not in self:
-            raise KeyError(key)
-        return self.get(key)
-
-    def __contains__(self, key: str) -> bool:
-        value = getattr(self, key, _ABSENT)
-        return not (type(value) is Raw and not value)
 
 
 class _Document(Struct):
     """The top level; the fields that make a document something else than a dump are only
     looked for (it is then read by the generic decoder, which tells which)."""
 
-    entries: list[JsonEntry] | None | UnsetType = UNSET
+    entries: list[FlightEntry] | None | UnsetType = UNSET
     version: Raw = _ABSENT
     rank: Raw = _ABSENT
     pg_config: Raw = _ABSENT
@@ -102,5 +67,5 @@ def any_value(entries: list[Any], key: str) -> bool:
 
 
 def any_field(entries: list[Any], key: str) -> bool:
-    """``any(key in e for e in entries)``."""
-    return any(map(attrgetter(key), entries))
+    """``any(key in e for e in entries)`` for a field typed with UNSET for absent."""
+    return any(map(is_not, map(attrgetter(key), entries), repeat(UNSET)))

@@ -23,13 +23,15 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+import msgspec
+
 from collscope.collectives.names import (
     DTYPE_SIZES,
     canonical_trace_dtype,
     collective_from_annotation,
 )
 from collscope.collectives.table import COLLECTIVES, bandwidths
-from collscope.watch.flight import Entry
+from collscope.parsers.flight_recorder import FlightEntry
 
 
 @dataclass
@@ -50,6 +52,20 @@ class Timed:
         return bandwidths(self.size_bytes, self.duration_us, collective, group_size)
 
 
+_SIZES = msgspec.json.Decoder(list[list[int]])
+_DTYPES = msgspec.json.Decoder(list[str])
+
+
+def _side(sizes: msgspec.Raw, dtypes: msgspec.Raw) -> int | None:
+    """Bytes of one side of an entry, its raw JSON decoded now (only timed entries are
+    asked); None where the dump holds something else than lists of shapes and dtype names."""
+    try:
+        return _bytes(_SIZES.decode(sizes) if sizes else [],
+                      _DTYPES.decode(dtypes) if dtypes else [])
+    except msgspec.DecodeError:
+        return None
+
+
 def _bytes(sizes: list[list[int]], dtypes: list[str]) -> int | None:
     """Bytes of an entry's tensors (sizes and dtypes side by side); None if a dtype is not
     known."""
@@ -62,7 +78,7 @@ def _bytes(sizes: list[list[int]], dtypes: list[str]) -> int | None:
     return total
 
 
-def collective_of(entry: Entry) -> str | None:
+def collective_of(entry: FlightEntry) -> str | None:
     """The nccl-tests name of an entry's collective (``nccl:_allgather_base`` ->
     ``all_gather``); None for point-to-point entries and names nccl-tests does not run."""
     if entry.is_p2p:
@@ -71,15 +87,15 @@ def collective_of(entry: Entry) -> str | None:
     return name if name in COLLECTIVES and name != "sendrecv" else None
 
 
-def size_bytes(entry: Entry) -> int | None:
+def size_bytes(entry: FlightEntry) -> int | None:
     """nccl-tests' size of the call: the larger of its input and output bytes."""
-    sides = [_bytes(entry.input_sizes, entry.input_dtypes),
-             _bytes(entry.output_sizes, entry.output_dtypes)]
+    sides = [_side(entry.input_sizes, entry.input_dtypes),
+             _side(entry.output_sizes, entry.output_dtypes)]
     known = [b for b in sides if b is not None]
     return max(known) if known else None
 
 
-def tally(entries: Iterable[Entry], group_sizes: dict[str, int]
+def tally(entries: Iterable[FlightEntry], group_sizes: dict[str, int]
           ) -> dict[str, tuple[int, dict[str, Timed]]]:
     """group -> (its size, collective -> the summed timed calls) over ``entries`` (those
     whose durations are new this interval)."""
@@ -88,8 +104,8 @@ def tally(entries: Iterable[Entry], group_sizes: dict[str, int]
         collective, members = collective_of(entry), group_sizes.get(entry.group)
         size = size_bytes(entry)
         if collective is None or members is None or members < 2 or not size or \
-                entry.duration_ms is None or entry.duration_ms <= 0:
+                (duration_ms := entry.timed_ms) is None or duration_ms <= 0:
             continue
         _, ops = out.setdefault(entry.group, (members, {}))
-        ops.setdefault(collective, Timed()).add(size, entry.duration_ms * 1000.0)
+        ops.setdefault(collective, Timed()).add(size, duration_ms * 1000.0)
     return out

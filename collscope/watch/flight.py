@@ -1,9 +1,11 @@
 """Reading this rank's Flight Recorder, incrementally and with bounded memory.
 
 ``torch._C._distributed_c10d._dump_fr_trace_json`` returns the whole ring buffer (NCCL, RCCL,
-and gloo from torch 2.8). Each read decodes only the fields watch uses (msgspec, typed), and
-keeps nothing but the highest record id seen, so a read hands over only the entries that are
-new since the previous one; entries the ring overwrote before a read are counted as lost.
+and gloo from torch 2.8). Each read decodes the ring into the one entry model (msgspec,
+:class:`collscope.parsers.flight_recorder.FlightEntry`, hang's too: sizes stay raw JSON until
+a timed entry's are asked for), and keeps nothing but the highest record id seen, so a read
+hands over only the entries that are new since the previous one; entries the ring overwrote
+before a read are counted as lost.
 gloo entries stay ``scheduled`` and become ``retired`` when done; NCCL's are ``completed``.
 
 Durations: NCCL and RCCL entries carry ``duration_ms`` (CUDA events around the collective) when
@@ -26,6 +28,8 @@ from dataclasses import dataclass, field
 
 import msgspec
 
+from collscope.parsers.flight_recorder import FlightEntry, group_ranks
+
 # Entries kept when watch switches FR on. Each read dumps the whole ring, so its cost grows
 # with the ring, not with what is new: measured here (torch 2.13, gloo, 4 ranks on 2 cores),
 # about 2.4 ms of CPU per read at 256 entries against 5-6 ms at 500 (the agent then took 0.29 %
@@ -35,48 +39,18 @@ import msgspec
 DEFAULT_BUFFER_ENTRIES = 256
 
 
-class Entry(msgspec.Struct):
-    record_id: int
-    collective_seq_id: int
-    process_group: tuple[str, str]
-    profiling_name: str
-    time_created_ns: int
-    state: str = ""
-    retired: bool = False
-    is_p2p: bool = False
-    input_sizes: list[list[int]] = []
-    input_dtypes: list[str] = []
-    output_sizes: list[list[int]] = []
-    output_dtypes: list[str] = []
-    duration_ms: float | None = None
-
-    @property
-    def op(self) -> str:
-        """``nccl:all_reduce`` / ``gloo:all_reduce`` -> ``all_reduce``."""
-        return self.profiling_name.rpartition(":")[2]
-
-    @property
-    def group(self) -> str:
-        return self.process_group[0]
-
-    @property
-    def pending(self) -> bool:
-        return self.state != "completed" and not self.retired
-
-
 class GroupConfig(msgspec.Struct):
     ranks: str = ""                   # "[0, 1, 2, 3]"; "[]" where the backend lists none
 
 
 class Dump(msgspec.Struct):
-    entries: list[Entry] = []
+    entries: list[FlightEntry] = []
     pg_config: dict[str, GroupConfig] = {}
 
 
 def group_size(config: GroupConfig) -> int | None:
     """Members of a group as ``pg_config`` lists them; None when it lists none."""
-    inner = config.ranks.strip().strip("[]").strip()
-    return len(inner.split(",")) if inner else None
+    return len(group_ranks(config.ranks)) or None
 
 
 _decoder = msgspec.json.Decoder(Dump)
@@ -84,13 +58,13 @@ _decoder = msgspec.json.Decoder(Dump)
 
 @dataclass
 class Read:
-    new: list[Entry]                 # entries not handed over before, oldest first
-    oldest_pending: Entry | None     # the oldest entry not yet completed (any age)
+    new: list[FlightEntry]           # entries not handed over before, oldest first
+    oldest_pending: FlightEntry | None   # the oldest entry not yet completed (any age)
     pending_ids: set[int]            # record ids of every entry not yet completed
     lost: int                        # entries overwritten before they could be read, so far
     size: int                        # entries the ring held at this read
     cpu_s: float                     # this thread's CPU time for the read (dump + decode)
-    timed: list[Entry] = field(default_factory=list)  # durations new since the last read
+    timed: list[FlightEntry] = field(default_factory=list)  # durations new since the last read
     group_sizes: dict[str, int] = field(default_factory=dict)  # group name -> members
 
 
@@ -118,12 +92,12 @@ class FlightReader:
         for name, config in dump.pg_config.items():
             if name not in self.group_sizes and (size := group_size(config)) is not None:
                 self.group_sizes[name] = size
-        pending = [e for e in entries if e.pending]
+        pending = [e for e in entries if not e.done]
         oldest = min(pending, key=lambda e: e.time_created_ns) if pending else None
         return Read(new, oldest, {e.record_id for e in pending}, self.lost, len(entries),
                     time.thread_time() - started, timed, self.group_sizes)
 
-    def _timed(self, entries: list[Entry], new: list[Entry]) -> list[Entry]:
+    def _timed(self, entries: list[FlightEntry], new: list[FlightEntry]) -> list[FlightEntry]:
         """Entries whose duration is known and was not handed over before: new ones that
         have it, and earlier ones that got it since (each once)."""
         timed = []
@@ -134,13 +108,13 @@ class FlightReader:
                 entry = by_id.get(record_id)      # None: the ring overwrote it meanwhile
                 if entry is None:
                     continue
-                if entry.duration_ms is not None:
+                if entry.timed_ms is not None:
                     timed.append(entry)
                 elif not entry.retired:
                     waiting.add(record_id)
             self._untimed = waiting
         for entry in new:
-            if entry.duration_ms is not None:
+            if entry.timed_ms is not None:
                 timed.append(entry)
             elif not entry.retired:
                 self._untimed.add(entry.record_id)

@@ -19,8 +19,8 @@ from typing import Any
 
 import msgspec
 
+from collscope.parsers.flight_recorder import FlightEntry
 from collscope.watch.bandwidth import Timed
-from collscope.watch.flight import Entry
 
 # Newest entries kept per group per interval (the detectors need a window, not every call).
 MAX_PER_GROUP = 48
@@ -105,7 +105,8 @@ class Summary:
         return cls(wire.r, wire.t, arrivals, wire.c, pending, timed)
 
 
-def summarise(round_: int, now: float, new: Iterable[Entry], oldest: Entry | None,
+def summarise(round_: int, now: float, new: Iterable[FlightEntry],
+              oldest: FlightEntry | None,
               completed: dict[str, dict[str, int]],
               timed: dict[str, tuple[int, dict[str, Timed]]] | None = None) -> Summary:
     """This interval's summary from the FR entries new since the last one; ``completed`` is
@@ -133,9 +134,9 @@ class Counter:
 
     def __init__(self) -> None:
         self.counts: dict[str, dict[str, int]] = {}
-        self._waiting: dict[int, Entry] = {}     # record id -> entry seen pending
+        self._waiting: dict[int, FlightEntry] = {}     # record id -> entry seen pending
 
-    def update(self, new: list[Entry], pending_ids: set[int]) -> None:
+    def update(self, new: list[FlightEntry], pending_ids: set[int]) -> None:
         for entry in new:
             self._waiting[entry.record_id] = entry
         for record_id in [r for r in self._waiting if r not in pending_ids]:

@@ -32,7 +32,8 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
-from collscope.watch.flight import Entry, Read
+from collscope.parsers.flight_recorder import FlightEntry
+from collscope.watch.flight import Read
 
 MAIN_THREAD = "main_thread"     # the watch_job's flight_recorder.reads when no ring records
 C10D_FILE = "distributed/distributed_c10d.py"
@@ -121,10 +122,11 @@ class MainThreadReader:
             if frame is not self._frame:
                 self._frame, self._since_ns = frame, self._clock_ns()
                 self._calls += 1
-            pending = Entry(record_id=self._calls, collective_seq_id=-1,
-                            process_group=("", ""), time_created_ns=self._since_ns,
-                            profiling_name=f"{self.prefix}:{site.collective}",
-                            state="scheduled")
+            pending = FlightEntry(record_id=self._calls, pg_id=-1, process_group=("", ""),
+                                  collective_seq_id=-1, p2p_seq_id=-1, op_id=-1,
+                                  profiling_name=f"{self.prefix}:{site.collective}",
+                                  state="scheduled", retired=False,
+                                  time_created_ns=self._since_ns)
         walked.clear()
         return Read([], pending, {pending.record_id} if pending else set(), 0, 0,
                     time.thread_time() - started)

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 
+import msgspec
 import pytest
 
+from collscope.parsers.flight_recorder import FlightEntry
 from collscope.watch import bandwidth, exchange
 from collscope.watch.agent import Agent, Channel
 from collscope.watch.config import AgentSettings
-from collscope.watch.flight import Entry, FlightReader
+from collscope.watch.flight import FlightReader
 from collscope.watch.summary import Summary, summarise
 from tests.conftest import fixture_path
 
@@ -83,11 +85,13 @@ def test_sizes_are_nccl_tests_sizes_and_rates_their_formulas():
 
 
 def test_names_outside_the_table_unknown_dtypes_and_lone_ranks_are_left_out():
-    def entry(name: str, dtype: str = "Float", group: str = "0") -> Entry:
-        return Entry(record_id=0, collective_seq_id=1, process_group=(group, ""),
-                     profiling_name=name, time_created_ns=0, state="completed", retired=True,
-                     input_sizes=[[8]], input_dtypes=[dtype], output_sizes=[[8]],
-                     output_dtypes=[dtype], duration_ms=0.1)
+    def entry(name: str, dtype: str = "Float", group: str = "0") -> FlightEntry:
+        return msgspec.json.decode(json.dumps(
+            {"record_id": 0, "pg_id": 0, "process_group": [group, ""], "collective_seq_id": 1,
+             "p2p_seq_id": 0, "op_id": 1, "profiling_name": name, "state": "completed",
+             "retired": True, "time_created_ns": 0, "input_sizes": [[8]],
+             "input_dtypes": [dtype], "output_sizes": [[8]], "output_dtypes": [dtype],
+             "duration_ms": 0.1}), type=FlightEntry)
 
     sizes = {"0": 4, "1": 1}
     assert bandwidth.tally([entry("nccl:gather"), entry("nccl:coalesced"),

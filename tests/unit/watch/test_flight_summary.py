@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 
-from collscope.watch.flight import Entry, FlightReader
+from collscope.parsers.flight_recorder import FlightEntry
+from collscope.watch.flight import FlightReader
 from collscope.watch.summary import MAX_PER_GROUP, Counter, Summary, summarise
 from tests.conftest import fixture_path
 
@@ -55,9 +56,11 @@ def test_summary_round_trips_and_stays_small():
 
 
 def test_a_busy_interval_keeps_the_newest_entries_per_group():
-    entries = [Entry(record_id=seq, collective_seq_id=seq, process_group=("0", "default_pg"),
-                     profiling_name="nccl:all_reduce", time_created_ns=(10**9 + seq * 40_000)
-                     * 1000, state="completed") for seq in range(1, 200)]
+    entries = [FlightEntry(record_id=seq, pg_id=0, process_group=("0", "default_pg"),
+                           collective_seq_id=seq, p2p_seq_id=0, op_id=seq,
+                           profiling_name="nccl:all_reduce", state="completed", retired=True,
+                           time_created_ns=(10**9 + seq * 40_000) * 1000)
+               for seq in range(1, 200)]
     summary = summarise(1, 2000.0, entries, None, {})
     assert [seq for seq, _ in summary.arrivals["0"]] == list(range(200 - MAX_PER_GROUP, 200))
     text = summary.encode()

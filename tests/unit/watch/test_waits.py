@@ -52,7 +52,7 @@ def test_a_thread_blocked_in_a_collective_ages_from_its_first_sighting():
     reader = MainThreadReader("gloo", job.thread.ident, clock_ns=lambda: now[0])
     first = reader.read().oldest_pending
     assert first.op == "all_reduce" and first.profiling_name == "gloo:all_reduce"
-    assert first.pending and first.collective_seq_id == -1
+    assert not first.done and first.collective_seq_id == -1
     now[0] += 7_000_000_000
     again = reader.read()
     assert again.oldest_pending.time_created_ns == 10_000_000_000      # the same call
