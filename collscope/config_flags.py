@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -180,6 +180,14 @@ def invalid(config: Any, field: str, detail: str) -> ConfigError:
     """The error for field ``field`` of ``config`` (raise it)."""
     spec = flag_of(config, field)
     return ConfigError(field, detail, spec.label if spec else None)
+
+
+def check_choice(config: Any, field: str, accepted: Collection[str]) -> None:
+    """ConfigError on field ``field`` of ``config`` unless its value is one of ``accepted``
+    (the one wording of every command: "--algo: 'x' is not accepted; use ring, tree")."""
+    value = getattr(config, field)
+    if value not in accepted:
+        raise invalid(config, field, f"'{value}' is not accepted; use {', '.join(accepted)}")
 
 
 def stdout_once(config: Any, first: str, second: str) -> None:

@@ -12,6 +12,7 @@ from collscope.collectives.table import COLLECTIVES, canonical_name
 from collscope.config_flags import (
     ConfigError,
     backend_flag,
+    check_choice,
     flag,
     hier_chunk_flag,
     invalid,
@@ -119,8 +120,7 @@ class BenchConfig:
             raise invalid(self, "time_budget_s", f"{self.time_budget_s} must be > 0 seconds")
         if self.timeout_s <= 0:
             raise invalid(self, "timeout_s", f"{self.timeout_s} must be > 0 seconds")
-        if self.algo not in ALGOS:
-            raise invalid(self, "algo", f"'{self.algo}' is not accepted; use {', '.join(ALGOS)}")
+        check_choice(self, "algo", ALGOS)
         if self.algo == "hierarchical" and self.collectives != ["all_reduce"]:
             raise invalid(self, "algo", "hierarchical applies to all_reduce only; run the other "
                                         "collectives without it")

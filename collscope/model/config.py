@@ -6,7 +6,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from collscope.config_flags import REQUIRED, flag, invalid, json_flag, output_flag, stdout_once
+from collscope.config_flags import (
+    REQUIRED,
+    check_choice,
+    flag,
+    invalid,
+    json_flag,
+    output_flag,
+    stdout_once,
+)
 from collscope.errors import UsageError
 from collscope.model.formulas import ALGOS
 from collscope.train.config import PRESETS
@@ -87,9 +95,7 @@ class PredictRequest:
         self.dtype = dtype
         if self.ranks_per_node < 1:
             raise invalid(self, "ranks_per_node", f"{self.ranks_per_node} must be >= 1")
-        if self.algo not in ("auto", *ALGOS):
-            raise invalid(self, "algo", f"'{self.algo}' is not accepted; use auto, "
-                                        f"{', '.join(ALGOS)}")
+        check_choice(self, "algo", ("auto", *ALGOS))
         self.sizes = self._sizes()
         if not self.sizes:
             raise UsageError("--sizes/-b/-e: no sizes in the range; use e.g. --sizes 1M-1G")
@@ -126,9 +132,7 @@ class CheckRequest:
     json: str | None = records_flag("check_row, check_band and a check summary")
 
     def __post_init__(self) -> None:
-        if self.algo not in CHECK_ALGOS:
-            raise invalid(self, "algo", f"'{self.algo}' is not accepted; use "
-                                        f"{', '.join(CHECK_ALGOS)}")
+        check_choice(self, "algo", CHECK_ALGOS)
 
     @property
     def flat_algos(self) -> tuple[str, ...]:
@@ -179,8 +183,7 @@ class PlanRequest:
             raise invalid(self, "params", f"{self.params} must be >= 1")
         if self.ranks_per_node < 1:
             raise invalid(self, "ranks_per_node", f"{self.ranks_per_node} must be >= 1")
-        if self.parallel not in ("ddp", "fsdp"):
-            raise invalid(self, "parallel", f"'{self.parallel}' is not accepted; use ddp, fsdp")
+        check_choice(self, "parallel", ("ddp", "fsdp"))
         if self.parallel == "fsdp" and self.preset is None:
             raise UsageError("--parallel fsdp: needs --preset (FSDP shards per decoder layer)")
         # DDP's knobs mean nothing to FSDP (it reduce-scatters each layer in --dtype): refused
@@ -194,12 +197,8 @@ class PlanRequest:
                              "it or plan --parallel ddp")
         if not self.bucket_cap_mb > 0:
             raise invalid(self, "bucket_cap_mb", f"{self.bucket_cap_mb:g} must be > 0")
-        if self.comm_hook not in PLAN_HOOKS:
-            raise invalid(self, "comm_hook", f"'{self.comm_hook}' is not accepted; use "
-                                             f"{', '.join(PLAN_HOOKS)}")
-        if self.dtype not in PLAN_DTYPES:
-            raise invalid(self, "dtype", f"'{self.dtype}' is not accepted; use "
-                                         f"{', '.join(PLAN_DTYPES)}")
+        check_choice(self, "comm_hook", PLAN_HOOKS)
+        check_choice(self, "dtype", PLAN_DTYPES)
         if self.step_compute_ms is not None and not self.step_compute_ms > 0:
             raise invalid(self, "step_compute_ms", f"{self.step_compute_ms:g} must be > 0")
         if self.overlap is not None and not 0 <= self.overlap <= 1:

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass, field
 
 from collscope.config_flags import (
+    check_choice,
     command_flag,
     flag,
     invalid,
@@ -48,9 +49,7 @@ class MonitorConfig:
                                                 and self.duration_s > 0):
             raise invalid(self, "duration_s", f"{self.duration_s:g} is not a duration; use "
                                              "seconds > 0, e.g. 60")
-        if self.gpu_backend not in GPU_BACKEND_CHOICES:
-            raise invalid(self, "gpu_backend", f"{self.gpu_backend!r} is not one of "
-                                              f"{', '.join(GPU_BACKEND_CHOICES)}")
+        check_choice(self, "gpu_backend", GPU_BACKEND_CHOICES)
         if self.prometheus is not None:
             from collscope.monitor.prometheus import parse_listen
 

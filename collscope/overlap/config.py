@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from collscope.config_flags import backend_flag, flag, invalid, json_flag, timeout_flag
+from collscope.config_flags import (
+    backend_flag,
+    check_choice,
+    flag,
+    invalid,
+    json_flag,
+    timeout_flag,
+)
 from collscope.errors import UsageError
 from collscope.units import parse_size
 
@@ -63,9 +70,7 @@ class OverlapConfig:
             raise invalid(self, "iters", f"{self.iters} must be >= 1")
         if self.warmup < 0:
             raise invalid(self, "warmup", f"{self.warmup} must be >= 0")
-        if self.dtype not in ("auto", "float32", "bfloat16", "float16"):
-            raise invalid(self, "dtype", f"'{self.dtype}' is not accepted; use auto, float32, "
-                                         "bfloat16, float16")
+        check_choice(self, "dtype", ("auto", "float32", "bfloat16", "float16"))
         if self.timeout_s <= 0:
             raise invalid(self, "timeout_s", f"{self.timeout_s:g} must be > 0 seconds")
 

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 from collscope.config_flags import (
     REQUIRED,
+    check_choice,
     flag,
-    invalid,
     json_flag,
     output_flag,
     stdout_once,
@@ -85,6 +85,4 @@ class CompareConfig:
                                  "table)")
 
     def __post_init__(self) -> None:
-        if self.metric not in METRICS:
-            raise invalid(self, "metric", f"'{self.metric}' is not accepted; use "
-                                          f"{', '.join(METRICS)}")
+        check_choice(self, "metric", METRICS)

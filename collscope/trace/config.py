@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from collscope.config_flags import ConfigError, flag, invalid, json_flag, list_flag
+from collscope.config_flags import ConfigError, check_choice, flag, invalid, json_flag, list_flag
 from collscope.trace.clock import MODES as CLOCK_MODES
 
 StepSelection = tuple[int | None, int | None] | None
@@ -68,9 +68,7 @@ class TraceConfig:
                 self.memory_mib <= 0:
             raise invalid(self, "memory_mib", f"'{self.memory_mib}' is not a positive whole "
                                               "number of MiB, e.g. 1024")
-        if self.clock_align not in CLOCK_MODES:
-            raise invalid(self, "clock_align", f"'{self.clock_align}' is not one of "
-                                               f"{', '.join(CLOCK_MODES)}")
+        check_choice(self, "clock_align", CLOCK_MODES)
         if self.steps is not None:
             low, high = self.steps
             if low is not None and high is not None and high <= low:

@@ -13,6 +13,7 @@ from typing import Any
 
 from collscope.config_flags import (
     backend_flag,
+    check_choice,
     flag,
     hier_chunk_flag,
     invalid,
@@ -218,16 +219,11 @@ class TrainConfig:
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise invalid(self, name, f"{value} must be >= 1")
-        if self.dtype not in DTYPES:
-            raise invalid(self, "dtype", f"'{self.dtype}' is not accepted; use {', '.join(DTYPES)}")
-        if self.parallel not in PARALLEL:
-            raise invalid(self, "parallel", f"'{self.parallel}' is not accepted; use "
-                             f"{', '.join(PARALLEL)}")
+        check_choice(self, "dtype", DTYPES)
+        check_choice(self, "parallel", PARALLEL)
         if not self.knobs.bucket_cap_mb > 0:
             raise invalid(self.knobs, "bucket_cap_mb", f"{self.knobs.bucket_cap_mb:g} must be > 0")
-        if self.knobs.comm_hook not in COMM_HOOKS:
-            raise invalid(self.knobs, "comm_hook", f"'{self.knobs.comm_hook}' is not accepted; use "
-                             f"{', '.join(COMM_HOOKS)}")
+        check_choice(self.knobs, "comm_hook", COMM_HOOKS)
         if self.steps < 2:
             raise invalid(self, "steps", f"{self.steps} must be >= 2 (a median needs steps)")
         if self.warmup < 2:

@@ -9,6 +9,7 @@ from collscope.config_flags import (
     BACKEND_HELP,
     ConfigError,
     backend_flag,
+    check_choice,
     flag,
     invalid,
     json_flag,
@@ -86,9 +87,7 @@ class TuneConfig:
             raise invalid(self, "budget_s", f"{self.budget_s} must be > 0 seconds")
         if self.timeout_s <= 0:
             raise invalid(self, "timeout_s", f"{self.timeout_s} must be > 0 seconds")
-        if self.strategy not in STRATEGIES:
-            raise invalid(self, "strategy", f"'{self.strategy}' is not accepted; use "
-                                            f"{', '.join(STRATEGIES)}")
+        check_choice(self, "strategy", STRATEGIES)
         if not 0 <= self.min_gain < 1:
             raise invalid(self, "min_gain", f"{self.min_gain * 100:g}% must be in [0, 100), "
                                             "e.g. 2 for 2%")

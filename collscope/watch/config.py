@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Literal
 
 from collscope.config_flags import (
+    check_choice,
     command_flag,
     flag,
     invalid,
@@ -66,12 +67,8 @@ class WatchConfig:
         if not (math.isfinite(self.hang_after_s) and self.hang_after_s >= 2 * self.interval_s):
             raise invalid(self, "hang_after_s", f"{self.hang_after_s:g} is not a stall "
                           f"threshold; use seconds >= 2 x --interval, e.g. 180")
-        if self.on_hang not in ON_HANG_CHOICES:
-            raise invalid(self, "on_hang", f"{self.on_hang!r} is not one of "
-                                          f"{', '.join(ON_HANG_CHOICES)}")
-        if self.aggregate not in AGGREGATE_CHOICES:
-            raise invalid(self, "aggregate", f"{self.aggregate!r} is not one of "
-                                             f"{', '.join(AGGREGATE_CHOICES)}")
+        check_choice(self, "on_hang", ON_HANG_CHOICES)
+        check_choice(self, "aggregate", AGGREGATE_CHOICES)
         if self.json == "-":
             raise invalid(self, "json", "'-' (stdout) cannot be used: stdout is the job's own; "
                                         "give a FILE")

@@ -158,5 +158,6 @@ def test_time_overlap_is_checked_on_aligned_clocks():
 
 
 def test_clock_align_flag_is_validated():
-    with pytest.raises(ConfigError, match="--clock-align: 'maybe' is not one of auto, on, off"):
+    with pytest.raises(ConfigError,
+                       match="--clock-align: 'maybe' is not accepted; use auto, on, off"):
         TraceConfig(paths=["t"], clock_align="maybe")

@@ -41,7 +41,7 @@ def test_config_checks_each_flag():
         WatchConfig(interval_s=0.01, command=["x"])
     with pytest.raises(ConfigError, match="--hang-after: 1 is not a stall threshold"):
         WatchConfig(hang_after_s=1, command=["x"])
-    with pytest.raises(ConfigError, match="--on-hang: 'stop' is not one of report, kill"):
+    with pytest.raises(ConfigError, match="--on-hang: 'stop' is not accepted; use report, kill"):
         WatchConfig(on_hang="stop", command=["x"])  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="--json: '-'"):
         WatchConfig(json="-", command=["x"])
