@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from collscope.collectives.dtypes import DTYPES, OPS, canonical_dtype
 from collscope.collectives.table import COLLECTIVES, canonical_name
-from collscope.config_flags import (
+from collscope.config_flags import (  # train/config.py's list too: both declare a job's flags
     ConfigError,
     backend_flag,
     check_choice,

@@ -162,6 +162,8 @@ def late_rank(op_us: Sequence[Sequence[float]], alpha: float = ALPHA) -> LateRan
                     significant=binom_p < alpha and wilcoxon_p < alpha)
 
 
+# A finding with its evidence in its message; like links/verdicts.py's Threshold by shape
+# only (other facts, other wording).
 @dataclass(frozen=True)
 class LateFinding:
     rank: int

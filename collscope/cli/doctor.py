@@ -35,6 +35,9 @@ exit codes: 0 nothing failed (warnings allowed), 1 a check failed, 2 bad input.
 """
 
 
+# Deliberately the shape of every subcommand's add_parser (command_parser with the command's
+# own texts, then its config's flags): one declaration per command, as CONTRIBUTING.md
+# asks; twin: cli/hang.py.
 def add_parser(commands: Any) -> None:
     p = command_parser(
         commands, "doctor",

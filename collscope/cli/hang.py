@@ -54,6 +54,9 @@ def _path_help() -> str:
         "object is refused, never loaded.", 92, break_on_hyphens=False, break_long_words=False)
 
 
+# Deliberately the shape of every subcommand's add_parser (command_parser with the command's
+# own texts, then its config's flags): one declaration per command, as CONTRIBUTING.md
+# asks; twin: cli/doctor.py.
 def add_parser(commands: Any) -> None:
     p = command_parser(
         commands, "hang",

@@ -37,6 +37,9 @@ exit codes: 0 every link and node ok, 1 a link or node failed (or a rank failed 
 """
 
 
+# Deliberately the shape of every subcommand's add_parser (command_parser with the command's
+# own texts, then its config's flags): one declaration per command, as CONTRIBUTING.md
+# asks; twin: cli/overlap, cli/tune.py.
 def add_parser(commands: Any) -> None:
     p = command_parser(
         commands, "links",

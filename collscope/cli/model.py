@@ -66,6 +66,9 @@ SUBCOMMANDS: list[tuple[str, str, str, type]] = [
 ]
 
 
+# Deliberately the shape of every subcommand's add_parser (command_parser with the command's
+# own texts, then its config's flags): one declaration per command, as CONTRIBUTING.md
+# asks; twin: cli/train.py.
 def add_parser(commands: Any) -> None:
     p = command_parser(
         commands, "model", help="fit a cost model from measurements; predict collectives and steps",

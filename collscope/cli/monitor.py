@@ -36,6 +36,9 @@ interrupted; 1 instead of 0 when --json / --summary-json could not be written du
 """
 
 
+# Deliberately the shape of every subcommand's add_parser (command_parser with the command's
+# own texts, then its config's flags): one declaration per command, as CONTRIBUTING.md
+# asks; twin: cli/watch.py.
 def add_parser(commands: Any) -> None:
     p = command_parser(
         commands, "monitor", help="live and recorded GPU, memory and network-bandwidth monitoring",

@@ -28,6 +28,9 @@ exit codes: 0 ok, 1 a rank failed or timed out or --json could not be written, 2
 """
 
 
+# Deliberately the shape of every subcommand's add_parser (command_parser with the command's
+# own texts, then its config's flags): one declaration per command, as CONTRIBUTING.md
+# asks; twin: cli/links.py.
 def add_parser(commands: Any) -> None:
     p = command_parser(
         commands, "overlap", help="does communication hide under compute? (matmul + all_reduce)",

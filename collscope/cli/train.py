@@ -36,6 +36,9 @@ or a model that does not fit. --json - : stdout carries the records only.
 """
 
 
+# Deliberately the shape of every subcommand's add_parser (command_parser with the command's
+# own texts, then its config's flags): one declaration per command, as CONTRIBUTING.md
+# asks; twin: cli/model.py.
 def add_parser(commands: Any) -> None:
     p = command_parser(
         commands, "train", help="Llama DDP/FSDP training: exposed comm, overlap, DDP knob sweeps",

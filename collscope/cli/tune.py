@@ -38,6 +38,9 @@ trial succeeded, 2 bad input.
 """
 
 
+# Deliberately the shape of every subcommand's add_parser (command_parser with the command's
+# own texts, then its config's flags): one declaration per command, as CONTRIBUTING.md
+# asks; twin: cli/links.py.
 def add_parser(commands: Any) -> None:
     p = command_parser(
         commands, "tune",

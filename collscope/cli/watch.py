@@ -29,6 +29,9 @@ the job; 2 bad input (checked before the command starts).
 """
 
 
+# Deliberately the shape of every subcommand's add_parser (command_parser with the command's
+# own texts, then its config's flags): one declaration per command, as CONTRIBUTING.md
+# asks; twin: cli/monitor.py.
 def add_parser(commands: Any) -> None:
     p = command_parser(
         commands, "watch", help="live per-rank communication telemetry inside your own job",

@@ -24,6 +24,8 @@ from collscope.parsers.flight_recorder import FlightEntry
 _ABSENT = Raw()           # an empty Raw: the field is not in the document
 
 
+# Deliberately the shape of parsers/flight_recorder.py's FlightEntry (fields left raw until
+# asked), for the dump's top level, which watch does not read: not the entry's fields.
 class _Document(Struct):
     """The top level; the fields that make a document something else than a dump are only
     looked for (it is then read by the generic decoder, which tells which)."""

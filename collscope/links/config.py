@@ -20,6 +20,8 @@ DEFAULT_SIZE = 64 * 1024**2
 
 @dataclass
 class LinksConfig:
+# One flag a field, each declared where it is read (config_flags): the fields' one shape is
+# the declaration, as in every config (trace/config.py, watch/config.py).
     size_bytes: int = flag(DEFAULT_SIZE, "-b", "--size", parse=parse_size, shown="64M",
                            help="message size per direction, bandwidth-bound")
     iters: int = flag(5, "-n", "--iters", type=int, help="timed exchanges per pair")

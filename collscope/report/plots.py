@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from collscope.report.charts import (
+from collscope.report.charts import (  # as svg.py: two renderers, one chart model
     BarChart,
     Chart,
     HeatMap,

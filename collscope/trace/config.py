@@ -33,6 +33,7 @@ class TraceConfig:
     # nargs="*": --baseline takes files up to the next flag and may take TRACE with them
     # (`--baseline bl.jsonl traces/`); the CLI gives those back (traces_after_baseline), then
     # __post_init__ requires one.
+# One flag a field, the declarations' one shape deliberate (twin: watch/config.py).
     paths: list[str] = flag([], "paths", nargs="*", metavar="TRACE",
                             help="trace files or folders (at least one)")
     baseline: list[str] = list_flag(

@@ -15,7 +15,7 @@ from collscope.doctor.facts.common import (
     sys_children,
     sys_text,
 )
-from collscope.doctor.facts.records import (
+from collscope.doctor.facts.records import (  # facts/__init__.py re-exports the same
     AcsBridge,
     AcsInfo,
     Gid,

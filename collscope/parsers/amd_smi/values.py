@@ -26,6 +26,7 @@ CELL = re.compile(
 )
 RATE = re.compile(r"(?<![\d.])([-+]?\d+(?:\.\d+)?)\s*([KMGT]?)(b|B)/s")
 
+# A lookup table, one pair a line, like parsers/nvidia_smi.py's _LINK_CODES: data, not logic.
 STATUS_WORDS = {
     "u": "up",
     "up": "up",

@@ -308,6 +308,8 @@ def _row(entry: Any, where: str) -> tuple[Row | None, list[str]]:
 
 
 def _footer(data: dict[str, Any]) -> Footer:
+    # One block per footer object of nccl-tests' JSON (out of bounds, average busbw, bitwise),
+    # each with fields of its own: the blocks' one shape is the format's, not repeated logic.
     footer = Footer()
     bounds = data.get("out_of_bounds")
     if isinstance(bounds, dict):
