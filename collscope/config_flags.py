@@ -42,7 +42,9 @@ class Flag:
     negate: bool = False                          # "--no-X": a boolean field that is True
     choices: tuple[Any, ...] | None = None
     nargs: str | None = None                      # "+" for a list field
-    const: Any = None                             # with nargs "?": the value of a bare flag
+    # With nargs "?": the value of the flag given bare, a deprecated form (--help shows the
+    # value as required, the one spelling documented).
+    const: Any = None
     action: str | None = None                     # e.g. "extend" (repeatable list flag)
     hidden: bool = False                          # internal: parsed, never shown in --help
     deprecated: tuple[str, ...] = ()              # old spellings: still parsed, said once
@@ -263,9 +265,24 @@ def add_flags(parser: argparse.ArgumentParser | argparse._ArgumentGroup, config:
             # and requires it unless nargs says otherwise.
             kwargs.pop("dest")
             kwargs.pop("required", None)
-        parser.add_argument(*spec.names, **kwargs)
+        action = parser.add_argument(*spec.names, **kwargs)
+        if spec.nargs == "?" and spec.const is not None:
+            action.bare_deprecated = True      # type: ignore[attr-defined]
         if spec.deprecated:
             _add_deprecated(parser, spec, kwargs)
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Every command's --help: descriptions and epilogs as written; a flag whose bare form is
+    deprecated (``const``) shown with its value required (``--json FILE``, not
+    ``--json [FILE]``), as every other command writes it."""
+
+    def _format_args(self, action: argparse.Action, default_metavar: str) -> str:
+        if getattr(action, "bare_deprecated", False):
+            return super()._format_args(
+                argparse.Action(action.option_strings, action.dest, metavar=action.metavar),
+                default_metavar)
+        return super()._format_args(action, default_metavar)
 
 
 class _DeprecatedSpelling(argparse.Action):

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from collscope import __version__
+from collscope.config_flags import HelpFormatter
 from collscope.errors import ExitCode, OutputError, RankFailure, UsageError, exit_codes_help
 
 DESCRIPTION = """\
@@ -57,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     epilog = EPILOG + textwrap.fill(exit_codes_help(), 92) + "\n"
     parser = OneLineErrorParser(prog="collscope", description=DESCRIPTION, epilog=epilog,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+                                formatter_class=HelpFormatter)
     parser.add_argument("--version", action="version", version=f"collscope {__version__}")
     # dest "subcommand": a command's own fields may be named "command" (monitor's, watch's)
     commands = parser.add_subparsers(dest="subcommand", metavar="COMMAND",

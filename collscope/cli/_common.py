@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from collscope.collectives.table import COLLECTIVES
-from collscope.config_flags import NPROC_HELP, add_flags
+from collscope.config_flags import NPROC_HELP, HelpFormatter, add_flags
 from collscope.records.jsonl import check_writable, check_writable_folder
 
 
@@ -29,7 +29,7 @@ def command_parser(commands: Any, name: str, help: str, description: str, epilog
     options = {"usage": usage} if usage else {}
     parser: argparse.ArgumentParser = commands.add_parser(
         name, help=help, description=description, epilog=epilog,
-        formatter_class=argparse.RawDescriptionHelpFormatter, **options)
+        formatter_class=HelpFormatter, **options)
     return parser
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from collscope.errors import RankFailure, UsageError
+from collscope.errors import ExitCode, RankFailure, UsageError
 from collscope.runtime.launchers import LaunchInfo, detect_launcher
 from collscope.runtime.spawn import SPAWNED_ENV
 
@@ -203,20 +203,20 @@ def _rank_life(job: Job, launch: LaunchInfo, launcher_name: str, outputs_checked
         session = start(launch, job.backend, job.timeout_s)
     except UsageError:
         if launch.local_rank != 0:
-            return 2  # every local rank fails the same check; local rank 0 says it once
+            return ExitCode.USAGE  # every local rank fails alike; local rank 0 says it once
         raise
     try:
         try:
             job.validate(session.world_size, session.backend)
         except UsageError:
             if session.rank != 0:
-                return 2  # every rank fails the same check; rank 0 says it once
+                return ExitCode.USAGE  # every rank fails the same check; rank 0 says it once
             raise
         if (job.output_check or job.node_output_check) and not outputs_checked and \
                 not _outputs_checked_together(job, session):
-            return 2
+            return ExitCode.USAGE
         if job.rank_preflight is not None and not _preflight_together(job, session):
-            return 2
+            return ExitCode.USAGE
         code = job.body(session, launcher_name)
         session.leave_together()
         return code
@@ -226,7 +226,7 @@ def _rank_life(job: Job, launch: LaunchInfo, launcher_name: str, outputs_checked
         sys.stderr.write(f"collscope {job.command}: {failure}\n")
         sys.stderr.flush()
         sys.stdout.flush()
-        os._exit(1)
+        os._exit(ExitCode.FOUND)
     except BrokenPipeError:
         # `collscope bench | head`: the reader has what it wanted. Leave at once, quietly. Local
         # ranks of a standalone run are ended first (before this rank's sockets close, so they

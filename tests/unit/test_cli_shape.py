@@ -47,6 +47,8 @@ def test_json_takes_a_file_and_writes_json_lines(name):
     [action] = [a for a in COMMANDS[name]._actions if "--json" in a.option_strings]
     assert action.metavar == "FILE", name
     assert "JSON Lines" in action.help, (name, action.help)
+    # as --help shows it too: doctor's deprecated bare --json is not shown as "--json [FILE]"
+    assert "--json FILE" in COMMANDS[name].format_help(), name
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))
