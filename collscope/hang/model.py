@@ -2,18 +2,13 @@
 
 One ``Entry`` per ring-buffer entry (built from the one entry model,
 :mod:`collscope.parsers.flight_recorder`, or from a pickled dump's dict), one ``RankDump`` per
-rank. The facts of the format (torch's ``FlightRecorder::dump_entries`` and its analyser
-``torch.distributed.flight_recorder``):
+rank. The entry's fields, op names and done-ness are
+:mod:`collscope.parsers.flight_recorder`'s; what hang adds (torch's analyser
+``torch.distributed.flight_recorder`` reads them alike):
 
-- ``process_group`` is ``(name, description)``; a group is the name plus its members (split
-  groups may reuse a name); ``pg_config`` maps a name to ``{"name", "desc", "ranks"}`` where
-  ``ranks`` is the text of a list of global ranks; gloo writes one entry keyed ``''``.
-- ``collective_seq_id`` counts a rank's collectives in one group (the same number on every
-  member for the same call); ``p2p_seq_id`` counts its point-to-point ops in that group.
-- ``profiling_name`` is ``<backend>:<op>``, p2p ops ``nccl:send 0->1`` / ``nccl:recv 1<-0`` in
-  group-local ranks (the i-th of the sorted members).
-- an entry is done when ``retired`` (gloo, and NCCL once the watchdog saw it end) or its
-  ``state`` is ``completed``.
+- a group is the name plus its members (split groups may reuse a name); gloo writes one
+  ``pg_config`` entry keyed ``''``; a ``collective_seq_id`` is the same on every member for
+  the same call; a p2p peer is group-local (the i-th of the sorted members).
 - ``pg_status`` maps the rank-local ``pg_id`` to the last enqueued / completed sequence
   number, counted in the kind (collective or p2p) of that group's last work.
 """
