@@ -78,6 +78,23 @@ class Shape:
     def straggler(self) -> int:
         return self.ranks // 2 + 3
 
+    @property
+    def every(self) -> int:
+        """Every how many intervals the leaders merge and rank 0 aggregates (the agent's
+        rule, collscope.watch.levels.merge_every)."""
+        from collscope.watch import levels
+
+        return levels.merge_every(self.ranks) if self.aggregate == "hosts" else 1
+
+    @property
+    def merge_s(self) -> float:
+        return self.interval_s * self.every
+
+    def due(self, round_: int) -> bool:
+        """Whether the leaders merge and rank 0 aggregates in this round (the agent judges
+        it by the wall-clock grid; every sender and rank 0 here count the same rounds)."""
+        return round_ % self.every == 0
+
     def host_of(self, rank: int) -> str:
         return f"node{rank // self.per_host:05d}"
 
@@ -165,13 +182,12 @@ def prepare(shape: Shape, hosts: range, t0: float) -> list[tuple[list[tuple[str,
                                   {"0": {"all_reduce": first + shape.collectives}})
                 texts.append((rank, _with_previous(summary, previous.get(rank)).encode()))
                 previous[rank] = summary
-            if shape.aggregate == "hosts":
+            if shape.aggregate == "hosts" and shape.due(round_):
                 payload.append((levels.host_record_key(shape.host_of(ranks[0])),
-                                levels.encode_record(grid, ranks[0], shape.interval_s, texts)))
-                checks += 1
-            else:
+                                levels.encode_record(grid, ranks[0], shape.merge_s, texts)))
+            elif shape.aggregate == "flat":
                 payload += [(exchange.summary_key(r), text) for r, text in texts]
-                checks += len(texts)
+            checks += 1 if shape.aggregate == "hosts" else len(texts)
         rounds.append((payload, checks))
     return rounds
 
@@ -228,6 +244,8 @@ def rank0(shape: Shape, port: int, start: float, folder: str) -> dict[str, Any]:
         if round_ == shape.warmup + 1:
             span.append((time.time(), time.process_time()))
         store.counting = round_ > shape.warmup
+        if not shape.due(round_):
+            continue
         wall, cpu = time.perf_counter(), time.process_time()
         aggregator.round(round_)
         if round_ > shape.warmup:

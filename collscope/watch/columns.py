@@ -17,7 +17,7 @@ it, but without its arrivals (those went to the matcher), which is what rank 0 k
 from __future__ import annotations
 
 import zlib
-from collections.abc import Container, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import msgspec
 
@@ -49,7 +49,7 @@ class _Record(msgspec.Struct, array_like=True):
     time: float
     leader: int
     interval_s: float
-    ranks: list[int]
+    rank_steps: list[int]      # the first rank, then each one's step from the previous
     base_us: int
     groups: dict[str, _Group]
     rest: msgspec.Raw
@@ -105,7 +105,7 @@ def encode(now: float, leader: int, interval_s: float,
          if (p := s.pending) is not None],
         [(i, g, members, {op: (t.calls, t.size_bytes, t.duration_us) for op, t in ops.items()})
          for i, (_, s) in enumerate(summaries) for g, (members, ops) in s.timed.items()])
-    record = _Record(round(now, 3), leader, interval_s, ranks, base, groups,
+    record = _Record(round(now, 3), leader, interval_s, _steps(ranks), base, groups,
                      msgspec.Raw(_ENCODER.encode(rest)))
     return zlib.compress(_ENCODER.encode(record), COMPRESS_LEVEL)
 
@@ -119,39 +119,16 @@ class HostRecord:
         self.time = self._record.time
         self.leader = self._record.leader
         self.interval_s = self._record.interval_s
-        self.ranks = self._record.ranks
+        self.ranks = _summed(self._record.rank_steps)
         self._summaries: dict[int, Summary] | None = None
 
-    def blocks(self, skip: Container[tuple[str, int]]) -> Iterator[
-            tuple[str, int, list[int], list[int]]]:
-        """(group, seq, ranks, their arrivals in us) per collective the record holds and
-        ``skip`` does not (the ones matched already: each record repeats the previous
-        interval's)."""
-        ranks, n = self.ranks, len(self.ranks)
+    def columns(self) -> Iterator[tuple[str, list[int], list[int], list[int]]]:
+        """Per group: its seqs, the host's earliest arrival (us) at each, and the offsets
+        (per seq, per rank of ``ranks``: us after that earliest; ABSENT: not reported)."""
+        base = self._record.base_us
         for group, columns in self._record.groups.items():
-            firsts = _summed(columns.first_steps, self._record.base_us)
-            offsets = columns.offsets
-            for k, (seq, first) in enumerate(zip(_summed(columns.seq_steps), firsts)):
-                if (group, seq) in skip:
-                    continue
-                row = offsets[k * n:(k + 1) * n]
-                if ABSENT in row:
-                    yield group, seq, [r for r, o in zip(ranks, row) if o != ABSENT], \
-                        [first + o for o in row if o != ABSENT]
-                else:
-                    yield group, seq, ranks, [first + o for o in row]
-
-    def groups(self) -> dict[str, list[int]]:
-        """Each group the record holds, and its ranks that reported some of it."""
-        ranks, n = self.ranks, len(self.ranks)
-        out = {}
-        for group, columns in self._record.groups.items():
-            if ABSENT not in columns.offsets:
-                out[group] = ranks
-                continue
-            present = {i % n for i, o in enumerate(columns.offsets) if o != ABSENT}
-            out[group] = [ranks[i] for i in sorted(present)]
-        return out
+            yield (group, _summed(columns.seq_steps), _summed(columns.first_steps, base),
+                   columns.offsets)
 
     def summary(self, rank: int) -> Summary | None:
         if self._summaries is None:

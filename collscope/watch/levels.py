@@ -55,6 +55,19 @@ LEAD_AFTER_S = 0.1
 # A host record (or a leader's heartbeat) older than this many intervals: the leader stopped.
 STALE_INTERVALS = 3
 FIRST_MERGE_WAIT_S = CLOCK_WAIT_S
+# Beyond this many ranks the leaders merge, and rank 0 aggregates, every LARGE_JOB_EVERY-th
+# interval of the wall-clock grid (the ranks still publish every interval). What rank 0
+# spends and what crosses the job's store then halve (benchmarks/watch_scale.py: at 16,384
+# ranks both were over their bounds at every interval); a finding comes up to one interval
+# later. Each summary carries two intervals' arrivals, so no collective is missed, but a
+# rank 0 that reads a merge late no longer finds the one before in the next.
+LARGE_JOB_RANKS = 8192
+LARGE_JOB_EVERY = 2
+
+
+def merge_every(world_size: int) -> int:
+    """Every how many intervals the leaders merge and rank 0 aggregates."""
+    return LARGE_JOB_EVERY if world_size > LARGE_JOB_RANKS else 1
 
 
 def members_key(host: str) -> str:
@@ -210,9 +223,14 @@ class HostLink:
         _pass_on(self.store, [self.rank])
 
     # -- the leader, every interval ------------------------------------------------------------
-    def lead(self, now: float, interval_s: float) -> None:
-        """Merge the host's summaries into one record for rank 0; pass new dumps on."""
+    def lead(self, now: float, interval_s: float, merge: bool = True) -> None:
+        """Merge the host's summaries into one record for rank 0 (``merge``: due now;
+        ``interval_s``: how often it merges); pass new dumps on."""
         if not self.leader:
+            return
+        if not merge:
+            if self.hang_seen:
+                self.pass_dumps()
             return
         unseen = [h.rank for h in self.members if h.rank not in self._seen]
         self._seen.update(r for r, ok in zip(unseen, present(

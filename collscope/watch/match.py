@@ -14,10 +14,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from itertools import repeat
 from operator import sub
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from collscope.watch.columns import HostRecord
+from collscope.watch.columns import ABSENT, HostRecord
 
 # A (group, seq) not seen on every member after this many rounds is dropped (a rank that
 # died, or entries the ring overwrote): bounded memory, no half-matched lateness.
@@ -81,16 +79,32 @@ class Matcher:
 
     def add_host(self, record: HostRecord, offset_us: float, round_: int) -> None:
         """One host's record (one clock offset): what :meth:`add` does for each of its
-        ranks, one step per collective not matched yet."""
-        for group, ranks in record.groups().items():
+        ranks, in one step per collective not matched yet (each record repeats the previous
+        interval's, matched by now)."""
+        ranks, n = record.ranks, len(record.ranks)
+        opened, closed = self._open, self._closed
+        for group, seqs, firsts, offsets in record.columns():
             members = self.members.get(group)
             if members is None:
                 members = self.members[group] = set()
-            members.update(ranks)
+            absent = ABSENT in offsets
+            members.update(ranks if not absent else
+                           {ranks[i % n] for i, o in enumerate(offsets) if o != ABSENT})
             self.first_round.setdefault(group, round_)
-        for group, seq, ranks, times_us in record.blocks(self._closed):
-            times = self._open.setdefault((group, seq), (round_, {}))[1]
-            times.update(zip(ranks, [us - offset_us for us in times_us]))
+            for k, (seq, first) in enumerate(zip(seqs, firsts)):
+                key = (group, seq)
+                if key in closed:
+                    continue
+                found = opened.get(key)
+                if found is None:
+                    found = opened[key] = (round_, {})
+                times = found[1]
+                row = offsets[k * n:(k + 1) * n]
+                if absent and ABSENT in row:
+                    times.update((r, first + o - offset_us)
+                                 for r, o in zip(ranks, row) if o != ABSENT)
+                else:
+                    times.update(zip(ranks, [first + o - offset_us for o in row]))
 
     def close(self, round_: int) -> list[Matched]:
         """The collectives now seen on every member, oldest first; stale ones dropped."""
