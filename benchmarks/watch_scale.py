@@ -7,8 +7,9 @@ connection, make every round's payload before the run and publish it at the real
 (every agent's wall-clock grid): what those ranks'
 agents would: with ``--aggregate flat`` every rank's summary (``sum/<rank>``) and every rank's
 check of the stall key; with ``--aggregate hosts`` each host leader's record (its ranks'
-summaries merged and compressed by collscope.watch.levels.encode_record, one ``set`` per
-host) and the leaders' checks of the stall key. The summaries are the real encoding
+summaries merged in columns by collscope.watch.levels.encode_record, one ``set`` per host,
+every interval, or every 2nd beyond levels.LARGE_JOB_RANKS ranks as the agent does) and the
+leaders' checks of the stall key (every interval). The summaries are the real encoding
 (collscope.watch.summary, each carrying the previous interval's arrivals as the agent does):
 COLLECTIVES all_reduces per interval in the default group, each rank entering a few hundred
 microseconds apart (an exponential jitter, mean 300 us, per rank and collective, plus a
@@ -17,8 +18,9 @@ SLOW_FROM on. The hop from a host's ranks to their leader (the host-local store 
 host's loopback) is not on the job's store and is not simulated. "Rank 0" is a process
 running collscope.watch.aggregate.Aggregator with the source of its mode (FlatSource or
 levels.HostRecords) on its own client connection, SETTLE s after each grid point as the agent
-does, writing its records into a channel folder; the clock exchange at start is skipped (the
-agent's stop flag is set while it begins: no leader answers it here).
+does (in the rounds the leaders merged), writing its records into a channel folder; the
+clock exchange at start is skipped (the agent's stop flag is set while it begins: no leader
+answers it here).
 
 Per round on rank 0: the wall time of Aggregator.round (read, decode, match, detect, records;
 p50 and p99 over the measured rounds), its process CPU time (time.process_time: every thread
