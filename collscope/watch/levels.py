@@ -3,11 +3,12 @@ store's traffic grow with hosts, not ranks.
 
 Each host's lowest rank is its leader. It serves a host-local c10d store (a TCPStore bound to
 127.0.0.1, so nothing of it leaves the host) where its host's ranks publish their summaries,
-flag their dumps and read the stall flag. Every interval, just after the ranks published,
-the leader reads its host's summaries in one ``multi_get`` and publishes them, unchanged and
-merged, as one compressed record per host to the job's store; rank 0 reads one record per
-host per round (one ``multi_get`` of H keys) and hands the matcher the very summaries the flat
-exchange would have given it. Only the leaders poll the job store's stall key; they relay it
+flag their dumps and read the stall flag. Every interval (every LARGE_JOB_EVERY-th beyond
+LARGE_JOB_RANKS ranks), just after the ranks published, the leader reads its host's
+summaries in one ``multi_get`` and publishes them merged, as one record per host in columns
+(collscope.watch.columns), to the job's store; rank 0 reads one record per host per round
+(one ``multi_get`` of H keys) and hands the matcher the very arrivals the flat exchange would
+have given it, a host's at a time. Only the leaders poll the job store's stall key; they relay it
 to their host, and pass their host's dumps on as one appended line and one counter step, so
 rank 0 collects thousands of dumps by polling one counter.
 
