@@ -7,8 +7,9 @@ connection, make every round's payload before the run and publish it at the real
 (every agent's wall-clock grid): what those ranks'
 agents would: with ``--aggregate flat`` every rank's summary (``sum/<rank>``) and every rank's
 check of the stall key; with ``--aggregate hosts`` each host leader's record (its ranks'
-summaries merged and compressed by collscope.watch.levels.encode_record, one ``set`` per
-host) and the leaders' checks of the stall key. The summaries are the real encoding
+summaries merged in columns by collscope.watch.levels.encode_record, one ``set`` per host,
+every interval, or every 2nd beyond levels.LARGE_JOB_RANKS ranks as the agent does) and the
+leaders' checks of the stall key (every interval). The summaries are the real encoding
 (collscope.watch.summary, each carrying the previous interval's arrivals as the agent does):
 COLLECTIVES all_reduces per interval in the default group, each rank entering a few hundred
 microseconds apart (an exponential jitter, mean 300 us, per rank and collective, plus a
@@ -17,8 +18,9 @@ SLOW_FROM on. The hop from a host's ranks to their leader (the host-local store 
 host's loopback) is not on the job's store and is not simulated. "Rank 0" is a process
 running collscope.watch.aggregate.Aggregator with the source of its mode (FlatSource or
 levels.HostRecords) on its own client connection, SETTLE s after each grid point as the agent
-does, writing its records into a channel folder; the clock exchange at start is skipped (the
-agent's stop flag is set while it begins: no leader answers it here).
+does (in the rounds the leaders merged), writing its records into a channel folder; the
+clock exchange at start is skipped (the agent's stop flag is set while it begins: no leader
+answers it here).
 
 Per round on rank 0: the wall time of Aggregator.round (read, decode, match, detect, records;
 p50 and p99 over the measured rounds), its process CPU time (time.process_time: every thread
@@ -77,6 +79,23 @@ class Shape:
     @property
     def straggler(self) -> int:
         return self.ranks // 2 + 3
+
+    @property
+    def every(self) -> int:
+        """Every how many intervals the leaders merge and rank 0 aggregates (the agent's
+        rule, collscope.watch.levels.merge_every)."""
+        from collscope.watch import levels
+
+        return levels.merge_every(self.ranks) if self.aggregate == "hosts" else 1
+
+    @property
+    def merge_s(self) -> float:
+        return self.interval_s * self.every
+
+    def due(self, round_: int) -> bool:
+        """Whether the leaders merge and rank 0 aggregates in this round (the agent judges
+        it by the wall-clock grid; every sender and rank 0 here count the same rounds)."""
+        return round_ % self.every == 0
 
     def host_of(self, rank: int) -> str:
         return f"node{rank // self.per_host:05d}"
@@ -165,13 +184,12 @@ def prepare(shape: Shape, hosts: range, t0: float) -> list[tuple[list[tuple[str,
                                   {"0": {"all_reduce": first + shape.collectives}})
                 texts.append((rank, _with_previous(summary, previous.get(rank)).encode()))
                 previous[rank] = summary
-            if shape.aggregate == "hosts":
+            if shape.aggregate == "hosts" and shape.due(round_):
                 payload.append((levels.host_record_key(shape.host_of(ranks[0])),
-                                levels.encode_record(grid, ranks[0], shape.interval_s, texts)))
-                checks += 1
-            else:
+                                levels.encode_record(grid, ranks[0], shape.merge_s, texts)))
+            elif shape.aggregate == "flat":
                 payload += [(exchange.summary_key(r), text) for r, text in texts]
-                checks += len(texts)
+            checks += 1 if shape.aggregate == "hosts" else len(texts)
         rounds.append((payload, checks))
     return rounds
 
@@ -228,6 +246,8 @@ def rank0(shape: Shape, port: int, start: float, folder: str) -> dict[str, Any]:
         if round_ == shape.warmup + 1:
             span.append((time.time(), time.process_time()))
         store.counting = round_ > shape.warmup
+        if not shape.due(round_):
+            continue
         wall, cpu = time.perf_counter(), time.process_time()
         aggregator.round(round_)
         if round_ > shape.warmup:

@@ -235,10 +235,15 @@ class Agent:
                  "seq": pending.seq, "pending_s": pending.age_s, "time": now}))
         if not self.dumped and self.link.hang_flagged():
             self._dump()
+        # at scale, host leaders merge and rank 0 aggregates every few intervals only
+        every = levels.merge_every(self.world_size) if self.settings.aggregate == "hosts" \
+            else 1
+        due = round(now / self.interval_s) % every == 0
         if self.link.leader and not self._stop.wait(min(levels.LEAD_AFTER_S,
                                                         self.interval_s / 8)):
-            self.link.lead(time.time(), self.interval_s)     # its host's ranks have published
-        if self.aggregator is not None:
+            # its host's ranks have published
+            self.link.lead(time.time(), self.interval_s * every, due)
+        if self.aggregator is not None and due:
             # the other ranks publish at this same grid point: read them once they have
             if not self._stop.wait(min(AGGREGATE_AFTER_S, self.interval_s / 4)):
                 self.aggregator.round(self.round)

@@ -24,6 +24,8 @@ from collscope.versions import library_versions
 from collscope.watch import detect, dumps, exchange
 from collscope.watch.bandwidth import Timed
 from collscope.watch.clocks import NO_ANSWER, Clocks
+from collscope.watch.columns import HostRecord
+from collscope.watch.levels import HostRead
 from collscope.watch.match import Matcher
 from collscope.watch.summary import Summary
 
@@ -57,7 +59,8 @@ class Rounds:
     def __init__(self, ranks: Iterable[int]) -> None:
         self.matcher = Matcher(ranks)
         self.detector = detect.Detector()
-        self.summaries: dict[int, Summary] = {}
+        self.summaries: dict[int, Summary] = {}           # decoded (a rank's own key)
+        self._records: dict[int, HostRecord] = {}         # in its host's record
 
     def take(self, texts: Sequence[str | bytes], ranks: Sequence[int],
              offset_us: Callable[[int], float], number: int) -> list[detect.Change]:
@@ -67,15 +70,45 @@ class Rounds:
     def take_decoded(self, summaries: Iterable[tuple[int, Summary]],
                      offset_us: Callable[[int], float], number: int) -> list[detect.Change]:
         """``summaries``: (rank, summary) as a source read them this round (every rank's
-        key, exchange.FlatSource, or one record per host, levels.HostRecords)."""
+        key, exchange.FlatSource)."""
+        self._add(summaries, offset_us, number)
+        return self._detect(number)
+
+    def take_hosts(self, read: HostRead, offset_us: Callable[[int], float],
+                   number: int) -> list[detect.Change]:
+        """One record per host (levels.HostRecords): each collective's arrivals on a host's
+        ranks joined in one step; the ranks read one by one after them."""
+        for _, record in read.records:
+            offset = offset_us(record.leader)       # one clock per host
+            self.matcher.add_host(record, offset, number)
+            self._records.update(dict.fromkeys(record.ranks, record))
+            if self.summaries:
+                for rank in record.ranks:
+                    self.summaries.pop(rank, None)
+        self._add(read.direct, offset_us, number)
+        return self._detect(number)
+
+    def _add(self, summaries: Iterable[tuple[int, Summary]],
+             offset_us: Callable[[int], float], number: int) -> None:
         for rank, summary in summaries:
             self.matcher.add(rank, summary.arrivals, offset_us(rank), number)
             # kept for the window records only: without its arrivals (matched now), a
             # round's thousands of (seq, us) pairs are not held until the next round
             summary.arrivals = {}
             self.summaries[rank] = summary
+            self._records.pop(rank, None)
+
+    def _detect(self, number: int) -> list[detect.Change]:
         self.detector.feed(self.matcher.close(number))
         return self.detector.changes()
+
+    def summary(self, rank: int) -> Summary | None:
+        """The rank's latest summary, less its arrivals (decoded from its host's record
+        only when asked for)."""
+        found = self.summaries.get(rank)
+        if found is None and rank in self._records:
+            found = self._records[rank].summary(rank)
+        return found
 
 
 def layout(members: dict[str, set[int]]) -> str:
@@ -196,8 +229,10 @@ class Aggregator:
         # at thousands of ranks the collections it set off (full passes over the job's every
         # object) cost rank 0 a fifth of its CPU at 4,096 ranks (benchmarks/watch_scale.py)
         with gc_paused():
-            changes = self.rounds.take_decoded(
-                self.source.summaries(), lambda r: offsets.get(host_of.get(r, ""), 0.0), number)
+            read = self.source.summaries()
+            offset = lambda r: offsets.get(host_of.get(r, ""), 0.0)  # noqa: E731
+            changes = self.rounds.take_hosts(read, offset, number) \
+                if isinstance(read, HostRead) else self.rounds.take_decoded(read, offset, number)
             now = time.time()
             for change in changes:
                 self.agent.channel.send(finding(change, now, self.host, self._local,
@@ -223,7 +258,7 @@ class Aggregator:
             for m, last in zip(window, lasts):
                 waits[last] = waits.get(last, 0.0) + self._wait_caused(m, last, kept)
             for rank in self._window_ranks(sorted(window[-1].arrivals_us), lasts, active):
-                summary = self.rounds.summaries.get(rank)
+                summary = self.rounds.summary(rank)
                 pending = summary.pending if summary else None
                 out.append(WatchWindowRecord(
                     now, rank, self.host(rank), self._local(rank), group, len(window),

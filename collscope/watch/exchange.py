@@ -262,7 +262,7 @@ class FlatLink:
     def mark_dumped(self) -> None:
         self.store.set(dumped_key(self.hello.rank), "1")
 
-    def lead(self, now: float, interval_s: float) -> None:
+    def lead(self, now: float, interval_s: float, merge: bool = True) -> None:
         """Nothing to merge for others in the flat exchange."""
 
     def source(self, hellos: Sequence[Hello], say: Callable[[str, str], None],

@@ -3,11 +3,12 @@ store's traffic grow with hosts, not ranks.
 
 Each host's lowest rank is its leader. It serves a host-local c10d store (a TCPStore bound to
 127.0.0.1, so nothing of it leaves the host) where its host's ranks publish their summaries,
-flag their dumps and read the stall flag. Every interval, just after the ranks published,
-the leader reads its host's summaries in one ``multi_get`` and publishes them, unchanged and
-merged, as one compressed record per host to the job's store; rank 0 reads one record per
-host per round (one ``multi_get`` of H keys) and hands the matcher the very summaries the flat
-exchange would have given it. Only the leaders poll the job store's stall key; they relay it
+flag their dumps and read the stall flag. Every interval (every LARGE_JOB_EVERY-th beyond
+LARGE_JOB_RANKS ranks), just after the ranks published, the leader reads its host's
+summaries in one ``multi_get`` and publishes them merged, as one record per host in columns
+(collscope.watch.columns), to the job's store; rank 0 reads one record per host per round
+(one ``multi_get`` of H keys) and hands the matcher the very arrivals the flat exchange would
+have given it, a host's at a time. Only the leaders poll the job store's stall key; they relay it
 to their host, and pass their host's dumps on as one appended line and one counter step, so
 rank 0 collects thousands of dumps by polling one counter.
 
@@ -26,12 +27,11 @@ from __future__ import annotations
 import datetime
 import socket
 import time
-import zlib
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-import msgspec
-
+from collscope.watch import columns
 from collscope.watch.exchange import (
     CLOCK_WAIT_S,
     HANG_KEY,
@@ -41,7 +41,7 @@ from collscope.watch.exchange import (
     present,
     summary_key,
 )
-from collscope.watch.summary import Summary, Wire
+from collscope.watch.summary import Summary
 
 HOSTS_KEY = "hosts"             # one line per host, appended by its first rank to join
 JOINED_KEY = "joined"           # ranks joined (a counter)
@@ -55,8 +55,20 @@ HOST_TIMEOUT_S = 2.0
 LEAD_AFTER_S = 0.1
 # A host record (or a leader's heartbeat) older than this many intervals: the leader stopped.
 STALE_INTERVALS = 3
-COMPRESS_LEVEL = 1
 FIRST_MERGE_WAIT_S = CLOCK_WAIT_S
+# Beyond this many ranks the leaders merge, and rank 0 aggregates, every LARGE_JOB_EVERY-th
+# interval of the wall-clock grid (the ranks still publish every interval). What rank 0
+# spends and what crosses the job's store then halve (benchmarks/watch_scale.py: at 16,384
+# ranks both were over their bounds at every interval); a finding comes up to one interval
+# later. Each summary carries two intervals' arrivals, so no collective is missed, but a
+# rank 0 that reads a merge late no longer finds the one before in the next.
+LARGE_JOB_RANKS = 8192
+LARGE_JOB_EVERY = 2
+
+
+def merge_every(world_size: int) -> int:
+    """Every how many intervals the leaders merge and rank 0 aggregates."""
+    return LARGE_JOB_EVERY if world_size > LARGE_JOB_RANKS else 1
 
 
 def members_key(host: str) -> str:
@@ -78,29 +90,9 @@ def host_record_key(host: str) -> str:
 def encode_record(now: float, leader: int, interval_s: float,
                   summaries: Sequence[tuple[int, bytes | str]]) -> bytes:
     """One host's record: the leader, when and at what interval it merged, and its ranks'
-    summaries as they published them (spliced in, not decoded), compressed."""
-    parts = ",".join(f'"{rank}":{text.decode() if isinstance(text, bytes) else text}'
-                     for rank, text in summaries)
-    return zlib.compress(f'{{"t":{now:.3f},"l":{leader},"i":{interval_s:g},"s":{{{parts}}}}}'
-                         .encode(), COMPRESS_LEVEL)
-
-
-class _Record(msgspec.Struct):
-    """A host record as encode_record writes it."""
-
-    time: float = msgspec.field(name="t")
-    leader: int = msgspec.field(name="l")
-    interval_s: float = msgspec.field(name="i")
-    summaries: dict[int, Wire] = msgspec.field(name="s")
-
-
-_RECORD = msgspec.json.Decoder(_Record)
-
-
-def decode_record(blob: bytes) -> tuple[float, int, float, dict[int, Summary]]:
-    record = _RECORD.decode(zlib.decompress(blob))
-    return (record.time, record.leader, record.interval_s,
-            {rank: Summary.from_wire(wire) for rank, wire in record.summaries.items()})
+    summaries as they published them, in columns (collscope.watch.columns)."""
+    return columns.encode(now, leader, interval_s,
+                          [(rank, Summary.decode(text)) for rank, text in summaries])
 
 
 def host_store(port_wanted: int = 0) -> tuple[Any, int]:
@@ -232,9 +224,14 @@ class HostLink:
         _pass_on(self.store, [self.rank])
 
     # -- the leader, every interval ------------------------------------------------------------
-    def lead(self, now: float, interval_s: float) -> None:
-        """Merge the host's summaries into one record for rank 0; pass new dumps on."""
+    def lead(self, now: float, interval_s: float, merge: bool = True) -> None:
+        """Merge the host's summaries into one record for rank 0 (``merge``: due now;
+        ``interval_s``: how often it merges); pass new dumps on."""
         if not self.leader:
+            return
+        if not merge:
+            if self.hang_seen:
+                self.pass_dumps()
             return
         unseen = [h.rank for h in self.members if h.rank not in self._seen]
         self._seen.update(r for r, ok in zip(unseen, present(
@@ -286,6 +283,15 @@ def _pass_on(store: Any, ranks: Sequence[int]) -> None:
     store.add(DUMPED_COUNT_KEY, len(ranks))
 
 
+@dataclass
+class HostRead:
+    """One round's read on rank 0: each host's record, and the ranks read one by one from
+    the job's store (their leader stopped, or its record lacks them)."""
+
+    records: list[tuple[str, columns.HostRecord]]
+    direct: list[tuple[int, Summary]]
+
+
 class HostRecords:
     """Rank 0's read of the levelled exchange: one record per host per round, the ranks a
     record lacks (their leader stopped) from the job's store, and on a stall the dumped ranks
@@ -301,7 +307,7 @@ class HostRecords:
         self.interval_s = interval_s        # the longest interval a leader merges at
         self.stopped: dict[str, bool] = {}      # host -> its ranks still seen (said once)
 
-    def summaries(self) -> list[tuple[int, Summary]]:
+    def summaries(self) -> HostRead:
         now = time.time()
         self.since = self.since or now
         waiting = [h for h in self.hosts if h not in self.ready]
@@ -309,15 +315,15 @@ class HostRecords:
             self.store, [host_record_key(h) for h in waiting])) if ok)
         hosts = [h for h in self.hosts if h in self.ready]
         blobs = self.store.multi_get([host_record_key(h) for h in hosts]) if hosts else []
-        found: dict[int, Summary] = {}
+        records = [(host, columns.HostRecord(blob)) for host, blob in zip(hosts, blobs)]
+        found: set[int] = set()
         ages = {h: now - self.since for h in self.hosts}
         merged_at: dict[str, float] = {}
-        for host, blob in zip(hosts, blobs):
-            at, _, interval_s, summaries = decode_record(blob)
-            if interval_s:
-                self.interval_s = max(self.interval_s, interval_s)
-                merged_at[host] = at
-            found.update(summaries)
+        for host, record in records:
+            if record.interval_s:
+                self.interval_s = max(self.interval_s, record.interval_s)
+                merged_at[host] = record.time
+            found.update(record.ranks)
         # A leader's age counts from the newest merge read (rank 0's own, as its host's
         # leader, made just before): a rank 0 that reads late finds no leader stale.
         newest = max(merged_at.values(), default=now)
@@ -332,11 +338,11 @@ class HostRecords:
         direct = [r for r, ok in zip(missing, present(
             self.store, [summary_key(r) for r in missing])) if ok]
         texts = self.store.multi_get([summary_key(r) for r in direct]) if direct else []
-        found.update((r, Summary.decode(t)) for r, t in zip(direct, texts))
         self._judge({h: ages[h] for h in stale}, set(direct))
         for host in set(self.stopped) - stale:
             del self.stopped[host]
-        return list(found.items())      # the matcher takes them in any order
+        # the ranks read from the job's store come after the records: theirs are newer
+        return HostRead(records, [(r, Summary.decode(t)) for r, t in zip(direct, texts)])
 
     def _judge(self, stale: dict[str, float], direct: set[int]) -> None:
         """Say once when a host's leader stops, and whether its ranks are still seen."""

@@ -12,6 +12,10 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import repeat
+from operator import sub
+
+from collscope.watch.columns import ABSENT, HostRecord
 
 # A (group, seq) not seen on every member after this many rounds is dropped (a rank that
 # died, or entries the ring overwrote): bounded memory, no half-matched lateness.
@@ -37,14 +41,16 @@ class Matched:
 
     @cached_property
     def last(self) -> int:
-        return max(self.arrivals_us, key=lambda r: (self.arrivals_us[r], r))
+        # the latest arrival, the highest rank among equal ones
+        return max(zip(self.arrivals_us.values(), self.arrivals_us))[1]
 
     def wait_caused_ms(self, rank: int) -> float:
         """What the others waited for ``rank`` here (0 unless it entered last)."""
         if rank != self.last:
             return 0.0
         mine = self.arrivals_us[rank]
-        return sum(mine - t for r, t in self.arrivals_us.items() if r != rank) / 1000
+        # in the members' order as before (its own term is 0), at C speed
+        return sum(map(sub, repeat(mine), self.arrivals_us.values())) / 1000
 
 
 class Matcher:
@@ -70,6 +76,35 @@ class Matcher:
                     continue
                 seen, times = self._open.setdefault((group, seq), (round_, {}))
                 times[rank] = us - offset_us
+
+    def add_host(self, record: HostRecord, offset_us: float, round_: int) -> None:
+        """One host's record (one clock offset): what :meth:`add` does for each of its
+        ranks, in one step per collective not matched yet (each record repeats the previous
+        interval's, matched by now)."""
+        ranks, n = record.ranks, len(record.ranks)
+        opened, closed = self._open, self._closed
+        for group, seqs, firsts, offsets in record.columns():
+            members = self.members.get(group)
+            if members is None:
+                members = self.members[group] = set()
+            absent = ABSENT in offsets
+            members.update(ranks if not absent else
+                           {ranks[i % n] for i, o in enumerate(offsets) if o != ABSENT})
+            self.first_round.setdefault(group, round_)
+            for k, (seq, first) in enumerate(zip(seqs, firsts)):
+                key = (group, seq)
+                if key in closed:
+                    continue
+                found = opened.get(key)
+                if found is None:
+                    found = opened[key] = (round_, {})
+                times = found[1]
+                row = offsets[k * n:(k + 1) * n]
+                if absent and ABSENT in row:
+                    times.update((r, first + o - offset_us)
+                                 for r, o in zip(ranks, row) if o != ABSENT)
+                else:
+                    times.update(zip(ranks, [first + o - offset_us for o in row]))
 
     def close(self, round_: int) -> list[Matched]:
         """The collectives now seen on every member, oldest first; stale ones dropped."""

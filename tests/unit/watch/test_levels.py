@@ -124,8 +124,8 @@ def test_a_host_leader_that_stops_is_said_and_its_ranks_read_directly(both, tmp_
     assert [n["about"] for n in notices] == ["leader_stopped"]
     assert notices[0]["title"].startswith("host host1: its leader rank 4 merged nothing for ")
     assert notices[0]["title"].endswith("its ranks are not seen (4): unwatched until it is back")
-    latest = aggregator.rounds.summaries
-    assert all(latest[r].round == ROUNDS + 2 for r in range(RANKS) if r != PER_HOST)
+    assert all(aggregator.rounds.summary(r).round == ROUNDS + 2
+               for r in range(RANKS) if r != PER_HOST)
 
 
 def test_a_stall_collects_the_same_dumped_ranks_by_one_counter(both):
