@@ -46,7 +46,14 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 from watch_real_jobs import print_rows, run_real  # noqa: E402
-from watch_streams import RANKS_PER_HOST, Episode, Stream, rank_of, simulate  # noqa: E402
+from watch_streams import (  # noqa: E402
+    CLOCK_RESIDUAL_MS,
+    RANKS_PER_HOST,
+    Episode,
+    Stream,
+    rank_of,
+    simulate,
+)
 
 from collscope.watch.agent import _with_previous  # noqa: E402
 from collscope.watch.aggregate import Rounds, finding  # noqa: E402
@@ -108,6 +115,8 @@ def replay(stream: Stream, tp: int, interval: float) -> Outcome:
     simulate(stream, tp)
     n = stream.ranks
     rounds = Rounds(range(n))
+    # the alignment's spread the aggregator would have measured, as it hands it to the detector
+    rounds.detector.clock_ms = {r: CLOCK_RESIDUAL_MS for r in range(RANKS_PER_HOST, n)}
     offset_us = [(stream.offset_ms[r // RANKS_PER_HOST] - stream.residual_ms[r // RANKS_PER_HOST])
                  * 1000 for r in range(n)]
     cursor, previous, ids = [0] * n, [None] * n, [0] * n

@@ -208,12 +208,19 @@ class Aggregator:
                 clock.update(applied=True, reason=f"{len(lead)} hosts",
                              offsets_us=dict(self.offset_us),
                              spread_us={followers[r]: s for r, (_, s) in found.items()})
+                self._clock_spreads(clock["spread_us"])
         fr = self.agent.fr_info        # what this torch reads (collscope.runtime.flight_recorder)
         self.agent.channel.send(WatchJobRecord(
             time.time(), self.agent.world_size, self.agent.backend,
             [{"rank": h.rank, "host": h.host, "local_rank": h.local_rank, "pid": h.pid}
              for h in sorted(hellos, key=lambda h: h.rank)],
             sorted({h.host for h in hellos}), clock, fr, library_versions()).to_dict())
+
+    def _clock_spreads(self, spread_us: dict[str, float]) -> None:
+        """The detector's delays across hosts count only above the alignment's error."""
+        self.rounds.detector.clock_ms = {
+            rank: spread_us[host] / 1000 for rank, host in self._host_of.items()
+            if host in spread_us}
 
     def host(self, rank: int) -> str:
         hello = self.hellos.get(rank)
@@ -223,6 +230,8 @@ class Aggregator:
         clock = self.clocks.poll()
         if clock is not None:
             self.offset_us = dict(self.clocks.offset_us)
+            if clock.applied:
+                self._clock_spreads(clock.spread_us)
             self.agent.channel.send(clock.to_dict())
         offsets, host_of = self.offset_us, self._host_of
         # The collector paused for the round: what it decodes lives for the round only, and

@@ -10,8 +10,11 @@ stragglers in one group are each seen in full, and a pause that hits every rank 
 the reference with them and delays nobody.
 
 A delay *counts* (a late collective of that rank) when it is at least the threshold
-theta = max(FLOOR_MS, NOISE_FACTOR x noise), noise = the window's median of (reference - first
-arrival): how far apart the on-time half of the group arrives.
+theta = max(FLOOR_MS, NOISE_FACTOR x noise, clock), noise = the window's median of (reference -
+first arrival): how far apart the on-time half of the group arrives; clock = twice the largest
+clock-alignment spread of the members' hosts (``Detector.clock_ms``; 0 on one host): two hosts
+each aligned to within its spread can be that far apart, so a smaller delay across hosts may
+be the alignment's error, not a rank's.
 
 Over the window (the group's collectives of the last WINDOW_S seconds, at least MIN_WINDOW),
 each rank's current *run* of late collectives: from its first late collective after the last
@@ -45,6 +48,7 @@ import statistics
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import repeat
 
 from collscope.stats.significance import binomial_tail, late_rank_p, rank_sum_p
 from collscope.watch import origin
@@ -80,7 +84,8 @@ CONFIRM_ROUNDS = 2
 # the origin's (a pipeline stage downstream keeps its own runs).
 
 METHOD = (f"per collective: delay = arrival - the lower median arrival (clocks aligned); late "
-          f"when >= max({FLOOR_MS:g} ms, {NOISE_FACTOR:g} x the on-time half's spread); over "
+          f"when >= max({FLOOR_MS:g} ms, {NOISE_FACTOR:g} x the on-time half's spread, 2 x "
+          f"the hosts' clock-alignment spread); over "
           f"the last {WINDOW_S:g} s (>= {MIN_WINDOW} collectives): cost = late delays / time, "
           f">= {MIN_SHARE:.0%} of it and >= {MIN_HITS} late collectives, and late more often "
           f"than the group's other members (one-sided binomial, Bonferroni x n, "
@@ -166,7 +171,7 @@ def rank_p(k: int, rest: int, members: int, outside: int) -> float:
     return min(1.0, late_rank_p(k, k + rest, pool) * members / pool) if k else 1.0
 
 
-def judge(state: GroupState, group: str, flagged: set[int]) -> tuple[
+def judge(state: GroupState, group: str, flagged: set[int], clock_ms: float = 0.0) -> tuple[
         dict[int, GroupVerdict], dict[int, float]]:
     """Verdicts of the ranks flagged now (the largest set of at most MAX_SET that passes, and
     the ``flagged`` ones that still hold) and every rank's load: all its delays of at least
@@ -182,7 +187,8 @@ def judge(state: GroupState, group: str, flagged: set[int]) -> tuple[
     bound = max(state.load_ms.values(), default=0.0) / (MIN_HITS * period_us / 1000)
     if not flagged and bound < MIN_SHARE:
         return {}, load          # no rank can cost MIN_SHARE: nothing to test
-    theta = max(FLOOR_MS, NOISE_FACTOR * statistics.median(s.spread_ms for s in window))
+    theta = max(FLOOR_MS, NOISE_FACTOR * statistics.median(s.spread_ms for s in window),
+                clock_ms)
     late: dict[int, list[int]] = {}
     delays: dict[int, list[float]] = {}
     for index, s in enumerate(window):
@@ -300,6 +306,9 @@ class Detector:
         # ranks of stragglers named, and until when (data time, us); their followers
         self.covered: dict[int, float] = {}
         self.trailing: dict[int, float] = {}
+        # rank -> its host's clock-alignment spread, ms (the aggregator sets it per epoch;
+        # empty on one host): a group's delays count from twice its members' largest
+        self.clock_ms: dict[int, float] = {}
 
     @property
     def history(self) -> dict[str, deque[Matched]]:
@@ -331,7 +340,9 @@ class Detector:
                 continue
             state.changed = False
             before = {r for g, r in self.flags if g == group}
-            verdicts, self.costs[group] = judge(state, group, before)
+            clock = 2 * max(map(self.clock_ms.get, self.members[group], repeat(0.0)),
+                            default=0.0) if self.clock_ms else 0.0
+            verdicts, self.costs[group] = judge(state, group, before, clock)
             for rank in before - verdicts.keys():
                 del self.flags[(group, rank)]
             self.flags.update({(group, r): v for r, v in verdicts.items()})

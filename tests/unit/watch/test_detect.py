@@ -34,10 +34,12 @@ def _stream(n: int, ranks: int = 4, late: dict[int, float] | None = None,
     return out
 
 
-def _run(stream: list[Matched], per_round: int = 1) -> list[detect.Change]:
+def _run(stream: list[Matched], per_round: int = 1,
+         clock_ms: dict[int, float] | None = None) -> list[detect.Change]:
     """Every change, feeding ``per_round`` collectives per round; each change's ``at`` is
-    the index of the last collective fed."""
+    the index of the last collective fed. ``clock_ms``: the hosts' alignment spreads."""
     detector, changes = Detector(), []
+    detector.clock_ms = clock_ms or {}
     for index in range(0, len(stream), per_round):
         detector.feed(stream[index:index + per_round])
         for change in detector.changes():
@@ -91,6 +93,18 @@ def test_healthy_jitter_and_random_stalls_name_nobody():
 def test_a_rank_always_slightly_late_costs_too_little_to_be_named():
     """1 ms late in every collective of 100 ms: 1 % of the job's time, below MIN_SHARE."""
     assert _run(_stream(300, late={3: 1}, start=0), per_round=10) == []
+
+
+def test_delays_within_the_clock_alignment_across_hosts_name_nobody():
+    """Two hosts of two ranks, the second's clock aligned 4 ms wrong in a job of 100 ms steps
+    (4 % of its time): with the exchange's 2.5 ms spread known, nobody; unknown, a straggler
+    the alignment made. A 30 ms rank on that host is still named."""
+    skewed = _stream(300, late={2: 4, 3: 4}, start=0)
+    spread = {2: 2.5, 3: 2.5}
+    assert _run(skewed, per_round=10) != []
+    assert _run(skewed, per_round=10, clock_ms=spread) == []
+    slow = _stream(300, late={2: 4, 3: 34}, start=0)
+    assert [c.straggler.ranks for c in _run(slow, per_round=10, clock_ms=spread)] == [[3]]
 
 
 def _tp_dp(steps: int, tp_late: dict[int, float], link_ms: float = 0.0,
