@@ -71,6 +71,7 @@ def merge_every(world_size: int) -> int:
     return LARGE_JOB_EVERY if world_size > LARGE_JOB_RANKS else 1
 
 
+# One function per store key, all of one shape on purpose (twin: watch/exchange.py's rank keys).
 def members_key(host: str) -> str:
     return f"members/{host}"
 
