@@ -3,8 +3,8 @@ the tests write (tests/dist/scripts/watch_layouts.py: it imports torch once and 
 ranks, which meet on a free port; the watch bootstrap is inherited by every fork): DDP with a
 rank 30 ms late from the first step, a 2 x 2 TP x DP layout (``new_group``) with a rank slow
 from the start, FSDP2 (``fully_shard``) with a rank 40 ms late once per step, and healthy TP x
-DP and FSDP2 runs, twice each (the healthy DDP runs are test_watch.py's). One batch of jobs,
-run side by side; every assertion shares it."""
+DP and FSDP2 runs, twice each (the healthy DDP runs are test_watch.py's). The jobs run in
+waves, a few side by side (WAVES); every assertion shares them."""
 
 from __future__ import annotations
 
@@ -66,28 +66,29 @@ class Job:
         return [r for r in self.records if r["kind"] == "finding" and r["state"] == "started"]
 
 
+# The jobs (name -> environment), started a wave at a time: the planted shapes, then the
+# healthy runs two jobs at a time. All seven at once were 28 ranks on 2 cores, and a job's
+# first collectives could end before its agents had started; four healthy jobs at once (16
+# ranks) once made rank 0 of an FSDP2 job, which also runs the aggregator, late enough to be
+# named (CI).
+WAVES: list[dict[str, dict[str, str]]] = [
+    {"ddp_slow": {"LAYOUT": "ddp", "SLOW_RANK": "2", "SLOW_MS": "30", "STEPS": "50"},
+     "tpdp_slow": {"LAYOUT": "tpdp", "SLOW_RANK": "1", "SLOW_MS": "30", "STEPS": "50"},
+     "fsdp_slow": {"LAYOUT": "fsdp", "SLOW_RANK": "2", "SLOW_MS": "40", "STEPS": "30"}},
+    *({f"{layout}_healthy{n}": {"LAYOUT": layout, "STEPS": "40"} for layout in ("tpdp", "fsdp")}
+      for n in (1, 2)),
+]
+
+
 @pytest.fixture(scope="module")
 def jobs() -> Iterator[dict[str, Job]]:
-    """A folder of our own: other checkouts' pytest sessions prune basetemps mid-run. Two
-    waves (the planted shapes, then the healthy runs): all seven jobs at once were 28 ranks
-    on 2 cores, and a job's first collectives could end before its agents had started."""
+    """A folder of our own: other checkouts' pytest sessions prune basetemps mid-run."""
     with tempfile.TemporaryDirectory(prefix="collscope-watch-layouts-") as name:
         folder = Path(name)
-        waves = [
-            lambda: {
-                "ddp_slow": Job(folder, "ddp_slow", LAYOUT="ddp", SLOW_RANK="2", SLOW_MS="30",
-                                STEPS="50"),
-                "tpdp_slow": Job(folder, "tpdp_slow", LAYOUT="tpdp", SLOW_RANK="1",
-                                 SLOW_MS="30", STEPS="50"),
-                "fsdp_slow": Job(folder, "fsdp_slow", LAYOUT="fsdp", SLOW_RANK="2",
-                                 SLOW_MS="40", STEPS="30")},
-            lambda: {f"{layout}_healthy{n}": Job(folder, f"{layout}_healthy{n}",
-                                                 LAYOUT=layout, STEPS=steps)
-                     for layout, steps in (("tpdp", "40"), ("fsdp", "40")) for n in (1, 2)},
-        ]
         done: dict[str, Job] = {}
-        for wave in waves:
-            done.update({name: job.wait() for name, job in wave().items()})
+        for wave in WAVES:
+            started = {job: Job(folder, job, **env) for job, env in wave.items()}
+            done.update({job: started[job].wait() for job in started})
         yield done
 
 
