@@ -55,9 +55,9 @@ from watch_streams import (  # noqa: E402
     simulate,
 )
 
+from collscope.parsers.flight_recorder import FlightEntry  # noqa: E402
 from collscope.watch.agent import _with_previous  # noqa: E402
 from collscope.watch.aggregate import Rounds, finding  # noqa: E402
-from collscope.watch.flight import Entry  # noqa: E402
 from collscope.watch.summary import summarise  # noqa: E402
 
 EPOCH_S = 1_760_000_000
@@ -131,8 +131,9 @@ def replay(stream: Stream, tp: int, interval: float) -> Outcome:
             while i < len(arrivals) and arrivals[i][2] <= tick:
                 group, seq, at = arrivals[i]
                 ids[r] += 1
-                new.append(Entry(ids[r], seq, (group, ""), "gloo:all_reduce",
-                                 int((EPOCH_S + at) * 1e9)))
+                new.append(FlightEntry(ids[r], 0, (group, ""), seq, 0, ids[r],
+                                       "gloo:all_reduce", "completed", True,
+                                       int((EPOCH_S + at) * 1e9)))
                 i += 1
             cursor[r] = i
             summary = summarise(number, EPOCH_S + tick, new, None, {})
