@@ -1,6 +1,6 @@
 # Quickstart targets. Each one sets up .venv first (idempotent), then runs.
 #   make demo   collscope bench on the embedded default (local ranks: GPUs, else 2 gloo ranks)
-#   make test       the whole test suite (unit, dist, e2e; under 10 minutes on 2 cores)
+#   make test       the whole test suite (unit, dist, e2e; ~11 minutes on 2 cores: CONTRIBUTING.md)
 #   make test-fast  the unit tests only: the inner loop (under a minute on 2 cores)
 #   make lint       ruff and mypy, as CI runs them
 # The venv sees system site-packages, so a ROCm or CUDA torch already installed is used as is;
