@@ -7,11 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from collscope.hang.groups import Channel, Lane
-from collscope.hang.model import AHEAD, MISMATCHES, WAITING, Cause, Entry
-
-# A channel's culprits, by what they did: a mismatch explains the hang before anything else.
-_CULPRIT_ORDER = (Cause.OP_MISMATCH, Cause.SIZE_MISMATCH, Cause.DTYPE_MISMATCH,
-                  Cause.NOT_ENTERED, Cause.DEAD, Cause.NOT_COMPLETED)
+from collscope.hang.model import AHEAD, CAUSE_ORDER, MISMATCHES, WAITING, Cause, Entry
 
 
 @dataclass
@@ -139,7 +135,7 @@ def analyse_channel(channel: Channel, dead: dict[int, str],
 def _blame(finding: ChannelFinding, dead: dict[int, str],
            first_pending_record: dict[int, int]) -> None:
     members = finding.members
-    for cause in _CULPRIT_ORDER:
+    for cause in CAUSE_ORDER:   # a channel's culprits, by what they did
         ranks = sorted(r for r, m in members.items() if m.did == cause.value)
         if ranks and (cause not in MISMATCHES or len(ranks) < len(members)):
             finding.culprits, finding.cause = ranks, cause

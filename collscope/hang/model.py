@@ -170,3 +170,8 @@ class Cause(str, Enum):
 WAITING = "waiting"       # issued it, waits for the others
 AHEAD = "ahead"           # completed it (and waits later, or is idle)
 MISMATCHES = (Cause.OP_MISMATCH, Cause.SIZE_MISMATCH, Cause.DTYPE_MISMATCH)
+# The causes, the one that explains a hang best first: a mismatch (the members disagree on
+# what they run), then a dead rank (it can enter nothing, so it holds up every group it is in),
+# then one that never entered, then one that entered and never finished. Channel analysis,
+# the verdict's origin and ncclras's reading all order by it.
+CAUSE_ORDER = (*MISMATCHES, Cause.DEAD, Cause.NOT_ENTERED, Cause.NOT_COMPLETED)

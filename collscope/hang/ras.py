@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from collscope.hang.model import Cause
+from collscope.hang.model import CAUSE_ORDER, Cause
 from collscope.hang.outcome import HangAnalysis
 from collscope.hang.report import communicator_record
 from collscope.hang.verdict import HangVerdict, next_steps, ranks_text
@@ -241,8 +241,7 @@ def analyse_ras(inputs: Inputs, given_hosts: Mapping[int, str] | None) -> HangAn
     hosts.update({int(r): str(h) for r, h in (given_hosts or {}).items()})
     culprits = sorted({r for c in bad for r in c.culprits})
     waiting = sorted({r for c in bad for r in c.waiting} - set(culprits))
-    first = min(bad, key=lambda c: [Cause.DEAD, Cause.NOT_ENTERED,
-                                    Cause.NOT_COMPLETED].index(c.cause)) if bad else None
+    first = min(bad, key=lambda c: CAUSE_ORDER.index(c.cause)) if bad else None
     if first is not None:
         parts = [f"{'rank' if len(c.culprits) == 1 else 'ranks'} {ranks_text(c.culprits)}"
                  f" {c.what}" if c.culprits else

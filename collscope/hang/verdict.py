@@ -5,7 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from collscope.hang.analysis import ChannelFinding
-from collscope.hang.model import MISMATCHES, Cause, Entry, StackDump, innermost_user_frame
+from collscope.hang.model import (
+    CAUSE_ORDER,
+    MISMATCHES,
+    Cause,
+    Entry,
+    StackDump,
+    innermost_user_frame,
+)
 
 
 @dataclass(frozen=True)
@@ -147,13 +154,11 @@ def judge(findings: list[ChannelFinding], roots: list[int], waiting: list[int],
 
 def _origin(findings: list[ChannelFinding], rank: int, hosts: dict[int, str],
             stacks: dict[int, StackDump]) -> Origin:
-    order = [Cause.OP_MISMATCH, Cause.SIZE_MISMATCH, Cause.DTYPE_MISMATCH, Cause.DEAD,
-             Cause.NOT_ENTERED, Cause.NOT_COMPLETED]
     mine = [f for f in findings if rank in f.culprits]
     if not mine:      # a member of a cycle that names no culprit: the transport
         mine = [f for f in findings if rank in f.members and f.stuck]
-    finding = min(mine, key=lambda f: (order.index(f.cause) if f.cause in order else 9,
-                                       _record(f, rank)))
+    finding = min(mine, key=lambda f: (CAUSE_ORDER.index(f.cause) if f.cause in CAUSE_ORDER
+                                       else len(CAUSE_ORDER), _record(f, rank)))
     member = finding.members[rank]
     cause = Cause(member.did) if member.did in {c.value for c in Cause} else finding.cause
     last = _entry_text(member.last, finding.channel.kind) if member.last else None
