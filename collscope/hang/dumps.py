@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import io
 import pickle
-from itertools import repeat
-from operator import attrgetter, itemgetter, or_
+from itertools import chain, repeat
+from operator import attrgetter, eq, itemgetter, or_, truth
 from typing import Any
 
 from collscope.hang.model import Entry, Frame, GroupStatus, RankDump, StackDump
@@ -97,7 +97,6 @@ def _entry(raw: dict[str, Any]) -> Entry:
 
 _COLUMNS = itemgetter("record_id", "collective_seq_id", "p2p_seq_id", "op_id", "pg_id",
                       "process_group", "profiling_name", "retired", "state")
-_COLUMN_TYPES = (int, int, int, int, int, None, str, bool, str)
 _TYPED_COLUMNS = attrgetter("record_id", "collective_seq_id", "p2p_seq_id", "op_id", "pg_id",
                             "process_group", "profiling_name", "retired", "state")
 
@@ -105,7 +104,8 @@ _TYPED_COLUMNS = attrgetter("record_id", "collective_seq_id", "p2p_seq_id", "op_
 def entry_columns(raw_entries: list[dict[str, Any]]) -> EntryColumns | None:
     """What the reduction reads of every entry, a column per field (C-speed ``map``s, no
     object per entry); None when an entry lacks one of these fields or holds another type
-    than torch writes: such a dump is read whole, entry by entry (``_entry``)."""
+    than torch writes where the type changes what the reduction compares (the numbers): such
+    a dump is read whole, entry by entry (``_entry``)."""
     if raw_entries and type(raw_entries[0]) is FlightEntry:
         columns = list(zip(*map(_TYPED_COLUMNS, raw_entries)))   # msgspec checked the types
     else:
@@ -113,8 +113,9 @@ def entry_columns(raw_entries: list[dict[str, Any]]) -> EntryColumns | None:
             columns = list(zip(*map(_COLUMNS, raw_entries)))
         except KeyError:
             return None
-        if not columns or any(kind is not None and set(map(type, column)) != {kind}
-                              for kind, column in zip(_COLUMN_TYPES, columns)):
+        # One pass over the five number columns (a set per column cost twice as much); the
+        # other fields are read as ``_entry`` reads them, whatever their type.
+        if not columns or set(map(type, chain.from_iterable(columns[:5]))) != {int}:
             return None
     record_ids, seqs, p2p_seqs, op_ids, pg_ids, groups, names, retired, states = columns
     if not set(map(type, groups)) <= {tuple, list} or min(map(len, groups)) < 2:
@@ -122,7 +123,10 @@ def entry_columns(raw_entries: list[dict[str, Any]]) -> EntryColumns | None:
     group_names = list(map(itemgetter(0), groups))
     if set(map(type, group_names)) != {str}:
         return None
-    ops = {name: split_name(name) for name in set(names)}
+    try:
+        ops = {name: split_name(str(name)) for name in set(names)}
+    except TypeError:        # a name that cannot be a key (a list): read whole
+        return None
     p2p_names = {name for name, (_, op, _) in ops.items() if op in P2P_OPS}
     if any(ops[name][2] is None for name in p2p_names):
         return None      # "send" without a peer: counted as peer 0 by the channels; read whole
@@ -134,8 +138,9 @@ def entry_columns(raw_entries: list[dict[str, Any]]) -> EntryColumns | None:
         peers, numbers = [None] * len(names), list(seqs)
     return EntryColumns(
         record_ids=list(record_ids), group_names=group_names, peers=peers, numbers=numbers,
-        done=list(map(or_, retired, map("completed".__eq__, states))), op_ids=list(op_ids),
-        pg_ids=list(pg_ids), backend=next((ops[n][0] for n in names if ops[n][0]), ""))
+        done=list(map(or_, map(truth, retired), map(eq, states, repeat("completed")))),
+        op_ids=list(op_ids), pg_ids=list(pg_ids),
+        backend=next((ops[n][0] for n in names if ops[n][0]), ""))
 
 
 def parse_dump(dump: Any, path: str, fmt: str, reduce: bool = False) -> RankDump:

@@ -76,9 +76,11 @@ def listed_world(dumps: list[RankDump], extra: Iterable[int] = ()) -> dict[tuple
     """Each default-group membership the dumps list, with the first dump that lists it."""
     dumped = {d.rank for d in dumps} | set(extra)
     seen: dict[tuple[int, ...], str] = {}
+    known: set[int] = set()      # ids of the lists met: hashing 16 384 ranks per dump is slow
     for dump in dumps:
         ranks = _default_ranks(dump, dumped)
-        if ranks:
+        if ranks and id(ranks) not in known:
+            known.add(id(ranks))
             seen.setdefault(ranks, dump.path)
     return seen
 
@@ -92,7 +94,8 @@ def world_ranks(dumps: list[RankDump], extra: set[int]) -> tuple[int, ...]:
                          f"ranks, {pa}'s has {len(a)}; give one job's dumps")
     if seen:
         world = next(iter(seen))
-        outside = sorted(d.rank for d in dumps if d.rank not in world)
+        members = set(world)
+        outside = sorted(d.rank for d in dumps if d.rank not in members)
         if outside:
             raise UsageError(f"dumps of two different jobs mixed: rank {outside[0]} is not in "
                              f"the {len(world)}-rank world the others name; give one job's dumps")
@@ -107,16 +110,25 @@ def build_groups(dumps: list[RankDump]) -> dict[str, Group]:
     """Groups by name; UsageError when two dumps list different members for one name with no
     way to tell them apart (two jobs mixed)."""
     listed: dict[str, tuple[tuple[int, ...], str, str]] = {}
+    sets: dict[int, frozenset[int]] = {}      # by id: a large job's dumps share one tuple
+
+    def has(ranks: tuple[int, ...], rank: int) -> bool:
+        members = sets.get(id(ranks))
+        if members is None:
+            members = sets[id(ranks)] = frozenset(ranks)
+        return rank in members
+
     for dump in dumps:
         for name, ranks in dump.groups.items():
             if not ranks or name == "":
                 continue
             previous = listed.get(name)
-            if previous and previous[0] != ranks and dump.rank in previous[0]:
+            if previous and previous[0] is not ranks and previous[0] != ranks \
+                    and has(previous[0], dump.rank):
                 raise UsageError(f"{dump.path}: dumps of two different jobs mixed: group "
                                  f"\"{name}\" has ranks {list(ranks)} here and "
                                  f"{list(previous[0])} in {previous[2]}")
-            if not previous or dump.rank in ranks:
+            if not previous or has(ranks, dump.rank):
                 listed[name] = (ranks, dump.group_descs.get(name, ""), dump.path)
     named_by_entries: dict[str, set[int]] = defaultdict(set)
     descs: dict[str, str] = {}

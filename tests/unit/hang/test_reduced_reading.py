@@ -22,6 +22,7 @@ FIELDS = ["collective_seq_id", "p2p_seq_id", "op_id", "process_group", "profilin
           "state", "retired", "record_id", "pg_id"]
 FORMS = ["pickle", "json"]
 VALUES = st.one_of(st.none(), st.integers(-3, 90000), st.text(max_size=4), st.booleans(),
+                   st.floats(-3, 90000), st.just(["nccl:all_reduce"]),
                    st.just(("0", "default_pg")), st.just("nccl:send 0->1"))
 
 
