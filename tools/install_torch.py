@@ -6,8 +6,8 @@ A torch that already imports (a ROCm or CUDA build the venv sees through system
 site-packages) is used as it is. Otherwise: on Linux, PyPI's `torch==X` is the CUDA build
 (2.13.0+cu130 with its nvidia-* libraries: 5.2 GB installed), so PyTorch's CPU index is asked
 first for `torch==X+cpu`, after a probe with a short timeout; where that index is unreachable,
-or has no wheel for this interpreter, the registry's `torch==X` is installed (pip's own
-configuration decides which registry, and any find-links directory it names). What is
+`torch==X+cpu` is asked of pip's own configuration (a mirror or find-links directory may hold
+it); where neither has a wheel for this interpreter, the registry's `torch==X` is installed. What is
 installed, from where, and how much it added to the environment are printed.
 """
 
@@ -57,11 +57,15 @@ def probe_index(url: str, timeout_s: float = PROBE_TIMEOUT_S) -> str | None:
 
 
 def plans(version: str, platform: str, index_problem: str | None) -> list[Plan]:
-    """The installs to try, in order: PyTorch's CPU build where it is the better choice and
-    reachable, the registry's build always last."""
+    """The installs to try, in order: on Linux the CPU build first, from PyTorch's CPU index
+    where it answers, else from what pip's configuration names (a mirror or a find-links
+    directory may hold the CPU wheel); the registry's build always last."""
     registry = Plan(f"torch=={version}", (), "the package registry pip is configured with")
-    if not platform.startswith("linux") or index_problem is not None:
+    if not platform.startswith("linux"):
         return [registry]
+    if index_problem is not None:
+        return [Plan(f"torch=={version}+cpu", (), "pip's configured registry and find-links "
+                     "(PyTorch's CPU index unreachable)"), registry]
     return [Plan(f"torch=={version}+cpu", ("--extra-index-url", CPU_INDEX),
                  f"PyTorch's CPU index ({CPU_INDEX})"), registry]
 
@@ -113,8 +117,9 @@ def main(argv: list[str]) -> int:
         index_problem = probe_index(f"{CPU_INDEX}/torch/")
         if index_problem:
             say(f"PyTorch's CPU index did not answer in {PROBE_TIMEOUT_S:g} s "
-                f"({index_problem}); the registry's torch it is (on Linux PyPI's build is "
-                "the CUDA one, several GB, unless pip's configuration finds a CPU wheel)")
+                f"({index_problem}); the CPU build is looked for where pip is configured to "
+                "look, else the registry's torch it is (on Linux PyPI's build is the CUDA "
+                "one, several GB)")
     before_bytes, before = tree_bytes(prefix), installed(python)
     for plan in plans(version, sys.platform, index_problem):
         say(f"no torch imports here: installing {plan.requirement} from {plan.source}")
