@@ -4,7 +4,7 @@ ranks, which meet on a free port; the watch bootstrap is inherited by every fork
 rank 30 ms late from the first step, a 2 x 2 TP x DP layout (``new_group``) with a rank slow
 from the start, FSDP2 (``fully_shard``) with a rank 40 ms late once per step, and healthy TP x
 DP and FSDP2 runs, twice each (the healthy DDP runs are test_watch.py's). The jobs run in
-waves, a few side by side (WAVES); every assertion shares them."""
+waves, two side by side (WAVES); every assertion shares them."""
 
 from __future__ import annotations
 
@@ -66,18 +66,19 @@ class Job:
         return [r for r in self.records if r["kind"] == "finding" and r["state"] == "started"]
 
 
-# The jobs (name -> environment), started a wave at a time: the planted shapes, then the
-# healthy runs two jobs at a time. All seven at once were 28 ranks on 2 cores, and a job's
-# first collectives could end before its agents had started; four healthy jobs at once (16
-# ranks) once made rank 0 of an FSDP2 job, which also runs the aggregator, late enough to be
-# named (CI).
-WAVES: list[dict[str, dict[str, str]]] = [
-    {"ddp_slow": {"LAYOUT": "ddp", "SLOW_RANK": "2", "SLOW_MS": "30", "STEPS": "50"},
-     "tpdp_slow": {"LAYOUT": "tpdp", "SLOW_RANK": "1", "SLOW_MS": "30", "STEPS": "50"},
-     "fsdp_slow": {"LAYOUT": "fsdp", "SLOW_RANK": "2", "SLOW_MS": "40", "STEPS": "30"}},
-    *({f"{layout}_healthy{n}": {"LAYOUT": layout, "STEPS": "40"} for layout in ("tpdp", "fsdp")}
-      for n in (1, 2)),
-]
+# The jobs (name -> environment), started two at a time (8 ranks on 2 cores). All seven at
+# once were 28 ranks, and a job's first collectives could end before its agents had started;
+# four healthy jobs at once (16 ranks) once made rank 0 of an FSDP2 job, which also runs the
+# aggregator, late enough to be named (CI); the three planted jobs at once (12 ranks) once made
+# rank 0 of the TP x DP job, the slow rank's TP peer and its job's aggregator, late in its DP
+# group beyond the wait it inherits (a Python 3.13 clone): named beside the slow rank.
+_SLOW = {"ddp_slow": {"LAYOUT": "ddp", "SLOW_RANK": "2", "SLOW_MS": "30", "STEPS": "50"},
+         "tpdp_slow": {"LAYOUT": "tpdp", "SLOW_RANK": "1", "SLOW_MS": "30", "STEPS": "50"},
+         "fsdp_slow": {"LAYOUT": "fsdp", "SLOW_RANK": "2", "SLOW_MS": "40", "STEPS": "30"}}
+_HEALTHY = {f"{layout}_healthy{n}": {"LAYOUT": layout, "STEPS": "40"}
+            for n in (1, 2) for layout in ("tpdp", "fsdp")}
+_ALL = list((_SLOW | _HEALTHY).items())
+WAVES: list[dict[str, dict[str, str]]] = [dict(_ALL[i:i + 2]) for i in range(0, len(_ALL), 2)]
 
 
 @pytest.fixture(scope="module")
