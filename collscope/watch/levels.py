@@ -105,9 +105,15 @@ def host_store(port_wanted: int = 0) -> tuple[Any, int]:
     listener.bind(("127.0.0.1", port_wanted))
     listener.listen(128)
     port = listener.getsockname()[1]
-    server = dist.TCPStore("127.0.0.1", port, is_master=True, wait_for_workers=False,
-                           timeout=datetime.timedelta(seconds=HOST_TIMEOUT_S),
-                           master_listen_fd=listener.detach())
+    options: dict[str, Any] = {"is_master": True, "wait_for_workers": False,
+                               "timeout": datetime.timedelta(seconds=HOST_TIMEOUT_S),
+                               "master_listen_fd": listener.detach()}
+    try:
+        server = dist.TCPStore("127.0.0.1", port, **options)
+    except NotImplementedError:
+        # torch <= 2.6: its libuv server cannot take a bound socket (it says so before
+        # touching the socket); the older server can.
+        server = dist.TCPStore("127.0.0.1", port, use_libuv=False, **options)
     return server, port
 
 

@@ -146,3 +146,26 @@ def test_a_stall_collects_the_same_dumped_ranks_by_one_counter(both):
             levels.HostRecords(store, links[0].hosts, lambda *_: None, INTERVAL_S)
         answered[name] = source.dumped(list(range(RANKS)), 0.3)
     assert answered["flat"] == answered["hosts"] == [0, 1, 2, 3, 4, 5, 7]
+
+
+def test_a_torch_whose_libuv_store_takes_no_socket_gets_the_older_server(monkeypatch):
+    """torch <= 2.6 refuses master_listen_fd on its libuv server (NotImplementedError, before
+    it touches the socket); the host store is then the older server on the same socket."""
+    import torch.distributed as dist
+
+    real, calls = dist.TCPStore, []
+
+    def older_torch(host, port, **options):
+        calls.append(dict(options))
+        if "master_listen_fd" in options and options.get("use_libuv", True):
+            raise NotImplementedError("The libuv TCPStore backend does not support "
+                                      "initialization with an listen fd.")
+        return real(host, port, **options)
+
+    monkeypatch.setattr(dist, "TCPStore", older_torch)
+    server, port = levels.host_store()
+    client = levels.connect_host(port)
+    client.set("k", "v")
+    assert server.get("k") == b"v"
+    assert [c.get("use_libuv", True) for c in calls] == [True, False, True]
+    assert calls[0]["master_listen_fd"] == calls[1]["master_listen_fd"]
