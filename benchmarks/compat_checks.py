@@ -216,9 +216,11 @@ def _watch_records(smoke: Smoke, name: str) -> list[dict]:
 
 
 def _err(smoke: Smoke, name: str) -> str:
+    """What watch said last, or what switched an agent off (the cause of an empty result)."""
     lines = [line for line in (smoke.scratch / f"{name}.err").read_text(
         errors="replace").splitlines() if line.startswith("collscope watch")]
-    return lines[-1][:160] if lines else "(watch said nothing)"
+    off = [line for line in lines if "switched off" in line]
+    return (off or lines or ["(watch said nothing)"])[-1][:200]
 
 
 def _waited(jobs: dict[str, subprocess.Popen[bytes]]) -> dict[str, int | None]:
