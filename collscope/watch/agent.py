@@ -234,7 +234,7 @@ class Agent:
                 {"rank": self.rank, "group": pending.group, "collective": pending.collective,
                  "seq": pending.seq, "pending_s": pending.age_s, "time": now}))
         if not self.dumped and self.link.hang_flagged():
-            self._dump()
+            self.dump_once()
         # at scale, host leaders merge and rank 0 aggregates every few intervals only
         every = levels.merge_every(self.world_size) if self.settings.aggregate == "hosts" \
             else 1
@@ -261,7 +261,11 @@ class Agent:
     def _notice(self, about: str, title: str) -> None:
         self.channel.send(NoticeRecord(time.time(), self.rank, about, title).to_dict())
 
-    def _dump(self) -> None:
+    def dump_once(self) -> None:
+        """This rank's dump (its Flight Recorder, or its main thread's stack) for a stall, once:
+        from its own tick, or from rank 0's aggregator before it waits for every rank's."""
+        if self.dumped:
+            return
         self.dumped = True
         dumps.write_rank_dump(self.settings.dump_dir, self.rank,
                               None if self.fr_info["reads"] == MAIN_THREAD else

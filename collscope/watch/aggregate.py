@@ -313,6 +313,9 @@ class Aggregator:
         """Every rank was told (the hang key); wait for their dumps, name the silent ones."""
         self.collected = True
         info = json.loads(self.store.get(exchange.HANG_KEY))
+        # Rank 0's own dump first: its tick may have looked at the hang key just before it
+        # was set, and this thread, which waits below, is the one that would write it.
+        self.agent.dump_once()
         ranks = list(range(self.agent.world_size))
         answered = self.source.dumped(ranks, DUMP_DEADLINE_S)
         silent = [r for r in ranks if r not in answered]

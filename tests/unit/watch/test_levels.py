@@ -2,7 +2,8 @@
 store a HashStore, each host's a TCPStore on 127.0.0.1): 8 ranks on 2 hosts publish the same
 summaries round by round (rank 5 turns 30 ms late), and rank 0's aggregator makes the same
 findings and window records from either; on a stall both collect the same dumped ranks and
-name the same silent one; a host leader that stops is said, its ranks read directly."""
+name the same silent one; a host leader that stops is said, its ranks read directly; rank 0
+dumps itself before it waits for the ranks."""
 
 from __future__ import annotations
 
@@ -169,3 +170,25 @@ def test_a_torch_whose_libuv_store_takes_no_socket_gets_the_older_server(monkeyp
     assert server.get("k") == b"v"
     assert [c.get("use_libuv", True) for c in calls] == [True, False, True]
     assert calls[0]["master_listen_fd"] == calls[1]["master_listen_fd"]
+
+
+def test_rank_0_dumps_itself_before_it_waits_for_every_rank(tmp_path):
+    """The hang key set just after rank 0's tick looked at it: the aggregator, on rank 0's
+    agent thread, writes rank 0's dump before it waits for the ranks' (a torch 2.6 gloo job
+    named rank 0 beside the stalled rank, 2 runs of 3, when it did not)."""
+    dist = pytest.importorskip("torch.distributed")
+    links = _joined(exchange.FlatLink, exchange.connect(dist.HashStore(), "collscope/w/t/"))
+    aggregator = _aggregator(tmp_path, links[0].store, links)
+    aggregator.agent.link = links[0]
+    links[0].store.compare_set(exchange.HANG_KEY, "", json.dumps(
+        {"rank": 2, "group": "0", "collective": "all_reduce", "seq": 5, "pending_s": 12.0,
+         "time": time.time()}))
+    for link in links[1:]:
+        assert link.hang_flagged()
+        link.mark_dumped()
+    aggregator.round(1)
+    records = [json.loads(line) for line in (tmp_path / "rank0.jsonl").read_text().splitlines()]
+    (stall,) = [r for r in records if r["kind"] == "watch_stall"]
+    assert stall["answered"] == list(range(RANKS)) and stall["no_answer"] == []
+    assert any(p.name.endswith("rank_0.json") or p.name.endswith("rank_0")
+               for p in tmp_path.iterdir())
