@@ -63,11 +63,11 @@ def plans(version: str, platform: str, index_problem: str | None) -> list[Plan]:
     registry = Plan(f"torch=={version}", (), "the package registry pip is configured with")
     if not platform.startswith("linux"):
         return [registry]
-    if index_problem is not None:
-        return [Plan(f"torch=={version}+cpu", (), "pip's configured registry and find-links "
-                     "(PyTorch's CPU index unreachable)"), registry]
-    return [Plan(f"torch=={version}+cpu", ("--extra-index-url", CPU_INDEX),
-                 f"PyTorch's CPU index ({CPU_INDEX})"), registry]
+    cpu = Plan(f"torch=={version}+cpu", (), "pip's configured registry and find-links "
+               "(PyTorch's CPU index unreachable)") if index_problem is not None else \
+        Plan(f"torch=={version}+cpu", ("--extra-index-url", CPU_INDEX),
+             f"PyTorch's CPU index ({CPU_INDEX})")
+    return [cpu, registry]
 
 
 def tree_bytes(root: Path) -> int:
