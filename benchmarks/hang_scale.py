@@ -1,13 +1,12 @@
 """How long `collscope hang` takes, and how much memory its whole process tree holds, on large
 dump sets: W ranks x N entries each, one rank (W // 2) never entering the last collective.
 
-The dumps are shaped as NCCL writes them: the pickle form (torch's protocol-2 pickle, as
-``_dump_nccl_trace`` returns it) with a Python stack of --frames frames per entry, the frame
-dicts shared between entries as torch's pickler memoises them (checked against a real
-``_dump_fr_trace`` of torch 2.13: one dict per distinct frame, a new list per entry), NCCL's
-fields (``nccl:`` names, ``completed`` states, start/end times, ``duration_ms``) and a
-``pg_config`` listing the W ranks of the default group; the JSON form as
-``_dump_nccl_trace_json`` writes it (no frames). Every healthy rank's dump holds the same bytes,
+The dumps are shaped as NCCL writes them: the pickle form holds the bytes torch's C++
+pickler writes (benchmarks/torch_pickle.py, byte-identical to every real dump in tests/fixtures:
+strings memoised by value, a stack frame's dict shared by every entry that ran through it, keys
+in torch's order) with a Python stack of --frames frames per entry, NCCL's fields (``nccl:``
+names, ``completed`` states, start/end times, ``duration_ms``) and a ``pg_config`` listing the W
+ranks of the default group; the JSON form as ``_dump_nccl_trace_json`` writes it (no frames). Every healthy rank's dump holds the same bytes,
 so they are hard links to one file (a 16 384-rank set would be 8.7 GB of pickle or 21 GB of
 JSON otherwise): every file is still opened, read and decoded, but from the page cache, so
 reading a real set from storage adds its read time (--distinct writes each rank's own file).
@@ -39,6 +38,9 @@ from typing import Any
 import psutil
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "benchmarks"))   # not the tree: PYTHONPATH picks collscope's
+import torch_pickle  # noqa: E402
+
 TARGET_WALL_S = 60.0           # issue 28: 16 384 ranks x 2 000 entries on this 2-core machine
 TARGET_PEAK_MIB = 2048
 BASE_NS = 1_796_155_784_988_074_546
@@ -62,7 +64,8 @@ def make_dump(world: int, issued: int, entries: int, form: str, frames: list[dic
     ring = []
     for i in range(issued):
         done = i < entries - 1
-        entry = {"record_id": i, "pg_id": 0, "process_group": ("0", "default_pg"),
+        entry = {"frames": list(frames)} if form == "pickle" else {}   # a list per entry
+        entry |= {"record_id": i, "pg_id": 0, "process_group": ("0", "default_pg"),
                  "thread_name": "pt_main_thread", "thread_id": "140030649969536",
                  "collective_seq_id": i + 1, "p2p_seq_id": 0, "op_id": i + 1,
                  "profiling_name": "nccl:all_reduce", "time_created_ns": BASE_NS + i * 1000,
@@ -73,22 +76,20 @@ def make_dump(world: int, issued: int, entries: int, form: str, frames: list[dic
                  "time_discovered_completed_ns": BASE_NS + i * 1000 + 500 if done else None,
                  "retired": done, "timeout_ms": 600000, "is_p2p": False,
                  "duration_ms": 0.49 if done else None}
-        if form == "pickle":
-            entry["frames"] = list(frames)        # a new list of the shared frame dicts
         ring.append(entry)
-    dump = {"version": "2.10", "nccl_version": "2.27.3", "entries": ring,
+    dump = {"version": "2.10",
             "pg_config": {"0": {"name": "0", "desc": "default_pg",
                                 "ranks": str(list(range(world)))}},
+            "nccl_version": "2.27.3",
             "pg_status": {"0": {"last_enqueued_collective": issued,
                                 "last_started_collective": issued,
-                                "last_completed_collective": min(issued, entries - 1)}}}
-    if form == "pickle":
-        return pickle.dumps(dump, protocol=2)
-    return json.dumps(dump).encode()
+                                "last_completed_collective": min(issued, entries - 1)}},
+            "entries": ring}
+    return torch_pickle.dumps(dump) if form == "pickle" else json.dumps(dump).encode()
 
 
-def make(folder: Path, world: int, entries: int, form: str, depth: int, distinct: bool) -> int:
-    """The W files of one set; returns the bytes one healthy rank's file holds."""
+def make(folder: Path, world: int, entries: int, form: str, depth: int, distinct: bool) -> Path:
+    """The W files of one set; returns rank 0's (a healthy rank's)."""
     frames = frame_table(depth)
     healthy = make_dump(world, entries, entries, form, frames)
     culprit = make_dump(world, entries - 1, entries, form, frames)
@@ -103,7 +104,7 @@ def make(folder: Path, world: int, entries: int, form: str, depth: int, distinct
             path.write_bytes(healthy)
         else:
             os.link(first, path)
-    return len(healthy)
+    return first
 
 
 class TreePeak:
@@ -135,6 +136,20 @@ class TreePeak:
         self.stop.set()
         self.thread.join()
         return self.peak
+
+
+def speed_gauge_ms(path: Path, form: str, repeats: int = 15) -> float:
+    """This machine's speed at the moment: the CPU ms Python's own decoder (pickle.loads,
+    json.loads) takes on one rank's file, best of ``repeats``. A shared VM's speed moves (the
+    same set took 41.6 s and 49.2 s an hour apart); the gauge says which moment a row saw."""
+    data = path.read_bytes()
+    decode = pickle.loads if form == "pickle" else json.loads
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.process_time()
+        decode(data)
+        best = min(best, time.process_time() - started)
+    return best * 1e3
 
 
 def children_cpu_s() -> float:
@@ -173,7 +188,7 @@ def main() -> None:
     args = parser.parse_args()
     print(f"{'form':<7}{'ranks':>7}{'entries':>8}{'MB/rank':>8}{'wall s':>8}{'CPU s':>8}"
           f"{'peak MiB':>9}  culprits  target (<= {TARGET_WALL_S:.0f} s, <= "
-          f"{TARGET_PEAK_MIB} MiB at 16 384)  load before-after", flush=True)
+          f"{TARGET_PEAK_MIB} MiB at 16 384)  load before-after  gauge ms", flush=True)
     records = []
     for form in args.forms:
         for world in args.ranks:
@@ -181,12 +196,13 @@ def main() -> None:
             with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
                 folder = Path(tmp) / "dumps"
                 folder.mkdir()
-                size = make(folder, world, args.entries, form, args.frames, args.distinct)
+                first = make(folder, world, args.entries, form, args.frames, args.distinct)
+                size, gauge = first.stat().st_size, speed_gauge_ms(first, form)
                 wall, cpu, peak, culprits = measure(folder, Path(tmp) / "hang.jsonl")
             met = "met" if wall <= TARGET_WALL_S and peak <= TARGET_PEAK_MIB else "NOT met"
             print(f"{form:<7}{world:>7}{args.entries:>8}{size / 1e6:>8.2f}{wall:>8.1f}"
                   f"{cpu:>8.1f}{peak:>9}  {culprits}  {met}  {load_before:.1f}-"
-                  f"{os.getloadavg()[0]:.1f}", flush=True)
+                  f"{os.getloadavg()[0]:.1f}  {gauge:.2f}", flush=True)
             records.append({"kind": "hang_scale", "form": form, "ranks": world,
                             "entries": args.entries, "frames": args.frames if form == "pickle"
                             else 0, "bytes_per_rank": size, "wall_s": round(wall, 2),
@@ -194,6 +210,7 @@ def main() -> None:
                             "culprit_ranks": culprits, "cores": os.cpu_count(),
                             "load_1min_before": round(load_before, 1),
                             "load_1min": round(os.getloadavg()[0], 1),
+                            "decode_gauge_ms": round(gauge, 2),
                             "hard_linked": not args.distinct})
             if args.json:
                 args.json.write_text("".join(json.dumps(r) + "\n" for r in records))

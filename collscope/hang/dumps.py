@@ -6,7 +6,6 @@ pickle reader refuses every class, so a dump holding an object is refused, never
 
 from __future__ import annotations
 
-import io
 import pickle
 from itertools import chain, repeat
 from operator import attrgetter, eq, itemgetter, or_, truth
@@ -35,12 +34,39 @@ class _NoClassUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"holds a Python object of class {module}.{name}")
 
 
+class _WholeInput:
+    """``data`` as the unpickler's file. Its ``peek`` hands the C unpickler everything left at
+    once and without a copy, so it decodes at ``pickle.loads``' speed: a file without peek is
+    asked for every opcode (2.5x slower), io.BufferedReader copies its buffer on each call
+    (25 % slower on a 2,000-entry dump, benchmarks/hang_scale.py)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.view = memoryview(data)
+        self.at = 0
+
+    def peek(self, size: int = 0) -> memoryview:
+        return self.view[self.at:]
+
+    def read(self, size: int = -1) -> memoryview:
+        end = len(self.data) if size < 0 else min(len(self.data), self.at + size)
+        chunk, self.at = self.view[self.at:end], end
+        return chunk
+
+    def readinto(self, buffer: memoryview) -> int:
+        chunk = self.read(len(buffer))
+        buffer[:len(chunk)] = chunk
+        return len(chunk)
+
+    def readline(self, size: int = -1) -> memoryview:
+        newline = self.data.find(b"\n", self.at)
+        return self.read(-1 if newline < 0 else newline + 1 - self.at)
+
+
 def load_pickle(data: bytes) -> Any:
     """The plain data in ``data``; ValueError (message: what is wrong) otherwise."""
     try:
-        # Buffered: protocol 2 (torch's) has no frames, and a reader without peek() is asked
-        # for every opcode, 2.5x slower than pickle.loads; with it the same speed.
-        return _NoClassUnpickler(io.BufferedReader(io.BytesIO(data), 1 << 20)).load()
+        return _NoClassUnpickler(_WholeInput(data)).load()
     except pickle.UnpicklingError as error:
         text = str(error)
         if text.startswith("holds a Python object"):
@@ -95,10 +121,12 @@ def _entry(raw: dict[str, Any]) -> Entry:
         time_created_ns=raw.get("time_created_ns"))
 
 
-_COLUMNS = itemgetter("record_id", "collective_seq_id", "p2p_seq_id", "op_id", "pg_id",
-                      "process_group", "profiling_name", "retired", "state")
-_TYPED_COLUMNS = attrgetter("record_id", "collective_seq_id", "p2p_seq_id", "op_id", "pg_id",
-                            "process_group", "profiling_name", "retired", "state")
+# The fields read of every entry; pg_id (read of each group's last entry) and p2p_seq_id (of
+# p2p entries) are read where needed, as ``_entry`` reads them.
+_COLUMNS = itemgetter("record_id", "collective_seq_id", "op_id", "process_group",
+                      "profiling_name", "retired", "state")
+_TYPED_COLUMNS = attrgetter("record_id", "collective_seq_id", "op_id", "process_group",
+                            "profiling_name", "retired", "state")
 
 
 def entry_columns(raw_entries: list[dict[str, Any]]) -> EntryColumns | None:
@@ -106,22 +134,21 @@ def entry_columns(raw_entries: list[dict[str, Any]]) -> EntryColumns | None:
     object per entry); None when an entry lacks one of these fields or holds another type
     than torch writes where the type changes what the reduction compares (the numbers): such
     a dump is read whole, entry by entry (``_entry``)."""
-    if raw_entries and type(raw_entries[0]) is FlightEntry:
-        columns = list(zip(*map(_TYPED_COLUMNS, raw_entries)))   # msgspec checked the types
+    typed = bool(raw_entries) and type(raw_entries[0]) is FlightEntry   # msgspec checked all
+    if typed:
+        columns = list(zip(*map(_TYPED_COLUMNS, raw_entries)))
     else:
         try:
             columns = list(zip(*map(_COLUMNS, raw_entries)))
         except KeyError:
             return None
-        # One pass over the five number columns (a set per column cost twice as much); the
-        # other fields are read as ``_entry`` reads them, whatever their type.
-        if not columns or set(map(type, chain.from_iterable(columns[:5]))) != {int}:
+        # One pass over the number columns (a set per column cost twice as much); the other
+        # fields are read as ``_entry`` reads them, whatever their type.
+        if not columns or set(map(type, chain.from_iterable(columns[:3]))) != {int}:
             return None
-    record_ids, seqs, p2p_seqs, op_ids, pg_ids, groups, names, retired, states = columns
-    if not set(map(type, groups)) <= {tuple, list} or min(map(len, groups)) < 2:
-        return None
-    group_names = list(map(itemgetter(0), groups))
-    if set(map(type, group_names)) != {str}:
+    record_ids, seqs, op_ids, groups, names, retired, states = columns
+    group_names = list(map(itemgetter(0), groups)) if typed else _group_names(groups)
+    if group_names is None:
         return None
     try:
         ops = {name: split_name(str(name)) for name in set(names)}
@@ -130,17 +157,43 @@ def entry_columns(raw_entries: list[dict[str, Any]]) -> EntryColumns | None:
     p2p_names = {name for name, (_, op, _) in ops.items() if op in P2P_OPS}
     if any(ops[name][2] is None for name in p2p_names):
         return None      # "send" without a peer: counted as peer 0 by the channels; read whole
-    if p2p_names:
-        p2p = list(map(p2p_names.__contains__, names))
-        peers = [ops[name][2] if is_p2p else None for name, is_p2p in zip(names, p2p)]
-        numbers = [p if is_p2p else s for is_p2p, s, p in zip(p2p, seqs, p2p_seqs)]
-    else:
-        peers, numbers = [None] * len(names), list(seqs)
+    peers: list[int | None] = [None] * len(names)
+    numbers = list(seqs)
+    if p2p_names:          # a p2p op is numbered by its p2p_seq_id, in its peer's lane
+        for position, name in enumerate(names):
+            if name in p2p_names:
+                number = raw_entries[position].get("p2p_seq_id")
+                if type(number) is not int:
+                    return None
+                peers[position], numbers[position] = ops[name][2], number
     return EntryColumns(
         record_ids=list(record_ids), group_names=group_names, peers=peers, numbers=numbers,
         done=list(map(or_, map(truth, retired), map(eq, states, repeat("completed")))),
-        op_ids=list(op_ids), pg_ids=list(pg_ids),
+        op_ids=list(op_ids), pg_id_at=lambda position: _int(raw_entries[position].get("pg_id")),
         backend=next((ops[n][0] for n in names if ops[n][0]), ""))
+
+
+def _group_names(groups: tuple[Any, ...]) -> list[str] | None:
+    """Each entry's group name (its ``process_group``'s first item), or None where one is not
+    a tuple or list of two or more beginning with a string. The few distinct groups are
+    checked, not every entry's."""
+    try:
+        distinct = set(groups)
+    except TypeError:        # lists (a JSON dump read untyped) or a member that is no key
+        distinct = None
+    if distinct is None:
+        if not set(map(type, groups)) <= {tuple, list} or min(map(len, groups)) < 2:
+            return None
+        names = list(map(itemgetter(0), groups))
+        return names if set(map(type, names)) == {str} else None
+    name_of = {}
+    for group in distinct:
+        if type(group) not in (tuple, list) or len(group) < 2 or type(group[0]) is not str:
+            return None
+        name_of[group] = group[0]
+    if len(name_of) == 1:
+        return [group[0]] * len(groups)
+    return list(map(name_of.__getitem__, groups))
 
 
 def parse_dump(dump: Any, path: str, fmt: str, reduce: bool = False) -> RankDump:

@@ -89,12 +89,12 @@ def _read_one(path: Path, inputs: Inputs, reduce: bool) -> None:
         data = decompress(raw, MAX_DUMP_BYTES)
     except DecodeError as error:
         raise ValueError(str(error)) from None
-    if not data.strip():
-        raise ValueError("empty file, not a dump")
     if data[:1] == b"\x80":
         dump = load_pickle(data)
         inputs.dumps.append(parse_dump(dump, str(path), "pickle", reduce))
         return
+    if not data.strip():
+        raise ValueError("empty file, not a dump")
     typed = typed_dump(data) if reduce and _JSON_OBJECT.match(data) else None
     if typed is not None:
         inputs.dumps.append(parse_dump(typed, str(path), "json", reduce))

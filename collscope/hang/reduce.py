@@ -20,6 +20,7 @@ number twice in a lane, a field of another type) nothing is dropped: it is read 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from operator import itemgetter, lt
 from types import SimpleNamespace
@@ -44,7 +45,7 @@ class EntryColumns:
     numbers: list[int]           # collective_seq_id, or p2p_seq_id for p2p ops
     done: list[bool]
     op_ids: list[int]
-    pg_ids: list[int]
+    pg_id_at: Callable[[int], int]   # an entry's pg_id, read as the whole dump reads it
     backend: str                 # of the first entry that names one
 
 
@@ -59,13 +60,7 @@ def kept_entries(c: EntryColumns, status: dict[int, GroupStatus]) -> Kept | None
     ids = c.record_ids
     if not all(map(lt, ids, ids[1:])):
         return None
-    keys = list(zip(c.group_names, c.peers))
-    lanes: dict[LaneKey, list[int]] = {}
-    if len(set(keys)) == 1:
-        lanes[keys[0]] = list(range(len(keys)))
-    else:
-        for position, key in enumerate(keys):
-            lanes.setdefault(key, []).append(position)
+    lanes = _lanes(c)
     across = _across_lanes(c, lanes)
     statuses = _lane_statuses(c, lanes, status)
     kept: dict[LaneKey, set[int]] = {}
@@ -75,7 +70,7 @@ def kept_entries(c: EntryColumns, status: dict[int, GroupStatus]) -> Kept | None
             return None
         kept[key] = local
     for position in across:
-        key = keys[position]
+        key = (c.group_names[position], c.peers[position])
         kept[key].add(bisect_left(lanes[key], position))
     result = Kept(sorted(lanes[key][j] for key, local in kept.items() for j in local))
     for key, local in kept.items():
@@ -83,6 +78,16 @@ def kept_entries(c: EntryColumns, status: dict[int, GroupStatus]) -> Kept | None
         if runs:
             result.dropped[key] = runs
     return result
+
+
+def _lanes(c: EntryColumns) -> dict[LaneKey, list[int]]:
+    """Each lane's positions in the dump, ascending (one lane, the common dump: at C speed)."""
+    if c.peers.count(None) == len(c.peers) and len(set(c.group_names)) == 1:
+        return {(c.group_names[0], None): list(range(len(c.group_names)))}
+    lanes: dict[LaneKey, list[int]] = {}
+    for position, key in enumerate(zip(c.group_names, c.peers)):
+        lanes.setdefault(key, []).append(position)
+    return lanes
 
 
 def _across_lanes(c: EntryColumns, lanes: dict[LaneKey, list[int]]) -> set[int]:
@@ -111,7 +116,7 @@ def _lane_statuses(c: EntryColumns, lanes: dict[LaneKey, list[int]],
             peers.setdefault(group, set()).add(peer)
     found: dict[LaneKey, GroupStatus] = {}
     for group, position in last.items():
-        counted = status.get(c.pg_ids[position])
+        counted = status.get(c.pg_id_at(position))
         if counted is None:
             continue
         if c.peers[position] is None:
