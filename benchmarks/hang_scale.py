@@ -6,10 +6,11 @@ pickler writes (benchmarks/torch_pickle.py, byte-identical to every real dump in
 strings memoised by value, a stack frame's dict shared by every entry that ran through it, keys
 in torch's order) with a Python stack of --frames frames per entry, NCCL's fields (``nccl:``
 names, ``completed`` states, start/end times, ``duration_ms``) and a ``pg_config`` listing the W
-ranks of the default group; the JSON form as ``_dump_nccl_trace_json`` writes it (no frames). Every healthy rank's dump holds the same bytes,
-so they are hard links to one file (a 16 384-rank set would be 8.7 GB of pickle or 21 GB of
-JSON otherwise): every file is still opened, read and decoded, but from the page cache, so
-reading a real set from storage adds its read time (--distinct writes each rank's own file).
+ranks of the default group; the JSON form as ``_dump_nccl_trace_json`` writes it (no frames).
+Every healthy rank's dump holds the same bytes, so they are hard links to one file (a 16 384-rank
+set would be 7.8 GB of pickle or 21 GB of JSON otherwise): every file is still opened, read and
+decoded, but from the page cache, so reading a real set from storage adds its read time
+(--distinct writes each rank's own file).
 
 Each size runs ``collscope hang DIR --json FILE`` as a user does, in its own process; its wall
 time, its tree's CPU time (getrusage of the reaped children) and the peak of the summed RSS of

@@ -3,8 +3,8 @@
 what NCCL writes rather than what Python's pickler writes for the same data: Python's memoises
 every dict, list and tuple and picks other opcodes for numbers; torch's memoises strings by
 value and a container only where it is shared (a stack frame, referenced by every entry that
-ran through it, and the root). tests/unit/hang/test_torch_pickle.py checks the writer byte for byte against
-every real pickle dump in tests/fixtures.
+ran through it, and the root). tests/unit/hang/test_torch_pickle.py checks the writer byte
+for byte against every real pickle dump in tests/fixtures.
 
 The rules, as torch applies them: a string is written once (BINUNICODE, then memoised) and
 fetched from the memo after that; a dict, list or tuple seen more than once is written once

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pickle
 from itertools import chain, repeat
 from operator import attrgetter, eq, itemgetter, or_, truth
-from typing import Any
+from typing import Any, cast
 
 from collscope.hang.model import Entry, Frame, GroupStatus, RankDump, StackDump
 from collscope.hang.names import rank_and_host
@@ -66,7 +66,8 @@ class _WholeInput:
 def load_pickle(data: bytes) -> Any:
     """The plain data in ``data``; ValueError (message: what is wrong) otherwise."""
     try:
-        return _NoClassUnpickler(_WholeInput(data)).load()
+        # cast: the C unpickler takes any buffer from read and peek; typeshed asks for bytes.
+        return _NoClassUnpickler(cast(Any, _WholeInput(data))).load()
     except pickle.UnpicklingError as error:
         text = str(error)
         if text.startswith("holds a Python object"):
