@@ -74,7 +74,9 @@ class Job:
 # group beyond the wait it inherits (a Python 3.13 clone): named beside the slow rank.
 _SLOW = {"ddp_slow": {"LAYOUT": "ddp", "SLOW_RANK": "2", "SLOW_MS": "30", "STEPS": "50"},
          "tpdp_slow": {"LAYOUT": "tpdp", "SLOW_RANK": "1", "SLOW_MS": "30", "STEPS": "50"},
-         "fsdp_slow": {"LAYOUT": "fsdp", "SLOW_RANK": "2", "SLOW_MS": "40", "STEPS": "30"}}
+         # 50 steps (~8 s), not 30: at 30 a run on a slowed VM ended before its windows
+         # held the evidence (CI-like serial pass, 2026-12-06; 10 windows of rank 2 alone).
+         "fsdp_slow": {"LAYOUT": "fsdp", "SLOW_RANK": "2", "SLOW_MS": "40", "STEPS": "50"}}
 _HEALTHY = {f"{layout}_healthy{n}": {"LAYOUT": layout, "STEPS": "40"}
             for n in (1, 2) for layout in ("tpdp", "fsdp")}
 _ALL = list((_SLOW | _HEALTHY).items())
