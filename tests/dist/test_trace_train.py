@@ -25,11 +25,16 @@ def straggler_run(tmp_path_factory) -> tuple[Path, Path]:
     tmp_path = tmp_path_factory.mktemp("straggler")
     traces, train_out = tmp_path / "traces", tmp_path / "train.jsonl"
     proc = run_cli("train", "--nproc", "4", *MODEL, "--trace", str(traces), "--trace-steps",
-                   "7", "--json",
+                   "9", "--json",
                    str(train_out), timeout=240,
                    env=cli_env(COLLSCOPE_FAULT_INJECT="straggle@2:300"))
     assert proc.returncode == 0, proc.stderr[-3000:]
     return traces, train_out
+
+
+def late_steps(ranks: dict[int, dict]) -> list[int]:
+    """[rank 2's late steps, the others' together]."""
+    return [ranks[2]["late_steps"], sum(ranks[r]["late_steps"] for r in (0, 1, 3))]
 
 
 def test_trace_of_a_train_run_with_a_straggler(straggler_run, tmp_path):
@@ -60,10 +65,12 @@ def test_trace_of_a_train_run_with_a_straggler(straggler_run, tmp_path):
     ranks = {r["rank"]: r for r in records if r["kind"] == "trace_rank"}
     assert sorted(ranks) == [0, 1, 2, 3]
     assert max(ranks, key=lambda r: ranks[r]["late_calls"]) == 2
-    # Rank 2 holds up every step of the window (7 traced steps; the window is the 6 before
-    # the last). Steps are the straggler test's trials (its calls are not independent): 6 of 6
-    # among 4 ranks gives p = 4 x (1/4)^6 < 0.01 (Bonferroni), so rank 2 is named.
-    assert ranks[2]["late_steps"] == 6 and all(ranks[r]["late_steps"] == 0 for r in (0, 1, 3))
+    # Rank 2 holds up the steps of the window (9 traced steps; the window is the 8 before
+    # the last). Steps are the straggler test's trials (its calls are not independent): 7 of 8
+    # among 4 ranks gives p = 4 x (8 x (1/4)^7 x 3/4 + (1/4)^8) = 0.0015 < 0.01 (Bonferroni),
+    # so rank 2 is named even where a stall elsewhere outlasted its 300 ms once (a slowed VM
+    # gave another rank one step of 6 in a CI run).
+    assert late_steps(ranks) in ([8, 0], [7, 1])
     (straggler,) = [f for f in records if f["kind"] == "finding" and f["id"] == "straggler"]
     assert straggler["rank"] == 2
     # One host: its clock is every rank's, so the offsets are estimated but not applied.
@@ -115,8 +122,8 @@ def test_shifted_clocks_are_aligned_and_the_straggler_found_again(straggler_run,
         # Within the gloo ends' jitter (a few ms on this loaded machine) of the planted shift.
         assert abs(ranks[r]["clock_offset_us"] - SHIFTS_US.get(r, 0.0)) < 20e3
         assert ranks[r]["clock_calls"] >= 12 and ranks[r]["clock_spread_us"] < 20e3
-    # On aligned clocks the verdict is the unshifted traces': rank 2 late in 6 of 6 steps.
-    assert ranks[2]["late_steps"] == 6 and all(ranks[r]["late_steps"] == 0 for r in (0, 1, 3))
+    # On aligned clocks the verdict is the unshifted traces': rank 2 late in (nearly) every step.
+    assert late_steps(ranks) in ([8, 0], [7, 1])
     (straggler,) = [f for f in records if f["kind"] == "finding" and f["id"] == "straggler"]
     assert straggler["rank"] == 2
 
